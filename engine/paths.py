@@ -1,0 +1,30 @@
+"""Where things live: the data directory and the bundled demo collection."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_HOME = "SEARCHGRADE_HOME"
+DEFAULT_DIRNAME = ".searchgrade"
+
+#: The demo collection shipped in the source tree (a copy of BEIR SciFact, see demo/README.md).
+DEMO_DIR = Path(__file__).resolve().parent.parent / "demo" / "scifact"
+DEMO_NAME = "demo"
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """--data-dir if given, else $SEARCHGRADE_HOME, else .searchgrade/ in the working directory."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(ENV_HOME)
+    if env:
+        return Path(env).expanduser()
+    return Path.cwd() / DEFAULT_DIRNAME
+
+
+def resolve_collection(path_or_name: str | os.PathLike[str]) -> Path:
+    """A collection path, with the name 'demo' standing for the bundled demo."""
+    if str(path_or_name) == DEMO_NAME:
+        return DEMO_DIR
+    return Path(path_or_name).expanduser()

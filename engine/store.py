@@ -1,0 +1,548 @@
+"""The run store: one DuckDB file holding every run, its queries, results, grades and metrics.
+
+All SQL of the project lives here. Connections are short-lived (one per operation) so that
+another process (the CLI while the app is open, say) can write between them: DuckDB lets only
+one process hold a database file open for writing. Inside one process, DuckDB shares one
+database instance between connections, so threads are safe with a connection each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from engine.types import SearchGradeError
+
+DB_FILENAME = "searchgrade.duckdb"
+
+RUN_STATUSES = ("running", "complete", "failed", "interrupted")
+
+# Numbered, forward-only. Never edit an applied migration: add the next one.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY,
+            name VARCHAR NOT NULL,
+            collection_name VARCHAR NOT NULL,
+            collection_path VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            finished_at TIMESTAMP,
+            status VARCHAR NOT NULL,
+            stage VARCHAR,
+            mode VARCHAR NOT NULL,
+            label_source VARCHAR NOT NULL,
+            grade_min INTEGER,
+            grade_max INTEGER,
+            threshold INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            depth INTEGER NOT NULL,
+            config JSON NOT NULL,
+            timings JSON,
+            skipped JSON,
+            stats JSON,
+            notes JSON,
+            error VARCHAR,
+            pid INTEGER,
+            host VARCHAR
+        );
+        CREATE TABLE queries (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            query_type VARCHAR NOT NULL,
+            source_doc_id VARCHAR,
+            PRIMARY KEY (run_id, query_id)
+        );
+        CREATE TABLE results (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            score DOUBLE NOT NULL,
+            latency_ms DOUBLE NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id, rank)
+        );
+        CREATE TABLE grades (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            grade INTEGER,
+            source VARCHAR NOT NULL,
+            model VARCHAR,
+            prompt_version VARCHAR,
+            reason VARCHAR,
+            PRIMARY KEY (run_id, query_id, doc_id)
+        );
+        CREATE TABLE documents (
+            run_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            title VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, doc_id)
+        );
+        CREATE TABLE metric_values (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            value DOUBLE NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id, metric, k)
+        );
+        CREATE TABLE metric_summary (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            value DOUBLE NOT NULL,
+            ci_low DOUBLE NOT NULL,
+            ci_high DOUBLE NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (run_id, strategy, metric, k)
+        );
+        """,
+    ),
+)
+
+
+@dataclass
+class RunRecord:
+    run_id: str
+    name: str
+    collection_name: str
+    collection_path: str
+    created_at: datetime
+    finished_at: datetime | None
+    status: str
+    stage: str | None
+    mode: str
+    label_source: str
+    grade_min: int | None
+    grade_max: int | None
+    threshold: int
+    k: int
+    depth: int
+    config: dict[str, Any]
+    timings: dict[str, float]
+    skipped: dict[str, str]
+    stats: dict[str, Any]
+    notes: list[str]
+    error: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["created_at"] = self.created_at.isoformat()
+        d["finished_at"] = self.finished_at.isoformat() if self.finished_at else None
+        return d
+
+
+_RUN_COLUMNS = (
+    "run_id, name, collection_name, collection_path, created_at, finished_at, status, stage, "
+    "mode, label_source, grade_min, grade_max, threshold, k, depth, config, timings, skipped, "
+    "stats, notes, error"
+)
+_JSON_DEFAULTS = {"config": {}, "timings": {}, "skipped": {}, "stats": {}, "notes": []}
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
+
+    def __init__(self, data_dir: str | Path, *, lock_timeout_s: float = 30.0):
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / DB_FILENAME
+        self.lock_timeout_s = lock_timeout_s
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SearchGradeError(
+                f"cannot create the data directory {self.data_dir}: {exc.strerror}; "
+                "pass a writable --data-dir or set SEARCHGRADE_HOME"
+            ) from None
+        with self.connect() as con:
+            self._migrate(con)
+
+    # -- connections -------------------------------------------------------------------------
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh connection, retried while another process holds the file's write lock."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                con = duckdb.connect(str(self.path))
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise SearchGradeError(
+                        f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
+                        "check the file, or point --data-dir elsewhere"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise SearchGradeError(
+                        f"the run store {self.path} is locked by another process for more than "
+                        f"{self.lock_timeout_s:.0f} s; stop the other searchgrade process or use "
+                        "another --data-dir"
+                    ) from None
+                time.sleep(0.2)
+            except duckdb.Error as exc:
+                raise SearchGradeError(
+                    f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
+                    "it may not be a searchgrade DuckDB file: point --data-dir elsewhere"
+                ) from None
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection inside one transaction: all of it lands, or none of it."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+        )
+        applied = {row[0] for row in con.execute("SELECT version FROM schema_version").fetchall()}
+        for version, sql in MIGRATIONS:
+            if version in applied:
+                continue
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        name: str,
+        collection_name: str,
+        collection_path: str,
+        mode: str,
+        label_source: str,
+        grade_min: int | None,
+        grade_max: int | None,
+        threshold: int,
+        k: int,
+        depth: int,
+        config: dict[str, Any],
+        notes: Sequence[str] = (),
+        run_id: str | None = None,
+    ) -> str:
+        run_id = run_id or new_run_id()
+        with self.connect() as con:
+            con.execute(
+                "INSERT INTO runs (run_id, name, collection_name, collection_path, created_at, status, "
+                "stage, mode, label_source, grade_min, grade_max, threshold, k, depth, config, timings, "
+                "skipped, stats, notes, pid, host) "
+                "VALUES (?, ?, ?, ?, ?, 'running', 'starting', ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', ?, ?, ?)",
+                [
+                    run_id, name, collection_name, collection_path, _now(), mode, label_source,
+                    grade_min, grade_max, threshold, k, depth, json.dumps(config),
+                    json.dumps(list(notes)), os.getpid(), socket.gethostname(),
+                ],
+            )
+        return run_id
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        """Set some columns of a run; dicts and lists are stored as JSON."""
+        allowed = {"stage", "timings", "skipped", "stats", "notes", "status", "error", "threshold",
+                   "grade_min", "grade_max", "config"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update run columns {sorted(unknown)}; allowed: {sorted(allowed)}")
+        # Column names come from the fixed allow-list above, never from user input.
+        assignments = ", ".join(f"{column} = ?" for column in fields)
+        values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in fields.values()]
+        with self.connect() as con:
+            con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", [*values, run_id])
+
+    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"status {status!r} is not one of {RUN_STATUSES}")
+        with self.connect() as con:
+            con.execute(
+                "UPDATE runs SET status = ?, error = ?, finished_at = ?, stage = ? WHERE run_id = ?",
+                [status, error, _now(), "done" if status == "complete" else None, run_id],
+            )
+
+    def mark_stale_runs(self) -> int:
+        """Mark as interrupted the runs still 'running' whose process on this host has died.
+
+        A process killed with SIGKILL cannot mark its own run; the next process to look does.
+        """
+        host = socket.gethostname()
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ?", [host]
+            ).fetchall()
+            stale = [run_id for run_id, pid in rows if pid is None or not _pid_alive(pid)]
+            for run_id in stale:
+                con.execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?, "
+                    "error = coalesce(error, 'the process running it stopped (killed or crashed)') "
+                    "WHERE run_id = ?",
+                    [_now(), run_id],
+                )
+        return len(stale)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self.connect() as con:
+            row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if row is None:
+                # Accept an unambiguous prefix, as git does for commits.
+                rows = con.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE starts_with(run_id, ?)", [run_id]
+                ).fetchall()
+                if len(rows) == 1:
+                    row = rows[0]
+        if row is None:
+            raise SearchGradeError(
+                f"no run {run_id!r} in {self.path}; list the runs with `searchgrade runs`"
+            )
+        return _run_record(row)
+
+    def list_runs(self, collection_name: str | None = None) -> list[RunRecord]:
+        """Runs, newest first."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        params: list[Any] = []
+        if collection_name is not None:
+            sql += " WHERE collection_name = ?"
+            params.append(collection_name)
+        sql += " ORDER BY created_at DESC, run_id DESC"
+        with self.connect() as con:
+            rows = con.execute(sql, params).fetchall()
+        return [_run_record(row) for row in rows]
+
+    # -- run contents ------------------------------------------------------------------------
+
+    def write_queries(self, con: duckdb.DuckDBPyConnection, run_id: str, queries: Iterable[Any]) -> None:
+        rows = [(run_id, q.query_id, q.text, q.query_type, q.source_doc_id) for q in queries]
+        if rows:
+            con.executemany("INSERT INTO queries VALUES (?, ?, ?, ?, ?)", rows)
+
+    def write_results(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        run_id: str,
+        strategy: str,
+        query_ids: Sequence[str],
+        hits: Sequence[Any],
+    ) -> None:
+        rows = [
+            (run_id, strategy, qid, d.rank, d.doc_id, float(d.score), h.latency_s * 1000.0)
+            for qid, h in zip(query_ids, hits, strict=True)
+            for d in h.docs
+        ]
+        _insert_frame(con, "results", rows,
+                      ["run_id", "strategy", "query_id", "rank", "doc_id", "score", "latency_ms"])
+
+    def write_grades(self, con: duckdb.DuckDBPyConnection, run_id: str, grades: Iterable[Any]) -> None:
+        rows = [
+            (run_id, g.query_id, g.doc_id, g.grade, g.source, g.model, g.prompt_version, g.reason)
+            for g in grades
+        ]
+        _insert_frame(con, "grades", rows,
+                      ["run_id", "query_id", "doc_id", "grade", "source", "model", "prompt_version", "reason"])
+
+    def write_documents(self, con: duckdb.DuckDBPyConnection, run_id: str, documents: Iterable[Any]) -> None:
+        rows = [(run_id, d.doc_id, d.title, d.text) for d in documents]
+        _insert_frame(con, "documents", rows, ["run_id", "doc_id", "title", "text"])
+
+    def write_metric_values(self, con: duckdb.DuckDBPyConnection, run_id: str,
+                            rows: Iterable[tuple[str, str, str, int, float]]) -> None:
+        """Rows of (strategy, query_id, metric, k, value)."""
+        _insert_frame(con, "metric_values", [(run_id, *r) for r in rows],
+                      ["run_id", "strategy", "query_id", "metric", "k", "value"])
+
+    def write_metric_summary(self, con: duckdb.DuckDBPyConnection, run_id: str,
+                             rows: Iterable[tuple[str, str, int, float, float, float, int]]) -> None:
+        """Rows of (strategy, metric, k, value, ci_low, ci_high, n)."""
+        _insert_frame(con, "metric_summary", [(run_id, *r) for r in rows],
+                      ["run_id", "strategy", "metric", "k", "value", "ci_low", "ci_high", "n"])
+
+    def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+        for table in ("queries", "results", "grades", "documents", "metric_values", "metric_summary"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def metric_summary(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT strategy, metric, k, value, ci_low, ci_high, n FROM metric_summary "
+               "WHERE run_id = ?")
+        params: list[Any] = [run_id]
+        if k is not None:
+            sql += " AND k = ?"
+            params.append(k)
+        sql += " ORDER BY metric, k, strategy"
+        return self._dicts(sql, params)
+
+    def metric_values(self, run_id: str, metric: str | None = None, k: int | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT strategy, query_id, metric, k, value FROM metric_values WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if metric is not None:
+            sql += " AND metric = ?"
+            params.append(metric)
+        if k is not None:
+            sql += " AND k = ?"
+            params.append(k)
+        sql += " ORDER BY strategy, query_id"
+        return self._dicts(sql, params)
+
+    def queries(self, run_id: str) -> list[dict[str, Any]]:
+        return self._dicts(
+            "SELECT query_id, text, query_type, source_doc_id FROM queries WHERE run_id = ? ORDER BY query_id",
+            [run_id],
+        )
+
+    def results_with_grades(self, run_id: str, strategy: str | None = None,
+                            query_id: str | None = None) -> list[dict[str, Any]]:
+        """Results joined with their grades (grade None where unjudged), by strategy, query, rank."""
+        sql = (
+            "SELECT r.strategy, r.query_id, r.rank, r.doc_id, r.score, r.latency_ms, g.grade, "
+            "g.source, g.model, g.prompt_version, g.reason "
+            "FROM results r LEFT JOIN grades g "
+            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "WHERE r.run_id = ?"
+        )
+        params: list[Any] = [run_id]
+        if strategy is not None:
+            sql += " AND r.strategy = ?"
+            params.append(strategy)
+        if query_id is not None:
+            sql += " AND r.query_id = ?"
+            params.append(query_id)
+        sql += " ORDER BY r.strategy, r.query_id, r.rank"
+        return self._dicts(sql, params)
+
+    def grades(self, run_id: str, query_id: str | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT query_id, doc_id, grade, source, model, prompt_version, reason FROM grades "
+               "WHERE run_id = ?")
+        params: list[Any] = [run_id]
+        if query_id is not None:
+            sql += " AND query_id = ?"
+            params.append(query_id)
+        return self._dicts(sql + " ORDER BY query_id, doc_id", params)
+
+    def documents(self, run_id: str, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        if not doc_ids:
+            return {}
+        rows = self._dicts(
+            "SELECT doc_id, title, text FROM documents WHERE run_id = ? AND list_contains(?, doc_id)",
+            [run_id, list(doc_ids)],
+        )
+        return {r["doc_id"]: r for r in rows}
+
+    def relevance_by_position(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
+        """Mean grade at each rank per strategy (unjudged results count as 0, as in the metrics)."""
+        sql = (
+            "SELECT r.strategy, r.rank, avg(coalesce(g.grade, 0)) AS mean_grade, count(*) AS n "
+            "FROM results r LEFT JOIN grades g "
+            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "WHERE r.run_id = ? AND r.rank <= ? GROUP BY r.strategy, r.rank ORDER BY r.strategy, r.rank"
+        )
+        return self._dicts(sql, [run_id, k if k is not None else 1_000_000])
+
+    def latency_summary(self, run_id: str) -> list[dict[str, Any]]:
+        """Median and p95 search latency per strategy, one value per query."""
+        return self._dicts(
+            "SELECT strategy, median(latency_ms) AS p50_ms, quantile_cont(latency_ms, 0.95) AS p95_ms, "
+            "count(*) AS n FROM (SELECT DISTINCT strategy, query_id, latency_ms FROM results "
+            "WHERE run_id = ?) GROUP BY strategy ORDER BY strategy",
+            [run_id],
+        )
+
+    def trend(self, metric: str, k: int, collection_name: str | None = None) -> list[dict[str, Any]]:
+        """One metric's summary across complete runs, oldest first."""
+        sql = (
+            "SELECT r.run_id, r.name, r.created_at, r.collection_name, s.strategy, s.value, "
+            "s.ci_low, s.ci_high, s.n FROM metric_summary s JOIN runs r USING (run_id) "
+            "WHERE r.status = 'complete' AND s.metric = ? AND s.k = ?"
+        )
+        params: list[Any] = [metric, k]
+        if collection_name is not None:
+            sql += " AND r.collection_name = ?"
+            params.append(collection_name)
+        return self._dicts(sql + " ORDER BY r.created_at, s.strategy", params)
+
+    def _dicts(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            cur = con.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time to the second, then random hex."""
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def _run_record(row: Sequence[Any]) -> RunRecord:
+    names = [c.strip() for c in _RUN_COLUMNS.split(",")]
+    values = dict(zip(names, row, strict=True))
+    for key, default in _JSON_DEFAULTS.items():
+        raw = values[key]
+        values[key] = json.loads(raw) if raw else default
+    return RunRecord(**values)
+
+
+def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], columns: list[str]) -> None:
+    """Bulk insert through an Arrow table: executemany is far slower for tens of thousands of rows."""
+    if not rows:
+        return
+    import pyarrow as pa
+
+    arrow = pa.table({c: list(col) for c, col in zip(columns, zip(*rows, strict=True), strict=True)})
+    view = f"_insert_{table}"
+    con.register(view, arrow)
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM {view}")
+    finally:
+        con.unregister(view)
