@@ -1,0 +1,23 @@
+"""Discounted cumulative gain with linear gain."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from engine.metrics._topk import top_k
+
+
+def discounted_gain(grades: Sequence[int]) -> float:
+    """sum over i = 1..len(grades) of grades[i - 1] / log2(i + 1)."""
+    return sum(g / math.log2(i + 1) for i, g in enumerate(grades, start=1))
+
+
+def dcg(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:
+    """DCG@k = sum over i = 1..k of g_i / log2(i + 1): linear gain, log2 discount.
+
+    Edge cases: None counts as 0; fewer than k results sum over those returned; no results -> 0.0.
+    The pool and the threshold are unused.
+    Examples: [3, 2, 0, 0, 0] -> 4.26; ten 3s -> 13.63 (the maximum at k = 10 on a 0-3 scale).
+    """
+    return discounted_gain(top_k(grades, k))
