@@ -13,24 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from engine.types import STRATEGIES, Collection, Query, SearchGradeError, SearchHits
+from engine.types import STRATEGIES, Collection, Grade, Query, SearchGradeError, SearchHits
 
 Progress = Callable[[str, int, int], None]
 
 #: Cut-offs stored for every run (those up to its depth), besides the run's own k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
-
-
-class Grade(NamedTuple):
-    query_id: str
-    doc_id: str
-    grade: int | None
-    source: str  # "human" or "llm"
-    model: str | None = None
-    prompt_version: str | None = None
-    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,34 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        2,
+        """
+        CREATE TABLE llm_cache (
+            kind VARCHAR NOT NULL,
+            cache_key VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            payload JSON NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (kind, cache_key)
+        );
+        CREATE TABLE llm_usage (
+            run_id VARCHAR NOT NULL,
+            stage VARCHAR NOT NULL,
+            requests BIGINT NOT NULL DEFAULT 0,
+            ok BIGINT NOT NULL DEFAULT 0,
+            failures BIGINT NOT NULL DEFAULT 0,
+            invalid_replies BIGINT NOT NULL DEFAULT 0,
+            retries BIGINT NOT NULL DEFAULT 0,
+            cache_hits BIGINT NOT NULL DEFAULT 0,
+            prompt_tokens BIGINT NOT NULL DEFAULT 0,
+            completion_tokens BIGINT NOT NULL DEFAULT 0,
+            latency_s DOUBLE NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, stage)
+        );
+        """,
+    ),
 )
 
 
@@ -517,6 +545,191 @@ class Store:
             cur = con.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    # -- dashboard reads ---------------------------------------------------------------------
+
+    def query_metric_means(self, run_id: str, metric: str, k: int) -> list[dict[str, Any]]:
+        """Per query: the metric's mean, best and worst over strategies, with the query's text."""
+        return self._dicts(
+            "SELECT q.query_id, q.text, q.query_type, avg(v.value) AS mean_value, "
+            "max(v.value) AS max_value, arg_max(v.strategy, v.value) AS best_strategy, "
+            "min(v.value) AS min_value, arg_min(v.strategy, v.value) AS worst_strategy, "
+            "count(*) AS n_strategies "
+            "FROM metric_values v JOIN queries q ON q.run_id = v.run_id AND q.query_id = v.query_id "
+            "WHERE v.run_id = ? AND v.metric = ? AND v.k = ? "
+            "GROUP BY q.query_id, q.text, q.query_type ORDER BY mean_value, q.query_id",
+            [run_id, metric, k],
+        )
+
+    def metric_by_query_type(self, run_id: str, metric: str, k: int) -> list[dict[str, Any]]:
+        """Mean of one metric per strategy and query type (natural, keyword, qrels)."""
+        return self._dicts(
+            "SELECT v.strategy, q.query_type, avg(v.value) AS value, count(*) AS n "
+            "FROM metric_values v JOIN queries q ON q.run_id = v.run_id AND q.query_id = v.query_id "
+            "WHERE v.run_id = ? AND v.metric = ? AND v.k = ? "
+            "GROUP BY v.strategy, q.query_type ORDER BY q.query_type, v.strategy",
+            [run_id, metric, k],
+        )
+
+    def failed_top1(self, run_id: str, strategy: str) -> list[dict[str, Any]]:
+        """Queries whose top-1 result from `strategy` is graded 0 or unjudged, with every strategy's top 1.
+
+        Long rows (query, strategy, top-1 doc, title, grade); grade None means unjudged.
+        """
+        return self._dicts(
+            "WITH failed AS (SELECT r.query_id FROM results r LEFT JOIN grades g "
+            "  ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "  WHERE r.run_id = ? AND r.strategy = ? AND r.rank = 1 AND coalesce(g.grade, 0) = 0) "
+            "SELECT q.query_id, q.text, q.query_type, r.strategy, r.doc_id, d.title, g.grade "
+            "FROM failed f JOIN queries q ON q.run_id = ? AND q.query_id = f.query_id "
+            "JOIN results r ON r.run_id = ? AND r.query_id = f.query_id AND r.rank = 1 "
+            "LEFT JOIN grades g ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "LEFT JOIN documents d ON d.run_id = r.run_id AND d.doc_id = r.doc_id "
+            "ORDER BY q.query_id, r.strategy",
+            [run_id, strategy, run_id, run_id],
+        )
+
+    def failed_top1_counts(self, run_id: str) -> list[dict[str, Any]]:
+        """Per strategy: queries whose top-1 result is graded 0 or unjudged, and queries answered."""
+        return self._dicts(
+            "SELECT r.strategy, count(*) FILTER (WHERE coalesce(g.grade, 0) = 0) AS failed, "
+            "count(*) FILTER (WHERE g.grade IS NULL) AS unjudged, count(*) AS n "
+            "FROM results r LEFT JOIN grades g "
+            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "WHERE r.run_id = ? AND r.rank = 1 GROUP BY r.strategy ORDER BY r.strategy",
+            [run_id],
+        )
+
+    def unretrieved_relevant(self, run_id: str, threshold: int) -> dict[str, Any]:
+        """Relevant documents (grade >= threshold) that no strategy retrieved at any stored rank."""
+        rows = self._dicts(
+            "SELECT count(*) AS relevant, "
+            "count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM results r WHERE r.run_id = g.run_id "
+            "  AND r.query_id = g.query_id AND r.doc_id = g.doc_id)) AS never_retrieved, "
+            "count(DISTINCT g.query_id) FILTER (WHERE NOT EXISTS (SELECT 1 FROM results r "
+            "  WHERE r.run_id = g.run_id AND r.query_id = g.query_id AND r.doc_id = g.doc_id)) "
+            "  AS queries_affected "
+            "FROM grades g JOIN queries q ON q.run_id = g.run_id AND q.query_id = g.query_id "
+            "WHERE g.run_id = ? AND g.grade >= ?",
+            [run_id, threshold],
+        )
+        return rows[0]
+
+    def ranked_grades(self, run_id: str, k: int) -> list[dict[str, Any]]:
+        """Per strategy and query: the grades of the top k in rank order (None = unjudged)."""
+        return self._dicts(
+            "SELECT r.strategy, r.query_id, list(g.grade ORDER BY r.rank) AS grades "
+            "FROM results r LEFT JOIN grades g "
+            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "WHERE r.run_id = ? AND r.rank <= ? GROUP BY r.strategy, r.query_id "
+            "ORDER BY r.strategy, r.query_id",
+            [run_id, k],
+        )
+
+    def grade_pools(self, run_id: str) -> dict[str, list[int]]:
+        """Per query: every known grade (failed judgments excluded)."""
+        rows = self._dicts(
+            "SELECT query_id, list(grade) AS pool FROM grades WHERE run_id = ? AND grade IS NOT NULL "
+            "GROUP BY query_id",
+            [run_id],
+        )
+        return {r["query_id"]: r["pool"] for r in rows}
+
+    def result_strategies(self, run_id: str) -> list[str]:
+        """The strategies that have stored results in a run."""
+        rows = self._dicts("SELECT DISTINCT strategy FROM results WHERE run_id = ?", [run_id])
+        return [r["strategy"] for r in rows]
+
+    def paired_metric_values(self, run_a: str, run_b: str, metric: str, k: int) -> list[dict[str, Any]]:
+        """One metric per strategy and query for two runs, over the queries (by id) both evaluated."""
+        return self._dicts(
+            "SELECT a.strategy, a.query_id, qa.text, a.value AS value_a, b.value AS value_b "
+            "FROM metric_values a JOIN metric_values b ON b.run_id = ? AND b.strategy = a.strategy "
+            "AND b.query_id = a.query_id AND b.metric = a.metric AND b.k = a.k "
+            "JOIN queries qa ON qa.run_id = a.run_id AND qa.query_id = a.query_id "
+            "WHERE a.run_id = ? AND a.metric = ? AND a.k = ? ORDER BY a.strategy, a.query_id",
+            [run_b, run_a, metric, k],
+        )
+
+    # -- llm cache ---------------------------------------------------------------------------
+
+    #: Counters of llm_usage, in engine.llm.client.StageUsage order.
+    LLM_USAGE_COUNTERS = ("requests", "ok", "failures", "invalid_replies", "retries", "cache_hits",
+                          "prompt_tokens", "completion_tokens", "latency_s")
+
+    def llm_cache_get(self, kind: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Cached LLM payloads of one kind ("judge", "querygen") by key; keys not cached are absent."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+        import pyarrow as pa
+
+        with self.connect() as con:
+            # A join against the keys, not list_contains: the cache grows to many thousand rows.
+            con.register("_llm_keys", pa.table({"cache_key": keys}))
+            try:
+                rows = con.execute(
+                    "SELECT c.cache_key, c.payload FROM llm_cache c JOIN _llm_keys k "
+                    "ON c.cache_key = k.cache_key WHERE c.kind = ?",
+                    [kind],
+                ).fetchall()
+            finally:
+                con.unregister("_llm_keys")
+        return {key: json.loads(payload) for key, payload in rows}
+
+    def llm_cache_put(self, kind: str, entries: Iterable[tuple[str, str, str, dict[str, Any]]]) -> None:
+        """Cache (key, model, prompt_version, payload) entries; a key already cached keeps its payload."""
+        now = _now()
+        rows: dict[str, tuple] = {}
+        for key, model, prompt_version, payload in entries:
+            rows.setdefault(key, (kind, key, model, prompt_version, json.dumps(payload), now))
+        if not rows:
+            return
+        import pyarrow as pa
+
+        columns = ["kind", "cache_key", "model", "prompt_version", "payload", "created_at"]
+        arrow = pa.table({c: list(col) for c, col in zip(columns, zip(*rows.values(), strict=True),
+                                                          strict=True)})
+        with self.connect() as con:
+            con.register("_llm_entries", arrow)
+            try:
+                con.execute(
+                    f"INSERT INTO llm_cache ({', '.join(columns)}) SELECT {', '.join(columns)} "
+                    "FROM _llm_entries ON CONFLICT DO NOTHING"
+                )
+            finally:
+                con.unregister("_llm_entries")
+
+    def add_llm_usage(self, run_id: str, stage: str, deltas: dict[str, float]) -> None:
+        """Add counters (requests, tokens, ...) to a run's LLM accounting for one stage.
+
+        Additive, so a resumed run keeps counting from where the stopped process left off.
+        """
+        unknown = set(deltas) - set(self.LLM_USAGE_COUNTERS)
+        if unknown:
+            raise ValueError(f"unknown LLM usage counters {sorted(unknown)}; "
+                             f"allowed: {list(self.LLM_USAGE_COUNTERS)}")
+        if not deltas:
+            return
+        # Column names come from the fixed allow-list above, never from user input.
+        names = list(deltas)
+        updates = ", ".join(f"{n} = llm_usage.{n} + excluded.{n}" for n in names)
+        with self.connect() as con:
+            con.execute(
+                f"INSERT INTO llm_usage (run_id, stage, {', '.join(names)}) "
+                f"VALUES (?, ?, {', '.join('?' for _ in names)}) "
+                f"ON CONFLICT (run_id, stage) DO UPDATE SET {updates}",
+                [run_id, stage, *deltas.values()],
+            )
+
+    def llm_usage(self, run_id: str) -> dict[str, dict[str, float]]:
+        """A run's LLM accounting: stage -> counter -> value (empty for a run without LLM calls)."""
+        rows = self._dicts(
+            f"SELECT stage, {', '.join(self.LLM_USAGE_COUNTERS)} FROM llm_usage WHERE run_id = ? "
+            "ORDER BY stage",
+            [run_id],
+        )
+        return {r.pop("stage"): r for r in rows}
 
 
 def new_run_id() -> str:

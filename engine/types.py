@@ -74,3 +74,18 @@ class SearchHits(NamedTuple):
 
     docs: list[ScoredDoc]
     latency_s: float
+
+
+class Grade(NamedTuple):
+    """One (query, document) grade: from human judgments or the LLM judge.
+
+    grade None records a judge failure (never turned into a number); reason says why.
+    """
+
+    query_id: str
+    doc_id: str
+    grade: int | None
+    source: str  # "human" or "llm"
+    model: str | None = None
+    prompt_version: str | None = None
+    reason: str | None = None

@@ -8,7 +8,7 @@ import time
 import duckdb
 import pytest
 
-from engine.pipeline import Grade
+from engine.types import Grade
 from engine.store import MIGRATIONS, Store
 from engine.types import Query, ScoredDoc, SearchGradeError, SearchHits
 

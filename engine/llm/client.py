@@ -1,0 +1,560 @@
+"""A client for any OpenAI-compatible chat endpoint that returns validated JSON replies.
+
+The hosted API, llama.cpp's server, vLLM, Ollama and others speak the same chat API but differ in
+how they constrain output to JSON. The client negotiates once per endpoint, trying in order:
+
+1. ``json_schema``: ``response_format={"type": "json_schema", "json_schema": {...}}`` (hosted API,
+   vLLM);
+2. ``json_object_schema``: ``{"type": "json_object", "schema": ...}`` (llama.cpp servers, which
+   reject ``json_schema`` with a 400/422);
+3. ``json_object``: plain JSON mode, the schema described in the prompt;
+4. ``prompt``: no ``response_format`` at all, the schema described in the prompt.
+
+A mode counts as supported once the server answers it with 200; modes rejected before that (a
+400/413/415/422, or while negotiating any error that names the response format: llama-cpp-python
+answers ``json_schema`` with a 500 saying so) are remembered in ``rejected_modes``.
+
+Retries are done here, not by the openai package (it is created with ``max_retries=0``), so that
+every HTTP request sent is counted: the calls a run reports equal the requests the server got.
+Timeouts, connection errors, 408, 409, 429 and 5xx are retried with exponential backoff, honouring
+``Retry-After``; a reply that is not valid JSON for its schema is retried with a short correction
+turn, then returned as a failure. 401, 403 and 404 stop everything (they will not get better).
+The API key is never stored in settings, logged or put in a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, fields
+from email.utils import parsedate_to_datetime
+from typing import Any, Generic, NamedTuple, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ValidationError
+
+from engine.types import SearchGradeError
+
+OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+
+#: Status codes that mean "the server cannot take this request as sent": try the next output
+#: mode while negotiating, else record the item as failed.
+_REJECTED = {400, 413, 415, 422}
+#: While negotiating, an error that names the output format means "mode not supported".
+_FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
+#: Status codes worth retrying after a wait.
+_TRANSIENT = {408, 409, 429}
+
+T = TypeVar("T")
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """How to reach the model. Stored with a run; the API key never is (it is not a field)."""
+
+    model: str
+    #: None: $OPENAI_BASE_URL, else the hosted OpenAI API.
+    base_url: str | None = None
+    concurrency: int = 4
+    timeout_s: float = 60.0
+    #: Extra requests after a timeout, connection error, 408/409/429 or 5xx.
+    max_retries: int = 4
+    #: Extra requests after a reply that is not valid JSON for its schema.
+    invalid_reply_retries: int = 2
+    backoff_s: float = 1.0
+    max_backoff_s: float = 30.0
+    #: A longer Retry-After is cut to this.
+    max_retry_after_s: float = 120.0
+    temperature: float = 0.0
+    max_tokens: int = 400
+    #: Force one of OUTPUT_MODES instead of negotiating.
+    output_mode: str | None = None
+
+    def validate(self) -> None:
+        if not self.model:
+            raise SearchGradeError("no LLM model given; pass --model NAME (e.g. gpt-4o-mini)")
+        if self.concurrency < 1:
+            raise SearchGradeError(f"--concurrency of {self.concurrency} must be at least 1")
+        if self.timeout_s <= 0:
+            raise SearchGradeError(f"LLM timeout of {self.timeout_s} s must be positive")
+        if self.max_retries < 0 or self.invalid_reply_retries < 0:
+            raise SearchGradeError("LLM retry counts must be 0 or more")
+        if self.max_tokens < 1:
+            raise SearchGradeError(f"LLM max_tokens of {self.max_tokens} must be at least 1")
+        if self.output_mode is not None and self.output_mode not in OUTPUT_MODES:
+            raise SearchGradeError(
+                f"LLM output mode {self.output_mode!r} is not one of {', '.join(OUTPUT_MODES)}"
+            )
+
+    def resolved_base_url(self) -> str | None:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as stored with a run: no key, and no credentials inside the URL."""
+        d = asdict(self)
+        url = self.resolved_base_url()
+        if url:
+            parts = urlsplit(url)
+            if parts.username or parts.password:
+                host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+                url = urlunsplit(parts._replace(netloc=host))
+        d["base_url"] = url
+        return d
+
+
+# -- accounting ------------------------------------------------------------------------------
+
+
+@dataclass
+class StageUsage:
+    """What one stage (e.g. "querygen", "judge") cost."""
+
+    #: HTTP requests sent, retries and rejected negotiation attempts included.
+    requests: int = 0
+    #: Calls that ended with a valid reply.
+    ok: int = 0
+    #: Calls that ended without one (recorded as failures).
+    failures: int = 0
+    #: Replies that were not valid JSON for the schema (each one retried or failed).
+    invalid_replies: int = 0
+    #: Requests repeated after a timeout, connection error, 429 or 5xx.
+    retries: int = 0
+    #: Items answered from the cache, without a call.
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    #: Sum of the wall time of every request, seconds.
+    latency_s: float = 0.0
+
+
+class Usage:
+    """Thread-safe per-stage accounting."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stages: dict[str, StageUsage] = {}
+
+    def add(self, stage: str, **deltas: float) -> None:
+        with self._lock:
+            usage = self._stages.setdefault(stage, StageUsage())
+            for name, delta in deltas.items():
+                setattr(usage, name, getattr(usage, name) + delta)
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        """Stage -> counter -> value, a copy."""
+        with self._lock:
+            return {stage: asdict(u) for stage, u in self._stages.items()}
+
+    def since(self, earlier: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """What was added after an earlier snapshot (for writing increments to the store)."""
+        now = self.snapshot()
+        zero = asdict(StageUsage())
+        return {
+            stage: {k: v - earlier.get(stage, zero)[k] for k, v in counters.items()}
+            for stage, counters in now.items()
+        }
+
+
+USAGE_FIELDS = tuple(f.name for f in fields(StageUsage))
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+class Reply(NamedTuple, Generic[M]):
+    """A validated reply, or the reason there is none."""
+
+    value: M | None
+    error: str | None
+
+
+class _Rejected(Exception):
+    """The server refused the request as sent (400-class)."""
+
+
+class _GaveUp(Exception):
+    """Retries exhausted on transient errors."""
+
+
+_KEYISH = re.compile(r"\b(sk|pk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
+
+
+class LLMClient:
+    """JSON calls to an OpenAI-compatible endpoint, with retries, negotiation and accounting.
+
+    Args:
+        settings: Model, endpoint, concurrency, timeouts and retry policy.
+        api_key: The key; None means $OPENAI_API_KEY. A local server (a base URL set) needs none.
+        client: Anything with ``chat.completions.create(**kwargs)`` (a stub in tests); None builds
+            an ``openai.OpenAI`` with ``max_retries=0``.
+        sleep: Called with the seconds to wait between retries (tests pass a recorder).
+    """
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        api_key: str | None = None,
+        client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        settings.validate()
+        self.settings = settings
+        self.usage = Usage()
+        self.rejected_modes: list[str] = []
+        self._sleep = sleep
+        self._random = random.Random()
+        self._mode: str | None = settings.output_mode
+        self._mode_lock = threading.Lock()
+        self._adaptations: dict[str, bool] = {}
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        # Kept only to scrub it from error text; never in settings, logs or messages.
+        self._secrets = tuple(s for s in (key,) if s and len(s) >= 4)
+        self._client = client if client is not None else self._openai_client(key)
+
+    def _openai_client(self, key: str | None) -> Any:
+        try:
+            import openai
+        except ImportError:
+            raise SearchGradeError("openai is not installed (pip install openai)") from None
+        base_url = self.settings.resolved_base_url()
+        if not key:
+            if base_url is None:
+                raise SearchGradeError(
+                    "no API key for the hosted OpenAI API: set OPENAI_API_KEY, or set "
+                    "OPENAI_BASE_URL / --base-url to a local OpenAI-compatible server"
+                )
+            key = "no-key"  # local servers ignore it, the openai package requires one
+        return openai.OpenAI(
+            api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s
+        )
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    @property
+    def output_mode(self) -> str | None:
+        """The output mode the endpoint accepted (None until the first accepted request)."""
+        return self._mode
+
+    # -- one call ----------------------------------------------------------------------------
+
+    def complete(
+        self,
+        stage: str,
+        messages: list[dict[str, str]],
+        reply_model: type[M],
+        schema: dict[str, Any],
+        *,
+        schema_name: str = "reply",
+        seed: int | None = None,
+        temperature: float | None = None,
+    ) -> Reply[M]:
+        """Ask for a JSON reply and validate it against ``reply_model``.
+
+        Returns:
+            Reply(value, None) on a valid reply; Reply(None, error) when the call failed (invalid
+            replies after every retry, transient errors after every retry, or a rejected request).
+
+        Raises:
+            SearchGradeError: The endpoint refuses us for good (401, 403, 404).
+        """
+        conversation = list(messages)
+        errors: list[str] = []
+        for attempt in range(self.settings.invalid_reply_retries + 1):
+            try:
+                content, finish_reason = self._request(
+                    stage, conversation, schema, schema_name, seed, temperature
+                )
+            except (_Rejected, _GaveUp) as exc:
+                self.usage.add(stage, failures=1)
+                return Reply(None, str(exc))
+            value, error = parse_reply(content, reply_model, finish_reason)
+            if value is not None:
+                self.usage.add(stage, ok=1)
+                return Reply(value, None)
+            self.usage.add(stage, invalid_replies=1)
+            errors.append(error)
+            conversation = [
+                *messages,
+                {"role": "assistant", "content": (content or "")[:2000]},
+                {"role": "user", "content": f"That reply is not valid: {error}. Reply again with "
+                 "only the JSON object, exactly as asked."},
+            ]
+        self.usage.add(stage, failures=1)
+        return Reply(None, f"invalid reply after {len(errors)} attempts: {errors[-1]}")
+
+    def _request(
+        self,
+        stage: str,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        seed: int | None,
+        temperature: float | None,
+    ) -> tuple[str | None, str | None]:
+        def send(mode: str, negotiating: bool = False) -> tuple[str | None, str | None]:
+            return self._send(stage, mode, messages, schema, schema_name, seed, temperature,
+                              negotiating)
+
+        mode = self._mode
+        if mode is not None:
+            return send(mode)
+        # The first call negotiates while the others wait, so that a rejected mode is tried once
+        # per endpoint, not once per worker thread.
+        with self._mode_lock:
+            if self._mode is not None:
+                mode = self._mode
+            else:
+                rejected: list[str] = []
+                last: _Rejected | None = None
+                for candidate in OUTPUT_MODES:
+                    try:
+                        reply = send(candidate, negotiating=True)
+                    except _Rejected as exc:
+                        rejected.append(candidate)
+                        last = exc
+                        continue
+                    self._mode = candidate
+                    self.rejected_modes = rejected
+                    return reply
+                # Every mode refused: likely this request (say, too long), not the modes; stay
+                # undecided so the next call negotiates again.
+                raise _Rejected(f"rejected in every output mode; last: {last}")
+        return send(mode)
+
+    def _send(
+        self,
+        stage: str,
+        mode: str,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        seed: int | None,
+        temperature: float | None,
+        negotiating: bool = False,
+    ) -> tuple[str | None, str | None]:
+        import openai
+
+        kwargs = self._request_kwargs(mode, messages, schema, schema_name, seed, temperature)
+        error = ""
+        for attempt in range(self.settings.max_retries + 1):
+            self.usage.add(stage, requests=1)
+            t0 = time.perf_counter()
+            wait_s: float | None = None
+            try:
+                response = self._client.chat.completions.create(**kwargs)
+            except openai.APITimeoutError:
+                error = f"timed out after {self.settings.timeout_s:g} s"
+            except openai.APIConnectionError as exc:
+                error = f"connection error: {self._scrub(str(exc))}"
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                detail = self._scrub(_one_line(exc))
+                adapted = self._adapt(kwargs, status, detail)
+                if adapted:
+                    self.usage.add(stage, latency_s=time.perf_counter() - t0)
+                    continue
+                # llama-cpp-python answers an unknown response_format with a 500 that names it.
+                if status in _REJECTED or (negotiating and _FORMAT_ERROR.search(detail)):
+                    self.usage.add(stage, latency_s=time.perf_counter() - t0)
+                    raise _Rejected(f"request rejected ({status}, mode {mode}): {detail}") from None
+                if status not in _TRANSIENT and status < 500:
+                    raise SearchGradeError(
+                        f"the LLM endpoint {self.settings.resolved_base_url() or 'api.openai.com'} "
+                        f"answered {status} for model {self.settings.model!r}: {detail}; check "
+                        "OPENAI_API_KEY, --model and OPENAI_BASE_URL"
+                    ) from None
+                error = f"HTTP {status}: {detail}"
+                wait_s = retry_after_seconds(exc.response.headers)
+            else:
+                usage = getattr(response, "usage", None)
+                self.usage.add(
+                    stage,
+                    latency_s=time.perf_counter() - t0,
+                    prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                    completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                )
+                choices = getattr(response, "choices", None) or []
+                if not choices:
+                    return None, "no choices"
+                return choices[0].message.content, choices[0].finish_reason
+            self.usage.add(stage, latency_s=time.perf_counter() - t0)
+            if attempt == self.settings.max_retries:
+                break
+            self.usage.add(stage, retries=1)
+            if wait_s is None:
+                wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2**attempt)
+                wait_s *= 1.0 + 0.25 * self._random.random()  # jitter: workers do not retry in step
+            self._sleep(min(wait_s, self.settings.max_retry_after_s))
+        raise _GaveUp(f"{error} (gave up after {self.settings.max_retries + 1} requests)")
+
+    def _adapt(self, kwargs: dict[str, Any], status: int, detail: str) -> bool:
+        """Adjust to a 400 about a parameter some models refuse; True if the request changed.
+
+        Newer hosted models refuse ``max_tokens`` (they want ``max_completion_tokens``) and any
+        ``temperature`` but the default. The change is remembered for later requests.
+        """
+        if status != 400:
+            return False
+        if "max_tokens" in kwargs and "max_completion_tokens" in detail:
+            self._adaptations["max_completion_tokens"] = True
+            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+            return True
+        if "temperature" in kwargs and "temperature" in detail:
+            self._adaptations["omit_temperature"] = True
+            del kwargs["temperature"]
+            return True
+        return False
+
+    def _request_kwargs(
+        self,
+        mode: str,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        seed: int | None,
+        temperature: float | None,
+    ) -> dict[str, Any]:
+        from engine.llm.schemas import strict_schema
+
+        kwargs: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": messages,
+            "temperature": self.settings.temperature if temperature is None else temperature,
+            "max_tokens": self.settings.max_tokens,
+        }
+        if self._adaptations.get("max_completion_tokens"):
+            kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
+        if self._adaptations.get("omit_temperature"):
+            del kwargs["temperature"]
+        if seed is not None:
+            kwargs["seed"] = seed
+        if mode == "json_schema":
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": strict_schema(schema), "strict": True},
+            }
+        elif mode == "json_object_schema":
+            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        else:
+            # Without server-side constraints the schema goes into the prompt.
+            described = [dict(m) for m in messages]
+            described[-1]["content"] += (
+                "\n\nThe JSON object must match this JSON schema:\n" + json.dumps(schema)
+            )
+            kwargs["messages"] = described
+            if mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return _KEYISH.sub("***", text)
+
+    # -- many calls --------------------------------------------------------------------------
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[int, R]]:
+        """Run ``fn`` over items on ``settings.concurrency`` threads; yield (index, result) as done.
+
+        At most ``2 * concurrency`` items are submitted ahead, so stopping the iteration (or an
+        exception) leaves little work in flight. An exception in ``fn`` is raised here.
+        """
+        workers = self.settings.concurrency
+        pending: dict[Future[R], int] = {}
+        next_index = 0
+        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm")
+        try:
+            while next_index < len(items) or pending:
+                while next_index < len(items) and len(pending) < 2 * workers:
+                    pending[executor.submit(fn, items[next_index])] = next_index
+                    next_index += 1
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    yield index, future.result()
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+
+def parse_reply(
+    content: str | None, reply_model: type[M], finish_reason: str | None = None
+) -> tuple[M | None, str]:
+    """Validate a reply's text; (value, "") or (None, why it is invalid)."""
+    if not content or not content.strip():
+        return None, "empty reply"
+    text = content.strip()
+    if text.startswith("```"):
+        # ```json ... ``` fences, common without server-side JSON mode.
+        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        data = None
+        if 0 <= start < end:
+            try:
+                data = json.loads(text[start : end + 1])
+            except json.JSONDecodeError:
+                pass
+        if data is None:
+            cut = " (cut at max_tokens)" if finish_reason == "length" else ""
+            return None, f"not JSON{cut}: {text[:80]!r}"
+    try:
+        return reply_model.model_validate(data), ""
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        return None, f"{where}: {first['msg']}"
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _one_line(exc: Exception) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return " ".join(str(message).split())[:300]
+
+
+__all__ = [
+    "OUTPUT_MODES",
+    "USAGE_FIELDS",
+    "LLMClient",
+    "LLMSettings",
+    "Reply",
+    "StageUsage",
+    "Usage",
+    "parse_reply",
+    "retry_after_seconds",
+]

