@@ -50,6 +50,10 @@ def _add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")
     g.add_argument("--fusion-depth", type=int, default=d.fusion_depth,
                    help=f"candidates fused per list in hybrid (default: {d.fusion_depth})")
+    g.add_argument("--bm25-k1", type=float, default=d.bm25_k1, help=f"BM25 k1 (default: {d.bm25_k1})")
+    g.add_argument("--bm25-b", type=float, default=d.bm25_b, help=f"BM25 b (default: {d.bm25_b})")
+    g.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help=f"encoding batch size (default: {d.batch_size})")
     g.add_argument("--strategies", default=",".join(STRATEGIES),
                    help="comma-separated subset of: " + ", ".join(STRATEGIES))
 
@@ -139,7 +143,8 @@ def _settings(args: argparse.Namespace):
     return IndexSettings(
         embedding_model=args.embedding_model, ann_index=args.ann_index,
         reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
-        fusion_depth=args.fusion_depth,
+        fusion_depth=args.fusion_depth, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
+        batch_size=args.batch_size,
     )
 
 
