@@ -16,10 +16,10 @@ BuiltIndexes.skipped with the reason and the fix, and the other strategies are b
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.collections import collection_fingerprint as fingerprint_of
 from engine.types import STRATEGIES, Collection, SearchGradeError
 from indexes import ann, fulltext
 from indexes.base import BuiltIndexes, ProgressFn, Searcher, timed
@@ -37,21 +37,6 @@ _NEEDS: dict[str, tuple[str | None, frozenset[str]]] = {
     "fulltext_rerank": ("fulltext", frozenset({"fulltext", "reranker"})),
     "hybrid_rerank": ("hybrid", frozenset({"ann", "fulltext", "reranker"})),
 }
-
-
-def corpus_fingerprint(collection: Collection) -> str:
-    """sha256 hex digest over every (doc id, content), in corpus order, each length-prefixed.
-
-    The same value as engine.collections.collection_fingerprint, so artifacts are found whether
-    or not the caller passes it.
-    """
-    digest = hashlib.sha256()
-    for doc in collection.documents:
-        for value in (doc.doc_id, doc.content):
-            data = value.encode("utf-8")
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
-    return digest.hexdigest()
 
 
 def _check_inputs(collection: Collection, strategies: Sequence[str]) -> list[str]:
@@ -107,7 +92,7 @@ def build_searchers(
     """
     requested = _check_inputs(collection, strategies)
     data_dir = Path(data_dir)
-    fingerprint = collection_fingerprint or corpus_fingerprint(collection)
+    fingerprint = collection_fingerprint or fingerprint_of(collection)
     doc_ids = [doc.doc_id for doc in collection.documents]
     texts = [doc.content for doc in collection.documents]
     built = BuiltIndexes()

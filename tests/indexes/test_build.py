@@ -9,7 +9,8 @@ import pytest
 from engine.types import STRATEGIES, Collection, Document, SearchGradeError
 from indexes import build as build_module
 from indexes.base import Searcher
-from indexes.build import build_searchers, corpus_fingerprint
+from engine.collections import collection_fingerprint as corpus_fingerprint
+from indexes.build import build_searchers
 from indexes.embeddings import load_embedder, packaged_model_path
 from indexes.settings import IndexSettings
 
@@ -118,11 +119,6 @@ def test_a_changed_corpus_rebuilds_but_encodes_only_the_new_document(tmp_path, c
     assert len(list((tmp_path / "indexes").iterdir())) == 4  # 2 corpora x (ann, bm25)
     hits = built.searchers["fulltext"].search(["lighthouse ships"], k=1)
     assert hits[0].docs[0].doc_id == "d21"
-
-
-def test_corpus_fingerprint_equals_the_collection_loader_one(collection):
-    collections = pytest.importorskip("engine.collections")
-    assert corpus_fingerprint(collection) == collections.collection_fingerprint(collection)
 
 
 def test_an_edited_document_changes_the_fingerprint():
