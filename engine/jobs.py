@@ -1,0 +1,220 @@
+"""Background evaluation runs for the app: one thread per run, one registry per server process.
+
+A Streamlit page script reruns on every interaction and a browser tab can close at any time, so
+an evaluation never runs inside a page. The app asks :func:`start_job` for a run; the run happens
+in a worker thread and reports into a :class:`Job` held in a module-level registry. Every session
+of the same server (a refreshed tab, a second tab) reads the same registry, so it shows the same
+run; closing a tab stops nothing. While a job is active, starting another returns the active one:
+a second click never starts a duplicate run (the machine has few cores, and two runs would only
+slow each other down).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from engine.types import SearchGradeError
+
+#: Job states; "starting" and "running" are active.
+ACTIVE_STATES = ("starting", "running")
+
+
+@dataclass
+class StageProgress:
+    stage: str
+    done: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+
+@dataclass
+class Job:
+    """One evaluation run in the background, as the pages see it."""
+
+    job_id: str
+    collection: str
+    started_at: float
+    state: str = "starting"
+    run_id: str | None = None
+    #: stage -> progress, in the order stages first reported.
+    stages: dict[str, StageProgress] = field(default_factory=dict)
+    current_stage: str | None = None
+    error: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    finished_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished_at or time.time()) - self.started_at
+
+
+_LOCK = threading.Lock()
+_JOBS: dict[str, Job] = {}
+_THREADS: dict[str, threading.Thread] = {}
+#: Called with the job after it ends (e.g. to clear the app's caches).
+_LISTENERS: list[Callable[[Job], None]] = []
+
+
+def snapshot(job_id: str) -> Job | None:
+    """A consistent copy of a job, safe to read while its worker writes."""
+    with _LOCK:
+        job = _JOBS.get(job_id)
+        return _copy(job) if job else None
+
+
+def active_job() -> Job | None:
+    with _LOCK:
+        for job in _JOBS.values():
+            if job.active:
+                return _copy(job)
+    return None
+
+
+def latest_job() -> Job | None:
+    """The most recently started job of this process, active or not."""
+    with _LOCK:
+        if not _JOBS:
+            return None
+        return _copy(max(_JOBS.values(), key=lambda j: j.started_at))
+
+
+def on_finish(listener: Callable[[Job], None]) -> None:
+    """Register a callback run (in the worker thread) when any job ends; registered once per callable."""
+    with _LOCK:
+        if listener not in _LISTENERS:
+            _LISTENERS.append(listener)
+
+
+def start_job(
+    load_collection: Callable[[], Any],
+    config: Any,
+    store: Any,
+    data_dir: str | Path,
+    *,
+    label: str,
+    run: Callable[..., Any] | None = None,
+) -> tuple[Job, bool]:
+    """Start an evaluation in a worker thread, unless one is already active.
+
+    Args:
+        load_collection: Returns the Collection to evaluate; called in the worker (loading a large
+            corpus takes seconds).
+        config: The engine.pipeline.RunConfig.
+        store: The run store.
+        data_dir: Where index artifacts and caches live.
+        label: The collection as the user named it, shown while it loads.
+        run: The pipeline entry point (engine.pipeline.run_evaluation unless a test passes a fake).
+
+    Returns:
+        (job, started): the new job and True, or the already active job and False.
+    """
+    if run is None:
+        from engine.pipeline import run_evaluation as run
+    with _LOCK:
+        for job in _JOBS.values():
+            if job.active:
+                return _copy(job), False
+        job = Job(job_id=uuid.uuid4().hex[:12], collection=label, started_at=time.time())
+        _JOBS[job.job_id] = job
+        thread = threading.Thread(
+            target=_work, args=(job.job_id, load_collection, config, store, Path(data_dir), run),
+            name=f"searchgrade-job-{job.job_id}", daemon=True,
+        )
+        _THREADS[job.job_id] = thread
+        thread.start()
+        return _copy(job), True
+
+
+def wait(job_id: str, timeout_s: float | None = None) -> Job | None:
+    """Block until a job's worker ends (tests, the CLI); returns its final snapshot."""
+    thread = _THREADS.get(job_id)
+    if thread is not None:
+        thread.join(timeout_s)
+    return snapshot(job_id)
+
+
+def _work(job_id: str, load_collection: Callable[[], Any], config: Any, store: Any,
+          data_dir: Path, run: Callable[..., Any]) -> None:
+    def progress(stage: str, done: int, total: int) -> None:
+        with _LOCK:
+            job = _JOBS[job_id]
+            job.stages[stage] = StageProgress(stage, int(done), int(total))
+            job.current_stage = stage
+
+    def created(run_id: str) -> None:
+        with _LOCK:
+            _JOBS[job_id].run_id = run_id
+
+    try:
+        progress("load collection", 0, 1)
+        collection = load_collection()
+        progress("load collection", 1, 1)
+        with _LOCK:
+            _JOBS[job_id].state = "running"
+            _JOBS[job_id].notes = list(collection.notes)
+        outcome = run(collection, config, store, data_dir, progress=progress, on_run_created=created)
+        with _LOCK:
+            job = _JOBS[job_id]
+            job.run_id = outcome.run_id
+            job.skipped = dict(outcome.skipped)
+            job.state = "complete" if outcome.status == "complete" else outcome.status
+    except SearchGradeError as exc:
+        _fail(job_id, str(exc))
+    except BaseException as exc:  # noqa: BLE001 - a worker must record every failure, not die silently
+        traceback.print_exc()
+        _fail(job_id, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "))
+    finally:
+        with _LOCK:
+            job = _JOBS[job_id]
+            if job.active:
+                job.state = "failed"
+                job.error = job.error or "the run stopped without a result"
+            job.finished_at = time.time()
+            # A run skipped strategies: show the reasons even when it failed later.
+            if job.run_id and not job.skipped:
+                try:
+                    job.skipped = dict(store.get_run(job.run_id).skipped)
+                except Exception:  # noqa: BLE001 - best effort, the store may be what failed
+                    pass
+            final = _copy(job)
+            listeners = list(_LISTENERS)
+        for listener in listeners:
+            try:
+                listener(final)
+            except Exception:  # noqa: BLE001 - a listener must not break the worker
+                traceback.print_exc()
+
+
+def _fail(job_id: str, message: str) -> None:
+    with _LOCK:
+        job = _JOBS[job_id]
+        job.state = "failed"
+        job.error = message
+
+
+def _copy(job: Job) -> Job:
+    return replace(job, stages={k: replace(v) for k, v in job.stages.items()},
+                   skipped=dict(job.skipped), notes=list(job.notes))
+
+
+def _reset_for_tests() -> None:
+    """Forget finished jobs (tests only); active jobs are kept, their threads still run."""
+    with _LOCK:
+        for job_id in [j for j, job in _JOBS.items() if not job.active]:
+            _JOBS.pop(job_id)
+            _THREADS.pop(job_id, None)

@@ -1,0 +1,114 @@
+"""What the pages share: the store, cached reads of the view model, colours, safe text."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from engine import dashboard, jobs
+from engine.paths import data_dir
+from engine.store import Store
+
+#: One colour per strategy; a reranked twin is the darker shade of its baseline.
+COLORS = {
+    "ann": "#7fb3e0", "ann_rerank": "#1f5f99",
+    "fulltext": "#f5b971", "fulltext_rerank": "#c26a00",
+    "hybrid": "#8fd19e", "hybrid_rerank": "#2a8a3e",
+}
+SERIES_COLORS = {dashboard.WITHOUT: "#9db8d2", dashboard.WITH: "#1f5f99"}
+
+
+def home() -> str:
+    """The data directory of this app process, as a cache key."""
+    return str(data_dir().resolve())
+
+
+@st.cache_resource(show_spinner=False)
+def store_for(path: str) -> Store:
+    store = Store(path)
+    store.mark_stale_runs()
+    return store
+
+
+def get_store() -> Store:
+    return store_for(home())
+
+
+def _clear_caches(job: jobs.Job) -> None:
+    # A run just wrote to the store: cached reads may be stale (trends, run lists).
+    st.cache_data.clear()
+
+
+jobs.on_finish(_clear_caches)
+
+
+@st.cache_data(show_spinner="Reading the run…", max_entries=32)
+def results_view(path: str, run_id: str, metric: str, k: int) -> dashboard.ResultsView:
+    return dashboard.results_view(store_for(path), run_id, metric, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def failed_queries(path: str, run_id: str, strategy: str):
+    return dashboard.failed_queries(store_for(path), run_id, strategy)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def query_choices(path: str, run_id: str):
+    return dashboard.query_choices(store_for(path), run_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def query_detail(path: str, run_id: str, query_id: str) -> dashboard.QueryDetail:
+    return dashboard.query_detail(store_for(path), run_id, query_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def trend(path: str, metric: str, k: int, collection: str | None, runs_key: tuple[str, ...]):
+    return dashboard.trend(store_for(path), metric, k, collection)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def trend_cutoffs(path: str, runs_key: tuple[str, ...]) -> list[int]:
+    return dashboard.trend_cutoffs(store_for(path))
+
+
+@st.cache_data(show_spinner="Comparing the runs…", max_entries=32)
+def compare_runs(path: str, run_a: str, run_b: str, metric: str, k: int) -> dashboard.RunComparison:
+    return dashboard.compare_runs(store_for(path), run_a, run_b, metric, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def collection_overview(path: str, mtime: float) -> dashboard.CollectionOverview:
+    return dashboard.collection_overview(path)
+
+
+def run_choices(*, complete_only: bool = False) -> list[dashboard.RunChoice]:
+    # Not cached: a run started from the CLI or another tab must show up on the next rerun.
+    return dashboard.run_choices(get_store(), complete_only=complete_only)
+
+
+def pick_run(choices: list[dashboard.RunChoice], key: str, label: str = "Run") -> str:
+    """A run dropdown that starts on the run other pages last opened (else the newest complete run)."""
+    ids = [c.run_id for c in choices]
+    labels = {c.run_id: c.label for c in choices}
+    wanted = st.session_state.pop("app_open_run", None)
+    if wanted in ids:
+        st.session_state[key] = wanted
+    if st.session_state.get(key) not in ids:
+        st.session_state.pop(key, None)
+        complete = [c.run_id for c in choices if c.status == "complete"]
+        default = st.session_state.get("app_run_id")
+        default = default if default in ids else (complete[0] if complete else ids[0])
+        st.session_state[key] = default
+    run_id = st.selectbox(label, ids, format_func=labels.get, key=key)
+    st.session_state["app_run_id"] = run_id
+    return run_id
+
+
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def plain(text: str) -> str:
+    """Text made inert for st.info / st.warning, which read Markdown: every special character escaped."""
+    return _MARKDOWN.sub(r"\\\1", text)

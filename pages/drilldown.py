@@ -1,0 +1,62 @@
+"""Query drill-down: one query, its source document and every strategy's ranked results.
+
+Corpus text is shown as text (st.text, dataframes), never as Markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine import dashboard
+from pages._common import home, pick_run, query_choices, query_detail, run_choices
+
+st.title("Query drill-down")
+choices = run_choices(complete_only=True)
+if not choices:
+    st.info("No complete run yet. Start one on the Evaluate page.")
+    st.stop()
+run_id = pick_run(choices, "drilldown_run")
+queries = query_choices(home(), run_id)
+if queries.empty:
+    st.info("This run has no queries.")
+    st.stop()
+texts = dict(zip(queries["query_id"], queries["text"], strict=True))
+ids = queries["query_id"].tolist()
+if st.session_state.get("drilldown_query") not in ids:
+    st.session_state["drilldown_query"] = ids[0]
+query_id = st.selectbox("Query (type to search)", ids, key="drilldown_query",
+                        format_func=lambda q: f"{q} · {texts[q][:100]}")
+detail = query_detail(home(), run_id, query_id)
+
+st.subheader("Query")
+st.text(detail.text)
+st.caption(f"Type: {detail.query_type} · id {detail.query_id}")
+if detail.source is not None:
+    with st.expander("Source document (the query was written from it)", expanded=True):
+        st.text(detail.source["title"])
+        st.text(detail.source["text"])
+if not detail.relevant.empty:
+    st.markdown("**Known relevant documents** and the rank at which each strategy found them "
+                "(empty: not retrieved)")
+    st.dataframe(detail.relevant, hide_index=True)
+
+st.subheader("Results per strategy")
+if not detail.results:
+    st.info("No strategy returned results for this query.")
+else:
+    tabs = st.tabs([dashboard.strategy_label(s) for s in detail.results])
+    for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
+        with tab:
+            st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",
+                         column_config={"Score": st.column_config.NumberColumn(format="%.4f")})
+
+st.subheader("Read a document")
+# The source document first, then the relevant ones, then results in rank order.
+order = ([detail.source["doc_id"]] if detail.source else []) + detail.relevant.get("Doc id", []).tolist()
+order += [d for frame in detail.results.values() for d in frame["Doc id"]]
+doc_ids = [d for d in dict.fromkeys(order) if d in detail.documents]
+if doc_ids:
+    doc_id = st.selectbox("Document", doc_ids, key="drilldown_doc",
+                          format_func=lambda d: f"{d} · {detail.documents[d]['title'][:100]}")
+    st.text(detail.documents[doc_id]["title"])
+    st.text(detail.documents[doc_id]["text"])

@@ -1,0 +1,206 @@
+"""Evaluate: pick a collection, check the defaults, run an evaluation in the background."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from engine import dashboard, jobs
+from engine.paths import DEMO_DIR
+from engine.types import STRATEGIES, SearchGradeError
+from pages._common import collection_overview, get_store, home, plain
+
+SOURCES = ("The bundled demo (SciFact)", "A path on this machine", "Upload a file")
+#: The index defaults of the contract, used until indexes/ is importable.
+INDEX_DEFAULTS = {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+                  "reranker_model": "cross-encoder/ms-marco-MiniLM-L6-v2", "ann_index": "flat"}
+
+st.session_state.setdefault("evaluate_job_id", None)
+st.session_state.setdefault("evaluate_form", False)
+st.session_state.setdefault("evaluate_upload_path", None)
+
+st.title("Evaluate search quality")
+
+active = jobs.active_job()
+if active is not None and not st.session_state["evaluate_form"]:
+    # A refresh or a second tab shows the run already going, not a new one.
+    st.session_state["evaluate_job_id"] = active.job_id
+
+
+def _stage_table(job: jobs.Job) -> None:
+    for stage in job.stages.values():
+        text = f"{stage.stage}: {stage.done:,} / {stage.total:,}" if stage.total > 1 else stage.stage
+        st.progress(stage.fraction, text=plain(text))
+
+
+@st.fragment(run_every=1.0)
+def _live(job_id: str) -> None:
+    job = jobs.snapshot(job_id)
+    if job is None:
+        return
+    if not job.active:
+        st.rerun()
+    run_stage = get_store().get_run(job.run_id).stage if job.run_id else "loading"
+    st.markdown(f"**Running** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
+                f"{job.elapsed_s:.0f} s")
+    _stage_table(job)
+    st.caption("The run continues if you close or refresh this tab.")
+
+
+def _show_job(job_id: str) -> None:
+    job = jobs.snapshot(job_id)
+    if job is None:
+        st.session_state["evaluate_job_id"] = None
+        return
+    if job.active:
+        _live(job_id)
+    elif job.state == "complete":
+        run = get_store().get_run(job.run_id)
+        st.success(plain(f"Run complete: {run.name} ({job.elapsed_s:.0f} s)"))
+        _stage_table(job)
+    else:
+        st.error(plain(f"The run {job.state}: {job.error}"))
+    for message in dashboard.skipped_messages(job.skipped):
+        st.warning(plain(message))
+    for note in job.notes:
+        st.caption(plain(f"Note: {note}"))
+    one, two, _ = st.columns([1, 1, 3])
+    if job.state == "complete":
+        if one.button("View results", type="primary", key="evaluate_view"):
+            st.session_state["app_open_run"] = job.run_id
+            st.switch_page("pages/results.py")
+    else:
+        two = one
+    if two.button("Start new evaluation", key="evaluate_new"):
+        st.session_state["evaluate_job_id"] = None
+        st.session_state["evaluate_form"] = True
+        st.rerun()
+
+
+def _collection_path() -> str | None:
+    source = st.radio("Collection", SOURCES, key="evaluate_source", horizontal=True)
+    if source == SOURCES[0]:
+        return str(DEMO_DIR)
+    if source == SOURCES[1]:
+        path = st.text_input("Path", key="evaluate_path", placeholder="/data/my-beir-folder",
+                             help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), a .jsonl, "
+                             ".csv or .parquet file, or a folder of .txt/.md files")
+        return path.strip() or None
+    upload = st.file_uploader("A .jsonl, .csv or .parquet file, or a .zip of a BEIR folder",
+                              type=["jsonl", "csv", "parquet", "zip"], key="evaluate_upload")
+    if upload is not None:
+        marker = (upload.name, upload.size)
+        if st.session_state.get("evaluate_upload_marker") != marker:
+            st.session_state["evaluate_upload_path"] = str(
+                dashboard.save_upload(upload.name, upload.getvalue(), home()))
+            st.session_state["evaluate_upload_marker"] = marker
+        return st.session_state["evaluate_upload_path"]
+    return None
+
+
+def _index_settings(values: dict):
+    try:
+        from indexes.settings import IndexSettings
+    except ImportError:
+        return None
+    return IndexSettings(**values)
+
+
+def _form() -> None:
+    last = jobs.latest_job()
+    if last is not None and last.state == "complete" and last.run_id:
+        with st.container(border=True):
+            st.markdown(f"Last run in this app: **{plain(last.collection)}**, complete.")
+            if st.button("View results", key="evaluate_view_last"):
+                st.session_state["app_open_run"] = last.run_id
+                st.switch_page("pages/results.py")
+    path = _collection_path()
+    if not path:
+        return
+    try:
+        location = Path(path).expanduser()
+        overview = collection_overview(str(location), location.stat().st_mtime if location.exists() else 0.0)
+    except (SearchGradeError, OSError) as exc:
+        st.error(plain(str(exc)))
+        return
+    summary = f"**{plain(overview.name)}**: {overview.documents:,} documents"
+    if overview.has_qrels:
+        summary += (f", {overview.judged_queries:,} queries with human judgments (grades "
+                    f"{overview.grade_min} to {overview.grade_max}; relevant = grade ≥ {overview.threshold})")
+    st.markdown(summary)
+    if overview.has_precomputed_embeddings:
+        st.caption("Precomputed document vectors found: the ANN index builds without re-encoding.")
+    for note in overview.notes:
+        st.caption(plain(f"Note: {note}"))
+
+    modes = dashboard.mode_status(overview)
+    available = [m for m in modes if m.available]
+    for m in modes:
+        if not m.available:
+            st.caption(plain(f"{m.label}: unavailable, {m.reason}."))
+    if not available:
+        st.error("No grading mode can run on this collection: add qrels.tsv with human judgments, "
+                 "or configure an LLM endpoint.")
+        return
+    mode = st.radio("Grading", [m.mode for m in available], key="evaluate_mode",
+                    format_func={m.mode: m.label for m in available}.get, horizontal=True)
+
+    strategies = st.multiselect("Strategies", STRATEGIES, default=list(STRATEGIES),
+                                format_func=dashboard.strategy_label, key="evaluate_strategies")
+    one, two, three = st.columns(3)
+    k = one.number_input("k (cut-off of the headline metrics)", 1, 100, 10, key="evaluate_k")
+    depth = two.number_input("Results kept per query (metrics at any k up to it)", 1, 1000, 10,
+                             key="evaluate_depth", help="Raised to k when smaller")
+    sample = three.number_input(
+        "Queries to evaluate (0 = all)", 0, max(overview.judged_queries, 1), 0, key="evaluate_sample",
+        help="A seeded sample: the same number gives the same queries")
+    with st.expander("Models and indexes"):
+        try:
+            from indexes.settings import IndexSettings
+
+            defaults = {key: getattr(IndexSettings(), key) for key in INDEX_DEFAULTS}
+        except ImportError:
+            defaults = dict(INDEX_DEFAULTS)
+        embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
+                                  key="evaluate_embedding")
+        reranker = st.text_input("Reranker model (cross-encoder name or local path)",
+                                 defaults["reranker_model"], key="evaluate_reranker")
+        ann = st.selectbox("ANN index", ("flat", "hnsw", "ivf"),
+                           index=("flat", "hnsw", "ivf").index(defaults["ann_index"]), key="evaluate_ann")
+    name = st.text_input("Run name (optional)", key="evaluate_name",
+                         placeholder=f"{overview.name} {{date}}")
+
+    if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
+        from engine.collections import load_collection
+        from engine.pipeline import RunConfig
+
+        config = RunConfig(
+            name=name.strip() or None, mode=mode, k=int(k), depth=max(int(depth), int(k)),
+            strategies=tuple(strategies), max_queries=int(sample) or None,
+            index=_index_settings({"embedding_model": embedding.strip(),
+                                   "reranker_model": reranker.strip(), "ann_index": ann}),
+        )
+        try:
+            config.validate()
+        except SearchGradeError as exc:
+            st.error(plain(str(exc)))
+            return
+        job, started = jobs.start_job(lambda: load_collection(overview.path), config, get_store(), home(),
+                                      label=overview.name)
+        if not started:
+            st.toast("A run is already in progress: showing it instead of starting another.")
+        st.session_state["evaluate_job_id"] = job.job_id
+        st.session_state["evaluate_form"] = False
+        st.rerun()
+
+
+if st.session_state["evaluate_job_id"]:
+    _show_job(st.session_state["evaluate_job_id"])
+else:
+    if active is not None:
+        st.info(plain(f"A run on {active.collection} is in progress; a new one can start when it ends."))
+        if st.button("Show the run in progress", key="evaluate_show_active"):
+            st.session_state["evaluate_form"] = False
+            st.rerun()
+    _form()

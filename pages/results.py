@@ -1,0 +1,160 @@
+"""Results: one run's dashboard."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine import dashboard
+from engine.metrics import METRIC_NAMES
+from pages._common import COLORS, SERIES_COLORS, failed_queries, get_store, home, pick_run, plain, \
+    results_view, run_choices
+
+st.session_state.setdefault("results_metric", dashboard.PRIMARY_METRIC)
+
+st.title("Results")
+choices = run_choices()
+if not choices:
+    st.info("No runs yet. Start one on the Evaluate page.")
+    st.page_link("pages/evaluate.py", label="Evaluate search quality", icon=":material/play_circle:")
+    st.stop()
+
+run_id = pick_run(choices, "results_run")
+run = get_store().get_run(run_id)
+if run.status != "complete":
+    if run.status == "running":
+        st.info(f"This run is still running (stage: {run.stage}). Its results appear when it completes.")
+    else:
+        st.error(f"This run is {run.status}: {run.error or 'no error recorded'}")
+    st.stop()
+
+left, right, _ = st.columns([2, 1, 3])
+metric = left.selectbox("Metric", METRIC_NAMES, format_func=dashboard.METRIC_LABELS.get,
+                        key="results_metric")
+cutoffs = list(range(1, run.depth + 1))
+if st.session_state.get("results_k") not in cutoffs:
+    st.session_state["results_k"] = dashboard.primary_k(run)
+k = right.selectbox("k", cutoffs, key="results_k")
+view = results_view(home(), run_id, metric, k)
+name = dashboard.metric_label(metric, k)
+
+# -- headline
+head = view.headline
+a, b, c = st.columns(3)
+if head is not None:
+    a.metric(f"Best {head.metric}", f"{head.value:.2f}",
+             help=f"95% CI {head.ci_low:.2f} to {head.ci_high:.2f}", border=True)
+    b.metric("Recommended strategy", head.label, border=True)
+c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
+st.caption(f"{run.collection_name} · {run.label_source} labels (relevant = grade ≥ {run.threshold}) · "
+           f"k = {run.k}, {run.depth} results kept per query · run {run.run_id}")
+for note in view.notes:
+    st.caption(plain(f"Note: {note}"))
+
+# -- the main comparison: bars beside the two tables
+st.subheader(f"{name} per strategy, without and with the reranker")
+chart, tables = st.columns([3, 2])
+figure = go.Figure()
+for series, frame in dashboard.bar_series(view.metric_summary).items():
+    figure.add_bar(
+        # Plain lists, not arrays: the figure's JSON then holds the numbers as they are stored.
+        name=series, x=frame["Strategy"].tolist(), y=frame["value"].tolist(),
+        marker_color=SERIES_COLORS[series],
+        error_y={"type": "data", "array": frame["err_plus"].tolist(),
+                 "arrayminus": frame["err_minus"].tolist(), "visible": True},
+        text=[f"{v:.2f}" for v in frame["value"]], textposition="inside", insidetextanchor="start",
+        customdata=frame[["ci_low", "ci_high"]].values.tolist(),
+        hovertemplate="%{x}: %{y:.3f} (95% CI %{customdata[0]:.3f} to %{customdata[1]:.3f})<extra></extra>",
+    )
+figure.update_layout(barmode="group", yaxis_title=name, height=380, margin={"t": 30, "b": 10},
+                     legend={"orientation": "h", "y": 1.1}, meta={"chart": "strategies", "metric": name})
+chart.plotly_chart(figure, key="results_strategies_chart")
+number = {"format": "%.3f"}
+config = {c: st.column_config.NumberColumn(**number) for c in (dashboard.WITHOUT, dashboard.WITH)}
+config["Change"] = st.column_config.NumberColumn(format="%+.3f")
+tables.markdown(f"**{plain(name)}**")
+tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index=True, column_config=config)
+tables.markdown(f"**Mean relevance@{k}** (mean grade of the top {k})")
+tables.dataframe(view.relevance_table.dropna(axis="columns", how="all"), hide_index=True,
+                 column_config=config)
+
+# -- recommendations and significance
+st.subheader("Recommendations")
+show = {"good": st.success, "warn": st.warning, "info": st.info}
+for sentence in view.recommendations:
+    show[sentence.kind](plain(sentence.text))
+with st.expander(f"Which differences are real? (paired tests on {name})", expanded=True):
+    for sentence in view.significance:
+        st.write(plain(sentence.text))
+
+# -- by position
+st.subheader(f"Mean relevance by position (1..{k})")
+figure = go.Figure()
+for strategy, frame in view.by_position.groupby("strategy", sort=False):
+    figure.add_scatter(x=frame["rank"].tolist(), y=frame["mean_grade"].tolist(), mode="lines+markers",
+                       name=dashboard.strategy_label(strategy), line={"color": COLORS.get(strategy)})
+figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade", height=340, margin={"t": 20},
+                     xaxis={"dtick": 1}, meta={"chart": "position"})
+st.plotly_chart(figure, key="results_position_chart")
+
+# -- baseline vs reranker, distribution
+st.subheader("Baseline vs reranker")
+if view.reranker_table.empty:
+    st.caption("No strategy ran both without and with the reranker.")
+else:
+    st.dataframe(
+        view.reranker_table.drop(columns="strategy"), hide_index=True,
+        column_config={**config, "CI low": st.column_config.NumberColumn(format="%+.3f"),
+                       "CI high": st.column_config.NumberColumn(format="%+.3f"),
+                       "p-value": st.column_config.NumberColumn(format="%.4f")},
+    )
+st.subheader(f"Relevance distribution of the top {k}")
+st.dataframe(view.distribution, hide_index=True,
+             column_config={c: st.column_config.NumberColumn(format="%.1f%%")
+                            for c in view.distribution.columns if c != "Strategy"})
+
+# -- queries
+st.subheader(f"Best and worst queries by mean relevance@{k} (averaged over strategies)")
+query_config = {"mean_value": st.column_config.NumberColumn("Mean relevance", format="%.2f"),
+                "max_value": st.column_config.NumberColumn("Best", format="%.2f"),
+                "min_value": st.column_config.NumberColumn("Worst", format="%.2f"),
+                "text": "Query", "query_id": "Query id", "query_type": "Type",
+                "best_strategy": "Best strategy", "worst_strategy": "Worst strategy"}
+best, worst = st.columns(2)
+best.markdown("**Best**")
+best.dataframe(view.best_queries, hide_index=True, column_config=query_config, key="results_best")
+worst.markdown("**Worst**")
+worst.dataframe(view.worst_queries, hide_index=True, column_config=query_config, key="results_worst")
+
+st.subheader("Failed queries: top-1 result graded 0")
+st.caption("Unjudged results count as 0, as in the metrics. Each cell is a strategy's top-1 result "
+           "as [grade] title (doc id).")
+counts = view.failed_counts
+st.dataframe(counts.drop(columns="strategy").rename(
+    columns={"failed": "Failed queries", "unjudged": "Top-1 unjudged", "n": "Queries"}),
+    hide_index=True)
+strategies = counts["strategy"].tolist()
+if strategies:
+    default = head.strategy if head and head.strategy in strategies else strategies[0]
+    if st.session_state.get("results_failed_strategy") not in strategies:
+        st.session_state["results_failed_strategy"] = default
+    strategy = st.selectbox("Failed on", strategies, format_func=dashboard.strategy_label,
+                            key="results_failed_strategy")
+    failed = failed_queries(home(), run_id, strategy)
+    st.markdown(f"**{len(failed)} quer{'y' if len(failed) == 1 else 'ies'}** whose top-1 result from "
+                f"{plain(dashboard.strategy_label(strategy))} is graded 0")
+    st.dataframe(failed, hide_index=True, key="results_failed_table")
+
+with st.expander("Latency per query"):
+    st.dataframe(view.latency.drop(columns="strategy"), hide_index=True,
+                 column_config={"p50_ms": st.column_config.NumberColumn("Median (ms)", format="%.1f"),
+                                "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f")})
+
+# -- downloads
+st.subheader("Downloads")
+one, two, _ = st.columns([1, 1, 2])
+one.download_button("Per-query metrics (CSV)", data=lambda: dashboard.per_query_csv(get_store(), run_id),
+                    file_name=f"{run_id}-metrics.csv", mime="text/csv", on_click="ignore")
+two.download_button("TREC run files (zip)", data=lambda: dashboard.trec_zip(get_store(), run_id),
+                    file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
+st.page_link("pages/drilldown.py", label="Look at one query in detail", icon=":material/search:")

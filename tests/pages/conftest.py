@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.store import Store
+from tests.pages.synthetic import tiny_spec, write_run
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A fresh data directory the app under test uses (SEARCHGRADE_HOME)."""
+    monkeypatch.setenv("SEARCHGRADE_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture
+def store(home) -> Store:
+    return Store(home)
+
+
+@pytest.fixture
+def tiny_run(store) -> str:
+    return write_run(store, tiny_spec())
+
+
+def open_page(page: str, *, state: dict | None = None, timeout: float = 60):
+    """The real app (app.py and its st.navigation), switched to one page and run."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def plotly_specs(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def chart(at, name: str) -> dict:
+    """The Plotly figure whose layout.meta.chart is `name`."""
+    for spec in plotly_specs(at):
+        if spec["layout"].get("meta", {}).get("chart") == name:
+            return spec
+    raise AssertionError(f"no chart {name!r} on the page")

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from engine import jobs
+from engine.pipeline import RunConfig, RunOutcome
+from engine.types import Collection
+from tests.pages.conftest import open_page
+from tests.pages.synthetic import tiny_spec, write_run
+
+SKIP_REASON = "no reranker model offline: pass --reranker-model /path/to/cross-encoder"
+
+
+@pytest.fixture(autouse=True)
+def clean_jobs():
+    yield
+    for _ in range(100):
+        if jobs.active_job() is None:
+            break
+        time.sleep(0.05)
+    jobs._reset_for_tests()
+
+
+@pytest.fixture
+def fake_pipeline(monkeypatch):
+    """run_evaluation replaced by one that stores the tiny run, held until `release` is set."""
+    release = threading.Event()
+    calls = []
+
+    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None):
+        calls.append(config)
+        progress("embed", 1, 4)
+        release.wait(30)
+        run_id = write_run(store, tiny_spec(skipped={"hybrid_rerank": SKIP_REASON}))
+        on_run_created(run_id)
+        progress("embed", 4, 4)
+        return RunOutcome(run_id, "complete", skipped={"hybrid_rerank": SKIP_REASON})
+
+    monkeypatch.setattr("engine.pipeline.run_evaluation", run)
+    yield release, calls
+    release.set()
+
+
+def _beir(folder, with_qrels=True):
+    folder.mkdir()
+    docs = [{"_id": f"d{i}", "title": f"Doc {i}", "text": f"text about topic {i}"} for i in range(6)]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps({"_id": f"q{i}", "text": f"topic {i}"}) for i in range(3)) + "\n")
+    if with_qrels:
+        (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" +
+                                          "".join(f"q{i}\td{i}\t1\n" for i in range(3)))
+    return folder
+
+
+def _collection():
+    return Collection("tiny", "/tmp/tiny", tiny_spec().documents)
+
+
+def _wait_done(at, timeout=30):
+    deadline = time.time() + timeout
+    while jobs.active_job() is not None and time.time() < deadline:
+        time.sleep(0.1)
+    at.run()
+
+
+def test_demo_is_there_on_first_start_with_defaults_from_the_collection(home):
+    at = open_page("pages/evaluate.py")
+    assert at.radio(key="evaluate_source").value.startswith("The bundled demo")
+    text = " ".join(m.value for m in at.markdown)
+    assert "5,183 documents" in text and "300 queries with human judgments" in text
+    assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)"]
+    assert any("LLM judge: unavailable" in c.value.replace("\\", "") for c in at.caption)
+    assert len(at.multiselect(key="evaluate_strategies").value) == 6
+    assert at.number_input(key="evaluate_k").value == 10
+    assert at.button(key="evaluate_start").label == "Evaluate search quality"
+
+
+def test_collection_without_qrels_says_which_mode_is_missing_and_why(home, tmp_path):
+    folder = _beir(tmp_path / "noqrels", with_qrels=False)
+    at = open_page("pages/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(folder)).run()
+    assert any("no qrels.tsv" in c.value.replace("\\", "") for c in at.caption)
+    assert "No grading mode can run" in at.error[0].value
+
+
+def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path, fake_pipeline):
+    release, calls = fake_pipeline
+    folder = _beir(tmp_path / "beir")
+    at = open_page("pages/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(folder)).run()
+    at.number_input(key="evaluate_k").set_value(5).run()
+    at.button(key="evaluate_start").click().run()
+    assert not at.exception
+    assert jobs.active_job() is not None  # the page returned while the run goes on
+    deadline = time.time() + 10
+    while "embed" not in jobs.active_job().stages and time.time() < deadline:
+        time.sleep(0.05)
+    at.run()
+    assert any("Running" in m.value for m in at.markdown)
+    assert any("embed" in p.proto.text for p in at.get("progress"))
+
+    # A refresh (a new session) shows the same run, not the form.
+    other = open_page("pages/evaluate.py")
+    assert any("Running" in m.value for m in other.markdown)
+    assert not [b for b in other.button if b.label == "Evaluate search quality"]
+
+    release.set()
+    _wait_done(at)
+    assert len(calls) == 1 and calls[0].k == 5
+    assert "Run complete" in at.success[0].value.replace("\\", "")
+    assert "Hybrid + reranker was skipped" in at.warning[0].value.replace("\\", "")
+    labels = [b.label for b in at.button]
+    assert "View results" in labels and "Start new evaluation" in labels
+    at.button(key="evaluate_new").click().run()
+    assert at.button(key="evaluate_start").label == "Evaluate search quality"
+
+
+def test_a_second_start_while_a_run_is_active_returns_the_same_job(home, store, fake_pipeline):
+    release, calls = fake_pipeline
+    from engine.pipeline import run_evaluation
+
+    first, started = jobs.start_job(_collection, RunConfig(), store, home, label="tiny",
+                                    run=run_evaluation)
+    second, started_again = jobs.start_job(_collection, RunConfig(), store, home, label="tiny",
+                                           run=run_evaluation)
+    assert started and not started_again
+    assert second.job_id == first.job_id
+    release.set()
+    final = jobs.wait(first.job_id, 30)
+    assert final.state == "complete" and len(calls) == 1
+    assert [r.status for r in store.list_runs()] == ["complete"]
+
+
+def test_a_failed_run_shows_its_error(home, store):
+    def broken(collection, config, store, data_dir, *, progress=None, on_run_created=None):
+        raise RuntimeError("index exploded")
+
+    job, _ = jobs.start_job(_collection, RunConfig(), store, home, label="tiny", run=broken)
+    final = jobs.wait(job.job_id, 30)
+    assert final.state == "failed" and final.error == "RuntimeError: index exploded"
+    at = open_page("pages/evaluate.py", state={"evaluate_job_id": job.job_id})
+    assert "index exploded" in at.error[0].value.replace("\\", "")
+
+
+@pytest.mark.slow
+def test_a_real_evaluation_from_the_page_completes_and_is_stored(home, tmp_path, store):
+    folder = _beir(tmp_path / "beir")
+    at = open_page("pages/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(folder)).run()
+    at.multiselect(key="evaluate_strategies").set_value(["ann", "fulltext", "hybrid"]).run()
+    at.button(key="evaluate_start").click().run()
+    _wait_done(at, timeout=300)
+    assert not at.exception
+    assert "Run complete" in at.success[0].value.replace("\\", ""), [e.value for e in at.error]
+    [run] = store.list_runs()
+    assert run.status == "complete" and run.collection_name == "beir"

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.pages.conftest import chart, open_page
+from tests.pages.synthetic import tiny_spec, write_run
+
+# Run B: fulltext now ranks q2 [d2, d6, d4], grades [3, None, 2] -> DCG@3 3 + 0 + 2/2 = 4.0 (was 2.8928).
+BETTER_FULLTEXT = {"q1": ["d1", "d2", "d6"], "q2": ["d2", "d6", "d4"]}
+
+
+def _two_runs(store):
+    a = write_run(store, tiny_spec(name="run A"))
+    spec = tiny_spec(name="run B")
+    spec.rankings = {**spec.rankings, "fulltext": BETTER_FULLTEXT}
+    b = write_run(store, spec)
+    return a, b
+
+
+def test_trends_chart_has_one_point_per_run_with_ci_bands(store):
+    a, b = _two_runs(store)
+    write_run(store, tiny_spec(name="other collection", collection_name="other"))
+    at = open_page("pages/trends.py")
+    at.selectbox(key="trends_k").set_value(3).run()
+    at.selectbox(key="trends_collection").set_value("tiny").run()
+    spec = chart(at, "trend")
+    lines = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
+    bands = [t for t in spec["data"] if t.get("fill") == "tonexty"]
+    assert set(lines) == {"ANN (dense)", "Full-text (BM25)", "ANN + reranker"}
+    assert len(bands) == 3
+    fulltext = [r for r in store.trend("dcg", 3, "tiny") if r["strategy"] == "fulltext"]
+    assert lines["Full-text (BM25)"]["y"] == pytest.approx([r["value"] for r in fulltext])
+    assert len(lines["Full-text (BM25)"]["y"]) == 2
+    band = next(t for t in bands if t["name"] == "Full-text (BM25) CI low")
+    assert band["y"] == pytest.approx([r["ci_low"] for r in fulltext])
+
+
+def test_trends_metric_dropdown_switches_the_metric(store):
+    _two_runs(store)
+    at = open_page("pages/trends.py")
+    at.selectbox(key="trends_k").set_value(3).run()
+    at.selectbox(key="trends_metric").set_value("mean_relevance").run()
+    assert chart(at, "trend")["layout"]["yaxis"]["title"]["text"] == "Mean relevance@3"
+
+
+def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
+    a, b = _two_runs(store)
+    at = open_page("pages/compare.py")
+    at.number_input(key="compare_k").set_value(3).run()
+    assert not at.exception
+    deltas = next(df.value for df in at.dataframe if "Run A" in df.value.columns and "Verdict" in df.value.columns)
+    row = deltas.set_index("Strategy").loc["Full-text (BM25)"]
+    assert row["Change"] == pytest.approx((4.0 - 2.8927892) / 2, abs=1e-6)
+    assert deltas.set_index("Strategy").loc["ANN (dense)", "Change"] == 0
+    changed = next(df.value for df in at.dataframe if "Query id" in df.value.columns)
+    assert changed["Query id"].tolist() == ["q2"]
+    assert changed["Strategy"].tolist() == ["Full-text (BM25)"]
+
+
+def test_compare_needs_two_runs(tiny_run):
+    at = open_page("pages/compare.py")
+    assert "needs two complete runs" in at.info[0].value
