@@ -443,7 +443,9 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["cell"] = [_result_cell(r.grade, r.title, r.doc_id) for r in frame.itertuples()]
     wide = frame.pivot(index=["query_id", "text", "query_type"], columns="strategy", values="cell")
-    wide = wide[_ordered(wide.columns.tolist())]
+    # The strategy whose top 1 failed comes first: it is what the table is about.
+    others = [s for s in _ordered(wide.columns.tolist()) if s != strategy]
+    wide = wide[[strategy, *others]]
     wide.columns = [strategy_label(s) for s in wide.columns]
     wide = wide.reset_index().rename(columns={"query_id": "Query id", "text": "Query",
                                               "query_type": "Type"})
