@@ -11,6 +11,7 @@ against the qrels).
 Acceptance on full scifact (dataset README): full-text >= 0.65, ANN 0.645 +- 0.01, hybrid >= the
 better of the two. --limit-docs keeps the judged documents of the first queries plus other documents
 up to N, so its scores are higher than on the full corpus and are not comparable to published ones.
+The vectors a collection ships (the demo's embeddings/) are ignored unless --bundled-vectors.
 Without --data-dir the artifacts go to a temporary folder (a cold build, ~10 docs/s of embedding
 on 2 cores: ~7-9 minutes for full scifact).
 """
@@ -18,7 +19,7 @@ on 2 cores: ~7-9 minutes for full scifact).
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -30,34 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.types import STRATEGIES, Collection, Document, Query  # noqa: E402
+from engine.collections import load_collection  # noqa: E402
+from engine.types import STRATEGIES, Collection  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
-
-
-def load_beir(path: Path) -> Collection:
-    """The BEIR layout, read plainly: every document, every query, every qrels row."""
-    documents = []
-    with open(path / "corpus.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                record = json.loads(line)
-                documents.append(Document(str(record["_id"]), record.get("title") or "", record.get("text") or ""))
-    queries = []
-    with open(path / "queries.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                record = json.loads(line)
-                queries.append(Query(str(record["_id"]), record["text"]))
-    qrels: dict[str, dict[str, int]] = {}
-    with open(path / "qrels.tsv", encoding="utf-8") as handle:
-        next(handle)
-        for line in handle:
-            if line.strip():
-                qid, doc_id, score = line.rstrip("\n").split("\t")
-                qrels.setdefault(qid, {})[doc_id] = int(score)
-    judged = set(qrels)
-    return Collection(path.name, str(path), documents, [q for q in queries if q.query_id in judged], qrels)
 
 
 def limit(collection: Collection, n: int) -> Collection:
@@ -102,6 +79,9 @@ def main() -> int:
     parser.add_argument("--ann-index", default="flat")
     parser.add_argument("--reranker-model", default=None, help="CrossEncoder name or local path")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--bundled-vectors", action="store_true",
+                        help="use the vectors the collection ships (embeddings/*.npz); by default "
+                        "they are ignored, so build 1 measures a cold embedding")
     parser.add_argument("--import-shard", type=Path, action="append", default=[],
                         help="embedding shard(s) to import into the cache first")
     args = parser.parse_args()
@@ -115,7 +95,10 @@ def main() -> int:
     from indexes.embeddings import EmbeddingCache, cache_dir_for
     from indexes.settings import IndexSettings
 
-    collection = load_beir(args.collection)
+    collection = load_collection(args.collection)
+    if not args.bundled_vectors:
+        # build_searchers imports <collection path>/embeddings/*.npz; point it at no such folder.
+        collection = dataclasses.replace(collection, path=tempfile.mkdtemp(prefix="bench-nobundle-"))
     if args.limit_docs:
         collection = limit(collection, args.limit_docs)
     print(f"{collection.name}: {len(collection.documents)} documents, {len(collection.queries)} queries")
