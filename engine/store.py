@@ -731,6 +731,32 @@ class Store:
         )
         return {r.pop("stage"): r for r in rows}
 
+    # -- resume ------------------------------------------------------------------------------
+
+    def reopen_run(self, run_id: str) -> None:
+        """Mark a stopped run 'running' again, owned by this process (`searchgrade resume`).
+
+        Only an interrupted or failed run can be reopened; what it completed stays.
+        """
+        with self.connect() as con:
+            row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            if row is None or row[0] not in ("interrupted", "failed"):
+                status = row[0] if row else "missing"
+                raise SearchGradeError(
+                    f"run {run_id} is {status}; only an interrupted or failed run can be resumed"
+                )
+            con.execute(
+                "UPDATE runs SET status = 'running', stage = 'resuming', error = NULL, "
+                "finished_at = NULL, pid = ?, host = ? WHERE run_id = ?",
+                [os.getpid(), socket.gethostname(), run_id],
+            )
+
+    def run_pid(self, run_id: str) -> int | None:
+        """The id of the process that last ran a run (None if unknown)."""
+        with self.connect() as con:
+            row = con.execute("SELECT pid FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        return row[0] if row else None
+
 
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time to the second, then random hex."""
