@@ -226,10 +226,10 @@ class _Bars:
             bar = self._bars[stage] = tqdm(total=total, desc=stage, unit="", leave=True,
                                            file=sys.stderr, dynamic_ncols=True)
         bar.total = total
-        bar.n = done
         if stage in self._usage:
             bar.set_postfix_str(self._usage[stage], refresh=False)
-        bar.refresh()
+        # update(), not n = done: tqdm derives the rate from updates.
+        bar.update(max(0, done - bar.n))
         if done >= total:
             bar.close()
 
@@ -359,7 +359,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise
     finally:
         bars.close()
-    _print_notes(outcome.notes, outcome.skipped)
+    _print_notes(outcome.notes, {})  # the table below lists skipped strategies
     _print_table(store, outcome.run_id, None, sys.stderr)
     print(outcome.run_id)
     return 0
@@ -383,7 +383,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise
     finally:
         bars.close()
-    _print_notes(outcome.notes, outcome.skipped)
+    _print_notes(outcome.notes, {})  # the table below lists skipped strategies
     _print_table(store, outcome.run_id, None, sys.stderr)
     print(outcome.run_id)
     return 0

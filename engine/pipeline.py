@@ -497,10 +497,11 @@ def _run_stages(ctx: _Context, usage: _UsageSink | None) -> RunOutcome:
     query_ids = [q.query_id for q in queries]
     hits: dict[str, list[SearchHits]] = {}
     strategies = [s for s in config.strategies if s in built.searchers]
+    # One bar for the stage, advanced per strategy (a searcher answers all queries in one call).
+    report("search", 0, len(strategies))
     for i, strategy in enumerate(strategies):
-        report(f"search {strategy}", i, len(strategies))
         hits[strategy] = built.searchers[strategy].search(texts, config.retrieval_depth)
-        report(f"search {strategy}", i + 1, len(strategies))
+        report("search", i + 1, len(strategies))
     ctx.timings["search"] = time.perf_counter() - t0
 
     ctx.enter("grade")
