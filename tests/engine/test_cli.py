@@ -159,3 +159,50 @@ def test_kill_9_leaves_a_run_that_the_next_command_marks_interrupted(tmp_path):
     out = subprocess.run([*SEARCHGRADE, "runs", "--data-dir", str(data_dir)], capture_output=True,
                          text=True, env=env, check=True).stdout
     assert run_id in out and "interrupted" in out
+
+
+def _bad_collection(tmp_path: Path, case: str) -> Path:
+    from tests.conftest import write_beir
+
+    folder = write_beir(tmp_path / case)
+    corpus = folder / "corpus.jsonl"
+    if case == "missing_field":
+        corpus.write_text('{"_id": "d1", "title": "t", "body": "no text field"}\n')
+    elif case == "duplicate_id":
+        corpus.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n')
+    elif case == "undecodable":
+        corpus.write_bytes(b'{"_id": "d1", "text": "caf\xe9"}\n')
+    elif case == "empty_corpus":
+        corpus.write_text("")
+    elif case == "bad_grade":
+        (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("case", "fragments"),
+    [
+        ("missing_field", ["corpus.jsonl:1", "--text-field"]),
+        ("duplicate_id", ["corpus.jsonl:2", "'d1'", "line 1"]),
+        ("undecodable", ["corpus.jsonl:1", "UTF-8"]),
+        ("empty_corpus", ["corpus.jsonl", "no documents"]),
+        ("bad_grade", ["qrels.tsv:2", "'high'"]),
+    ],
+)
+def test_each_bad_collection_gives_one_line_and_a_non_zero_exit(tmp_path, capsys, case, fragments):
+    folder = _bad_collection(tmp_path, case)
+    code = main(["evaluate", str(folder), "--qrels", "--data-dir", str(tmp_path / "d")])
+    err = _one_line_error(capsys, code)
+    for fragment in fragments:
+        assert fragment in err, err
+    assert Store(tmp_path / "d").list_runs() == []  # nothing was started, so nothing is half-written
+
+
+def test_judgments_naming_unknown_documents_are_counted_not_fatal(tmp_path, tiny_beir, capsys):
+    with open(tiny_beir / "qrels.tsv", "a") as f:
+        f.write("q1\tno-such-doc\t2\nnot-a-query\td1\t1\n")
+    assert main(["evaluate", str(tiny_beir), "--qrels", "--strategies", "fulltext",
+                 "--data-dir", str(tmp_path / "d")]) == 0
+    err = capsys.readouterr().err
+    assert "dropped 1 judgment naming documents not in the corpus" in err
+    assert "dropped 1 judgment naming queries not in queries.jsonl" in err
