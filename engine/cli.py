@@ -359,7 +359,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise
     finally:
         bars.close()
-    _print_notes(outcome.notes, {})  # the table below lists skipped strategies
+    return _report_outcome(store, outcome)
+
+
+def _report_outcome(store, outcome) -> int:
+    """Notes and the metrics table on stderr; the run id alone on stdout's last line."""
+    _print_notes(outcome.notes, {})  # the table lists skipped strategies itself
     _print_table(store, outcome.run_id, None, sys.stderr)
     print(outcome.run_id)
     return 0
@@ -383,10 +388,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise
     finally:
         bars.close()
-    _print_notes(outcome.notes, {})  # the table below lists skipped strategies
-    _print_table(store, outcome.run_id, None, sys.stderr)
-    print(outcome.run_id)
-    return 0
+    return _report_outcome(store, outcome)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
