@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -138,10 +139,20 @@ def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
                              str(data_dir), "--strategies", "ann"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     run_id = _wait_for_running_run(data_dir, proc)
-    time.sleep(1.0)
+    # Interrupt during the embedding, not while torch is being imported: an import that catches
+    # every exception could swallow the KeyboardInterrupt, and that is not our code to test.
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(iter(lambda: proc.stderr.read(1), "")),
+                              daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while "embed:" not in "".join(stderr) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    proc.wait(timeout=120)
+    reader.join(timeout=10)
+    err = "".join(stderr)
+    assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert Store(data_dir).get_run(run_id).status == "interrupted"
 
