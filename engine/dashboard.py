@@ -48,7 +48,10 @@ METRIC_LABELS = {
     "pct_highly_relevant": "Share highly relevant",
     "pct_relevant": "Share relevant",
     "pct_not_relevant": "Share not relevant",
+    "source_found": "Source found",
 }
+#: Metric of LLM runs (generated queries): is the query's source document in the top k.
+SOURCE_FOUND = "source_found"
 RERANKED_OF = {base: f"{base}_rerank" for base in BASE_STRATEGIES}
 BASE_OF = {reranked: base for base, reranked in RERANKED_OF.items()}
 WITHOUT, WITH = "Without reranker", "With reranker"
@@ -61,6 +64,21 @@ def metric_label(metric: str, k: int) -> str:
 
 def strategy_label(strategy: str) -> str:
     return STRATEGY_LABELS.get(strategy, strategy)
+
+
+def metric_names(run: RunRecord | None = None) -> list[str]:
+    """The metrics a run can show: every registered one, plus source found for generated queries."""
+    from engine.metrics import METRIC_NAMES
+
+    names = list(METRIC_NAMES)
+    if run is None or run.mode == "llm":
+        names.append(SOURCE_FOUND)
+    return names
+
+
+def is_llm_run(run: RunRecord) -> bool:
+    """The run used the LLM: its mode, or qrels with the judge (agreement, unjudged results)."""
+    return run.mode == "llm" or bool(run.config.get("llm"))
 
 
 def _ordered(strategies: Sequence[str]) -> list[str]:
@@ -131,6 +149,9 @@ def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.Da
     if rows or k in stored_cutoffs(store, run.run_id):
         return pd.DataFrame(rows, columns=["strategy", "query_id", "metric", "k", "value"])[
             ["strategy", "query_id", "value"]]
+    if metric == SOURCE_FOUND:
+        return pd.DataFrame(store.source_found_values(run.run_id, k),
+                            columns=["strategy", "query_id", "value"])
     return recompute_values(store, run, [metric], k)[["strategy", "query_id", metric]].rename(
         columns={metric: "value"})
 
@@ -138,20 +159,37 @@ def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.Da
 def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: int) -> pd.DataFrame:
     """Metrics at cut-off k recomputed from the stored results and grades: one row per strategy and query.
 
-    A query a strategy returned nothing for gets the metrics of an empty ranking.
+    The pipeline's own per-query function does it, so a failed judgment (grade NULL) counts as
+    the stored metrics count it: 0 in the rank metrics, left out of mean relevance and the
+    relevance distribution (NaN where every top-k result failed). A query a strategy returned
+    nothing for gets the metrics of an empty ranking.
     """
-    from engine.metrics import compute_metrics
+    from engine.pipeline import per_query_metrics
+    from engine.types import ScoredDoc, SearchHits
 
     _check_k(run, k)
-    pools = store.grade_pools(run.run_id)
-    ranked = {(r["strategy"], r["query_id"]): r["grades"] for r in store.ranked_grades(run.run_id, k)}
+    judgments: dict[str, dict[str, int]] = {}
+    failed: dict[str, set[str]] = {}
+    for g in store.grades(run.run_id):
+        if g["grade"] is None:
+            failed.setdefault(g["query_id"], set()).add(g["doc_id"])
+        else:
+            judgments.setdefault(g["query_id"], {})[g["doc_id"]] = g["grade"]
+    ranked = {(r["strategy"], r["query_id"]): r["doc_ids"] for r in store.ranked_doc_ids(run.run_id, k)}
     query_ids = [q["query_id"] for q in store.queries(run.run_id)]
-    rows = []
-    for strategy in _ordered(store.result_strategies(run.run_id)):
-        for qid in query_ids:
-            values = compute_metrics(ranked.get((strategy, qid), []), pools.get(qid, []), k,
-                                     run.threshold, names=metrics)
-            rows.append({"strategy": strategy, "query_id": qid, **values})
+    hits = {
+        strategy: [SearchHits([ScoredDoc(d, 0.0, rank) for rank, d in enumerate(ranked.get((strategy, q), []), 1)],
+                              0.0) for q in query_ids]
+        for strategy in _ordered(store.result_strategies(run.run_id))
+    }
+    wanted = set(metrics)
+    values: dict[tuple[str, str], dict[str, float]] = {}
+    for strategy, qid, metric, _k, value in per_query_metrics(hits, query_ids, judgments, run.threshold,
+                                                               [k], failed=failed):
+        if metric in wanted:
+            values.setdefault((strategy, qid), {})[metric] = value
+    rows = [{"strategy": strategy, "query_id": qid, **values.get((strategy, qid), {})}
+            for strategy in hits for qid in query_ids]
     return pd.DataFrame(rows, columns=["strategy", "query_id", *metrics])
 
 
@@ -169,11 +207,19 @@ def summary(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
     if rows:
         return pd.DataFrame(rows)[columns]
     values = recompute_values(store, run, METRIC_NAMES, k)
+    found = pd.DataFrame(store.source_found_values(run.run_id, k), columns=["strategy", "query_id", "value"])
+    if not found.empty:
+        values = values.merge(found.rename(columns={"value": SOURCE_FOUND}), how="left",
+                              on=["strategy", "query_id"])
     out = []
     for strategy, group in values.groupby("strategy", sort=False):
-        for metric in METRIC_NAMES:
-            ci = bootstrap_ci(group[metric].to_numpy(), n_resamples=RECOMPUTE_RESAMPLES, seed=0)
-            out.append((strategy, metric, ci.mean, ci.low, ci.high, len(group)))
+        for metric in [m for m in values.columns if m not in ("strategy", "query_id")]:
+            # Left out where a query has no value (every judgment failed; no source document).
+            column = group[metric].dropna().to_numpy(dtype=float)
+            if len(column) == 0:
+                continue
+            ci = bootstrap_ci(column, n_resamples=RECOMPUTE_RESAMPLES, seed=0)
+            out.append((strategy, metric, ci.mean, ci.low, ci.high, len(column)))
     return pd.DataFrame(out, columns=columns)
 
 
@@ -234,6 +280,8 @@ class ResultsView:
     recommendations: list[Sentence]
     latency: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    #: The LLM's part of the run (judge, calls, failures, source found, agreement); None without LLM.
+    llm: LLMPanel | None = None
 
 
 def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int | None = None,
@@ -274,6 +322,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         recommendations=[],
         latency=latency(store, run),
         notes=list(run.notes),
+        llm=llm_panel(store, run, table) if is_llm_run(run) else None,
     )
     view.recommendations = recommendations(store, run, view)
     return view
@@ -329,8 +378,10 @@ def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def relevance_by_position(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
-    frame = pd.DataFrame(store.relevance_by_position(run.run_id, k),
-                         columns=["strategy", "rank", "mean_grade", "n"])
+    """Mean grade at each rank per strategy: unjudged as 0, failed judgments left out (as in the
+    stored mean relevance); columns strategy, rank, mean_grade, n, judge_failed, label."""
+    frame = pd.DataFrame(store.position_means(run.run_id, k),
+                         columns=["strategy", "rank", "mean_grade", "n", "judge_failed"])
     frame["order"] = frame["strategy"].map({s: i for i, s in enumerate(STRATEGIES)}).fillna(99)
     frame = frame.sort_values(["order", "strategy", "rank"]).drop(columns="order").reset_index(drop=True)
     frame["label"] = frame["strategy"].map(strategy_label)
@@ -423,7 +474,7 @@ def relevance_distribution(table: pd.DataFrame, run: RunRecord) -> pd.DataFrame:
 
 def failed_counts(store: Store, run: RunRecord) -> pd.DataFrame:
     frame = pd.DataFrame(store.failed_top1_counts(run.run_id),
-                         columns=["strategy", "failed", "unjudged", "n"])
+                         columns=["strategy", "failed", "unjudged", "judge_failed", "n"])
     frame["order"] = frame["strategy"].map({s: i for i, s in enumerate(STRATEGIES)}).fillna(99)
     frame = frame.sort_values("order").drop(columns="order").reset_index(drop=True)
     frame.insert(0, "Strategy", frame["strategy"].map(strategy_label))
@@ -434,14 +485,16 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     """Queries whose top-1 result from `strategy` is graded 0 (or unjudged, counted as 0).
 
     One row per query: its id, text and type, then each strategy's top-1 result as
-    "[grade] title (doc id)", so a reader sees what came back instead.
+    "[grade] title (doc id)", so a reader sees what came back instead. A top 1 whose judgment
+    failed shows "[judge failed]", never a grade, and does not make its query a failed one.
     """
     rows = store.failed_top1(run_id, strategy)
     if not rows:
         labels = [strategy_label(s) for s in _ordered(store.result_strategies(run_id))]
         return pd.DataFrame(columns=["Query id", "Query", "Type", *labels])
     frame = pd.DataFrame(rows)
-    frame["cell"] = [_result_cell(r.grade, r.title, r.doc_id) for r in frame.itertuples()]
+    frame["cell"] = [_result_cell(r.grade, r.title, r.doc_id, bool(r.judge_failed))
+                     for r in frame.itertuples()]
     wide = frame.pivot(index=["query_id", "text", "query_type"], columns="strategy", values="cell")
     # The strategy whose top 1 failed comes first: it is what the table is about.
     others = [s for s in _ordered(wide.columns.tolist()) if s != strategy]
@@ -452,8 +505,13 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     return wide.fillna("(no results)")
 
 
-def _result_cell(grade: Any, title: Any, doc_id: str) -> str:
-    shown = "unjudged" if grade is None or (isinstance(grade, float) and math.isnan(grade)) else int(grade)
+def _result_cell(grade: Any, title: Any, doc_id: str, judge_failed: bool = False) -> str:
+    if judge_failed:
+        shown: Any = "judge failed"
+    elif grade is None or (isinstance(grade, float) and math.isnan(grade)):
+        shown = "unjudged"
+    else:
+        shown = int(grade)
     title = title if isinstance(title, str) and title else doc_id
     return f"[{shown}] {title[:80]} ({doc_id})"
 
@@ -540,6 +598,7 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView) -> list[Sen
                 f"At most {low:.0f}% of the top-{k} results are judged: unjudged results count as "
                 "not relevant, so absolute values are lower bounds; compare strategies with each "
                 "other rather than reading the numbers on their own.", "info"))
+    out.extend(_llm_findings(view))
     for message in skipped_messages(run.skipped):
         out.append(Sentence(message, "warn"))
     return out
@@ -571,6 +630,189 @@ def _query_type_findings(store: Store, run: RunRecord, metric: str, k: int) -> l
     return out
 
 
+# -- the LLM's part of a run -------------------------------------------------------------------
+
+STAGE_LABELS = {"querygen": "Query generation", "judge": "Judge"}
+USAGE_COLUMNS = {"requests": "Calls", "ok": "Valid replies", "failures": "Failed",
+                 "invalid_replies": "Invalid replies", "retries": "Retries", "cache_hits": "Cache hits",
+                 "prompt_tokens": "Prompt tokens", "completion_tokens": "Completion tokens",
+                 "latency_s": "Time in calls (s)"}
+
+
+@dataclass
+class AgreementView:
+    """Judge vs human labels on the pairs both graded (runs.stats["agreement"])."""
+
+    n: int
+    exact: float | None
+    #: Measure, Value, Reading (Landis & Koch), What it compares.
+    kappas: pd.DataFrame
+    #: Rows "Judge g", columns "Human g": pairs per (judge grade, human grade).
+    confusion: pd.DataFrame
+
+
+@dataclass
+class LLMPanel:
+    judge_model: str | None
+    judge_prompt: str | None
+    querygen_model: str | None
+    querygen_prompt: str | None
+    output_mode: str | None
+    #: The run whose queries this run reused (queries_from).
+    queries_from: str | None
+    #: One row per LLM stage: Stage, Calls, Valid replies, Failed, ..., Prompt/Completion tokens.
+    usage: pd.DataFrame
+    #: Pairs the judge graded (or tried to) in this run.
+    pairs: int | None
+    judge_failures: int
+    failure_reasons: dict[str, int]
+    #: Query id, Query, Type, Doc id, Title, Reason: the failed pairs stored with the run.
+    failures: pd.DataFrame
+    #: Whether the failures are in the metrics (False: qrels runs judging only for agreement).
+    failures_in_metrics: bool
+    #: Strategy, strategy, value, ci_low, ci_high, n: source found@k (generated queries only).
+    source_found: pd.DataFrame
+    #: Queries per type (natural, keyword, ...).
+    query_types: dict[str, int]
+    agreement: AgreementView | None
+
+
+def usage_table(usage: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """A run's (or a job's) LLM accounting, one row per stage, query generation first."""
+    order = [s for s in STAGE_LABELS if s in usage] + sorted(s for s in usage if s not in STAGE_LABELS)
+    rows = [{"Stage": STAGE_LABELS.get(stage, stage),
+             **{title: usage[stage].get(name, 0) for name, title in USAGE_COLUMNS.items()}}
+            for stage in order]
+    frame = pd.DataFrame(rows, columns=["Stage", *USAGE_COLUMNS.values()])
+    ints = [t for n, t in USAGE_COLUMNS.items() if n != "latency_s"]
+    return frame.astype({c: "int64" for c in ints})
+
+
+def usage_text(counters: dict[str, float]) -> str:
+    """One stage's accounting in a few words: "12 calls · 3,456 tokens · 5 cached · 1 failed"."""
+    tokens = int(counters.get("prompt_tokens", 0) + counters.get("completion_tokens", 0))
+    parts = [_plural(int(counters.get("requests", 0)), "call", "calls"), f"{tokens:,} tokens"]
+    if counters.get("cache_hits"):
+        parts.append(f"{int(counters['cache_hits']):,} cached")
+    if counters.get("retries"):
+        parts.append(f"{int(counters['retries']):,} retried")
+    if counters.get("failures"):
+        parts.append(f"{int(counters['failures']):,} failed")
+    return " · ".join(parts)
+
+
+def kappa_reading(kappa: float | None) -> str:
+    """Landis & Koch's words for a kappa."""
+    if kappa is None or (isinstance(kappa, float) and math.isnan(kappa)):
+        return "undefined (one label throughout)"
+    for bound, word in ((0.0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"),
+                        (0.8, "substantial")):
+        if kappa <= bound:
+            return word
+    return "almost perfect"
+
+
+def agreement_view(stats: dict[str, Any], human_threshold: int) -> AgreementView | None:
+    if not stats or not stats.get("n"):
+        return None
+    rows = [
+        ("Cohen's kappa", stats.get("kappa"), "grades as categories"),
+        ("Weighted kappa (linear)", stats.get("kappa_linear"),
+         "grades as an ordinal scale: 2 vs 3 is a smaller disagreement than 0 vs 3"),
+        ("Weighted kappa (quadratic)", stats.get("kappa_quadratic"), "as linear, squared distances"),
+        ("Kappa, relevant or not", stats.get("kappa_binary"),
+         f"judge grade ≥ 2 vs human grade ≥ {human_threshold}"),
+    ]
+    kappas = pd.DataFrame([{"Measure": m, "Value": v, "Reading": kappa_reading(v), "Compares": what}
+                           for m, v, what in rows])
+    labels = stats.get("labels", [])
+    confusion = pd.DataFrame(stats.get("confusion", []), index=[f"Judge {g}" for g in labels],
+                             columns=[f"Human {g}" for g in labels])
+    return AgreementView(int(stats["n"]), stats.get("exact"), kappas, confusion)
+
+
+def llm_panel(store: Store, run: RunRecord, table: pd.DataFrame) -> LLMPanel:
+    """The LLM's part of a run at the cut-off of `table` (the run's summary at k)."""
+    stats = run.stats or {}
+    judge = stats.get("llm", {})
+    querygen = stats.get("querygen", {})
+    failures = pd.DataFrame(store.judge_failures(run.run_id),
+                            columns=["query_id", "text", "query_type", "doc_id", "title", "model", "reason"])
+    failures = failures.drop(columns="model").rename(columns={
+        "query_id": "Query id", "text": "Query", "query_type": "Type", "doc_id": "Doc id",
+        "title": "Title", "reason": "Reason"})
+    in_metrics = run.mode == "llm" or bool(run.config.get("judge_unjudged"))
+    count = len(failures) if (in_metrics and run.status == "complete") else int(judge.get("judge_failures", 0))
+    found = _metric_rows(table, SOURCE_FOUND) if not table.empty else pd.DataFrame()
+    types: dict[str, int] = {}
+    for q in store.queries(run.run_id):
+        types[q["query_type"]] = types.get(q["query_type"], 0) + 1
+    llm_config = run.config.get("llm") or {}
+    return LLMPanel(
+        judge_model=judge.get("model") or llm_config.get("model"),
+        judge_prompt=judge.get("prompt_version"),
+        querygen_model=querygen.get("model"),
+        querygen_prompt=querygen.get("prompt_version"),
+        output_mode=judge.get("output_mode"),
+        queries_from=stats.get("queries_from") or run.config.get("queries_from"),
+        usage=usage_table(store.llm_usage(run.run_id)),
+        pairs=judge.get("pairs"),
+        judge_failures=count,
+        failure_reasons=dict(judge.get("failure_reasons", {})),
+        failures=failures,
+        failures_in_metrics=in_metrics,
+        source_found=found,
+        query_types=types,
+        agreement=agreement_view(stats.get("agreement", {}), run.threshold),
+    )
+
+
+def _llm_findings(view: ResultsView) -> list[Sentence]:
+    """Judge failures, source found and judge-vs-human agreement, said in words."""
+    panel = view.llm
+    if panel is None:
+        return []
+    out = []
+    if panel.judge_failures:
+        share = panel.judge_failures / panel.pairs if panel.pairs else None
+        text = f"{_plural(panel.judge_failures, 'judgment', 'judgments')} failed"
+        if share is not None:
+            text += f" ({share:.0%} of {panel.pairs:,} pairs)"
+        if panel.failures_in_metrics:
+            text += (": they count as 0 in DCG and the other rank metrics and are left out of mean "
+                     "relevance (judged@k shows how many results hold a grade). Failures are not "
+                     "cached: resuming or re-running the evaluation asks the judge again for them only.")
+        else:
+            text += ": they are left out of the judge-vs-human agreement; the metrics use human labels."
+        out.append(Sentence(text, "warn" if share is None or share >= 0.05 else "info"))
+    found = panel.source_found
+    if not found.empty:
+        best = found.loc[found["value"].idxmax()]
+        worst = found.loc[found["value"].idxmin()]
+        text = (f"The query's source document is in the top {view.k} for {best['value']:.0%} of "
+                f"queries on {best['label']}")
+        if worst["strategy"] != best["strategy"]:
+            text += f", {worst['value']:.0%} on {worst['label']}"
+        out.append(Sentence(text + f" (source found@{view.k}).",
+                            "warn" if best["value"] < 0.5 else "info"))
+    agreement = panel.agreement
+    if agreement is not None:
+        # Binary human labels: only relevant-or-not compares like with like.
+        binary = view.run.grade_max is not None and view.run.grade_max <= 1
+        measure = "Kappa, relevant or not" if binary else "Weighted kappa (linear)"
+        value = agreement.kappas.set_index("Measure").loc[measure, "Value"]
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            label = "relevant-or-not kappa" if binary else "linear weighted kappa"
+            text = (f"The judge's agreement with the human labels is {kappa_reading(value)} "
+                    f"({label} {value:.2f} over {agreement.n:,} pairs both graded)")
+            if value < 0.4:
+                out.append(Sentence(text + ": read LLM-judged results of this collection with care, "
+                                    "or check the judge model and prompt.", "warn"))
+            else:
+                out.append(Sentence(text + ".", "good" if value > 0.6 else "info"))
+    return out
+
+
 # -- query drill-down --------------------------------------------------------------------------
 
 
@@ -585,6 +827,8 @@ class QueryDetail:
     #: the query's known relevant documents and which strategies found them (rank)
     relevant: pd.DataFrame
     documents: dict[str, dict[str, str]]
+    #: strategy -> rank of the source document in its results (None: not retrieved)
+    source_ranks: dict[str, int | None] = field(default_factory=dict)
 
 
 def query_choices(store: Store, run_id: str) -> pd.DataFrame:
@@ -607,11 +851,17 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     docs = store.documents(run.run_id, sorted(doc_ids))
     by_strategy: dict[str, list[dict[str, Any]]] = {}
     for r in results:
+        if r["source"] is None:
+            judgment, reason = "none", "unjudged (counts as 0)"
+        elif r["grade"] is None:
+            # A failed judgment is no grade: it says so, with the judge's failure.
+            judgment, reason = "judge failed", r["reason"] or "judge failure"
+        else:
+            judgment = "human" if r["source"] == "human" else "LLM"
+            reason = r["reason"] or ""
         by_strategy.setdefault(r["strategy"], []).append({
             "Rank": r["rank"], "Doc id": r["doc_id"], "Title": docs.get(r["doc_id"], {}).get("title", ""),
-            "Grade": r["grade"], "Judge's reason": r["reason"] or ("" if r["grade"] is not None
-                                                                     else "unjudged (counts as 0)"),
-            "Score": r["score"],
+            "Grade": r["grade"], "Judgment": judgment, "Judge's reason": reason, "Score": r["score"],
         })
     found = {(r["doc_id"], r["strategy"]): r["rank"] for r in results}
     strategies = _ordered(list(by_strategy))
@@ -627,6 +877,8 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
         relevant=pd.DataFrame(relevant_rows).astype(
             {strategy_label(s): "Int64" for s in strategies} if relevant_rows else {}),
         documents=docs,
+        source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
+        if query["source_doc_id"] else {},
     )
 
 
@@ -775,32 +1027,84 @@ class ModeStatus:
     reason: str
 
 
-def mode_status(overview: CollectionOverview | None, environ: dict[str, str] | None = None) -> list[ModeStatus]:
-    """Which grading modes can run on this collection, and why not when they cannot."""
+#: Grading modes the evaluate page offers, in order.
+MODE_LABELS = {
+    "qrels": "Human judgments (qrels)",
+    "llm": "LLM judge",
+    "qrels_llm": "Human judgments + LLM agreement",
+}
+ENV_BASE_URL, ENV_API_KEY = "OPENAI_BASE_URL", "OPENAI_API_KEY"
+
+
+def llm_defaults(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The LLM form's pre-filled values: model and base URL from the server's environment."""
     import os
 
-    from engine.pipeline import RunConfig
+    from engine.pipeline import ENV_MODEL
 
     env = os.environ if environ is None else environ
+    return {"model": env.get(ENV_MODEL, ""), "base_url": env.get(ENV_BASE_URL, "")}
+
+
+def llm_endpoint(model: str | None, base_url: str | None,
+                 environ: dict[str, str] | None = None) -> tuple[bool, str]:
+    """Whether the LLM can run: a model name, and an endpoint (a base URL typed or in
+    $OPENAI_BASE_URL, or $OPENAI_API_KEY for the hosted API). None means: from the environment.
+
+    Returns (ready, why): why is the reason it cannot, or what it will use.
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    defaults = llm_defaults(env)
+    model = (defaults["model"] if model is None else model).strip()
+    base_url = (defaults["base_url"] if base_url is None else base_url).strip()
+    from engine.pipeline import ENV_MODEL
+
+    if not model:
+        return False, f"no LLM model: type one under LLM endpoint, or set {ENV_MODEL} and restart the app"
+    if base_url:
+        return True, f"model {model} at {base_url}"
+    if env.get(ENV_API_KEY):
+        return True, f"model {model} on the hosted OpenAI API ({ENV_API_KEY} is set)"
+    return False, (f"no LLM endpoint: type a base URL under LLM endpoint (a local OpenAI-compatible "
+                   f"server), or set {ENV_BASE_URL} or {ENV_API_KEY} and restart the app")
+
+
+def mode_status(overview: CollectionOverview | None, environ: dict[str, str] | None = None, *,
+                model: str | None = None, base_url: str | None = None) -> list[ModeStatus]:
+    """Which grading modes can run on this collection with this LLM endpoint, and why not.
+
+    Args:
+        overview: The collection (None: none picked yet).
+        environ: The server's environment (default os.environ): SEARCHGRADE_LLM_MODEL,
+            OPENAI_BASE_URL, OPENAI_API_KEY (only whether it is set is looked at).
+        model, base_url: What the form holds; None means the environment's value.
+    """
     if overview is None:
-        human = ModeStatus("qrels", "Human judgments (qrels)", False, "pick a collection first")
+        has_qrels, why_not = False, "pick a collection first"
     elif overview.has_qrels:
-        human = ModeStatus("qrels", "Human judgments (qrels)", True,
-                           f"{overview.judged_queries} queries with judgments")
+        has_qrels, why_not = True, f"{overview.judged_queries} queries with judgments"
     else:
-        human = ModeStatus("qrels", "Human judgments (qrels)", False,
-                           "this collection has no qrels.tsv (query-id, corpus-id, score)")
-    try:
-        RunConfig(mode="llm").validate()
-        llm_ready, why = True, ""
-    except SearchGradeError as exc:
-        llm_ready, why = False, f"the LLM judge is not in this build yet ({exc})"
-    endpoint = env.get("SEARCHGRADE_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY")
-    if llm_ready and not endpoint:
-        llm_ready, why = False, ("no LLM endpoint is configured: set OPENAI_BASE_URL (a local "
-                                 "OpenAI-compatible server) or OPENAI_API_KEY, then restart the app")
-    llm = ModeStatus("llm", "LLM judge", llm_ready, why or "endpoint configured")
-    return [human, llm]
+        has_qrels, why_not = False, "this collection has no qrels.tsv (query-id, corpus-id, score)"
+    llm_ready, why = llm_endpoint(model, base_url, environ)
+    if overview is None:
+        llm_ready, why = False, "pick a collection first"
+    both_why = why_not if not has_qrels else why
+    return [
+        ModeStatus("qrels", MODE_LABELS["qrels"], has_qrels, why_not),
+        ModeStatus("llm", MODE_LABELS["llm"], llm_ready, why),
+        ModeStatus("qrels_llm", MODE_LABELS["qrels_llm"], has_qrels and llm_ready, both_why),
+    ]
+
+
+def query_set_choices(store: Store, collection_name: str) -> list[tuple[str, str]]:
+    """LLM runs of a collection whose generated queries can be reused (queries_from): (run id, label),
+    newest first. A stopped run counts: its queries were stored before any judging."""
+    counts = store.query_counts()
+    return [(r.run_id, f"{run_label(r)} · {counts[r.run_id]:,} queries")
+            for r in store.list_runs(collection_name)
+            if r.mode == "llm" and counts.get(r.run_id)]
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -7,6 +7,10 @@ of the same server (a refreshed tab, a second tab) reads the same registry, so i
 run; closing a tab stops nothing. While a job is active, starting another returns the active one:
 a second click never starts a duplicate run (the machine has few cores, and two runs would only
 slow each other down).
+
+A stopped run (interrupted or failed) is resumed the same way, in a worker
+(:func:`start_resume`, over :func:`engine.pipeline.resume_run`). LLM stages report their calls and
+tokens so far into the job (``Job.usage``), for the live progress.
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ class Job:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     finished_at: float | None = None
+    #: "evaluate" or "resume".
+    kind: str = "evaluate"
+    #: LLM stage -> its counters so far in this job (requests, tokens, cache_hits, failures, ...).
+    usage: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -118,23 +126,66 @@ def start_job(
         store: The run store.
         data_dir: Where index artifacts and caches live.
         label: The collection as the user named it, shown while it loads.
-        run: The pipeline entry point (engine.pipeline.run_evaluation unless a test passes a fake).
+        run: The pipeline entry point (engine.pipeline.run_evaluation unless a test passes a fake);
+            called with the keywords progress, on_run_created and on_usage.
 
     Returns:
         (job, started): the new job and True, or the already active job and False.
     """
     if run is None:
         from engine.pipeline import run_evaluation as run
+
+    def body(report: _Reporter) -> Any:
+        report.progress("load collection", 0, 1)
+        collection = load_collection()
+        report.progress("load collection", 1, 1)
+        report.running(collection.notes)
+        return run(collection, config, store, Path(data_dir), progress=report.progress,
+                   on_run_created=report.created, on_usage=report.usage)
+
+    return _start(label, "evaluate", body, store)
+
+
+def start_resume(
+    run_id: str,
+    store: Any,
+    data_dir: str | Path,
+    *,
+    label: str,
+    base_url: str | None = None,
+    resume: Callable[..., Any] | None = None,
+) -> tuple[Job, bool]:
+    """Resume a stopped (interrupted or failed) run in a worker thread, unless a job is active.
+
+    Args:
+        run_id: The run to continue.
+        base_url: A new LLM endpoint (None: the one the run stored).
+        resume: engine.pipeline.resume_run unless a test passes a fake.
+
+    Returns:
+        (job, started) as :func:`start_job`.
+    """
+    if resume is None:
+        from engine.pipeline import resume_run as resume
+
+    def body(report: _Reporter) -> Any:
+        report.created(run_id)
+        report.running([])
+        return resume(run_id, store, Path(data_dir), base_url=base_url, progress=report.progress,
+                      on_usage=report.usage)
+
+    return _start(label, "resume", body, store)
+
+
+def _start(label: str, kind: str, body: Callable[[_Reporter], Any], store: Any) -> tuple[Job, bool]:
     with _LOCK:
         for job in _JOBS.values():
             if job.active:
                 return _copy(job), False
-        job = Job(job_id=uuid.uuid4().hex[:12], collection=label, started_at=time.time())
+        job = Job(job_id=uuid.uuid4().hex[:12], collection=label, started_at=time.time(), kind=kind)
         _JOBS[job.job_id] = job
-        thread = threading.Thread(
-            target=_work, args=(job.job_id, load_collection, config, store, Path(data_dir), run),
-            name=f"searchgrade-job-{job.job_id}", daemon=True,
-        )
+        thread = threading.Thread(target=_work, args=(job.job_id, body, store),
+                                  name=f"searchgrade-job-{job.job_id}", daemon=True)
         _THREADS[job.job_id] = thread
         thread.start()
         return _copy(job), True
@@ -148,26 +199,35 @@ def wait(job_id: str, timeout_s: float | None = None) -> Job | None:
     return snapshot(job_id)
 
 
-def _work(job_id: str, load_collection: Callable[[], Any], config: Any, store: Any,
-          data_dir: Path, run: Callable[..., Any]) -> None:
-    def progress(stage: str, done: int, total: int) -> None:
+class _Reporter:
+    """What a worker's pipeline call reports into its job."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+
+    def progress(self, stage: str, done: int, total: int) -> None:
         with _LOCK:
-            job = _JOBS[job_id]
+            job = _JOBS[self.job_id]
             job.stages[stage] = StageProgress(stage, int(done), int(total))
             job.current_stage = stage
 
-    def created(run_id: str) -> None:
+    def created(self, run_id: str) -> None:
         with _LOCK:
-            _JOBS[job_id].run_id = run_id
+            _JOBS[self.job_id].run_id = run_id
 
-    try:
-        progress("load collection", 0, 1)
-        collection = load_collection()
-        progress("load collection", 1, 1)
+    def usage(self, stage: str, counters: dict[str, float]) -> None:
         with _LOCK:
-            _JOBS[job_id].state = "running"
-            _JOBS[job_id].notes = list(collection.notes)
-        outcome = run(collection, config, store, data_dir, progress=progress, on_run_created=created)
+            _JOBS[self.job_id].usage[stage] = dict(counters)
+
+    def running(self, notes: list[str]) -> None:
+        with _LOCK:
+            _JOBS[self.job_id].state = "running"
+            _JOBS[self.job_id].notes = list(notes)
+
+
+def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
+    try:
+        outcome = body(_Reporter(job_id))
         with _LOCK:
             job = _JOBS[job_id]
             job.run_id = outcome.run_id
@@ -189,7 +249,7 @@ def _work(job_id: str, load_collection: Callable[[], Any], config: Any, store: A
             if job.run_id and not job.skipped:
                 try:
                     job.skipped = dict(store.get_run(job.run_id).skipped)
-                except Exception:  # noqa: BLE001 - best effort, the store may be what failed
+                except Exception:  # noqa: BLE001, S110 - best effort, the store may be what failed
                     pass
             final = _copy(job)
             listeners = list(_LISTENERS)
@@ -209,7 +269,8 @@ def _fail(job_id: str, message: str) -> None:
 
 def _copy(job: Job) -> Job:
     return replace(job, stages={k: replace(v) for k, v in job.stages.items()},
-                   skipped=dict(job.skipped), notes=list(job.notes))
+                   skipped=dict(job.skipped), notes=list(job.notes),
+                   usage={k: dict(v) for k, v in job.usage.items()})
 
 
 def _reset_for_tests() -> None:

@@ -508,16 +508,6 @@ class Store:
         )
         return {r["doc_id"]: r for r in rows}
 
-    def relevance_by_position(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
-        """Mean grade at each rank per strategy (unjudged results count as 0, as in the metrics)."""
-        sql = (
-            "SELECT r.strategy, r.rank, avg(coalesce(g.grade, 0)) AS mean_grade, count(*) AS n "
-            "FROM results r LEFT JOIN grades g "
-            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "WHERE r.run_id = ? AND r.rank <= ? GROUP BY r.strategy, r.rank ORDER BY r.strategy, r.rank"
-        )
-        return self._dicts(sql, [run_id, k if k is not None else 1_000_000])
-
     def latency_summary(self, run_id: str) -> list[dict[str, Any]]:
         """Median and p95 search latency per strategy, one value per query."""
         return self._dicts(
@@ -574,13 +564,17 @@ class Store:
     def failed_top1(self, run_id: str, strategy: str) -> list[dict[str, Any]]:
         """Queries whose top-1 result from `strategy` is graded 0 or unjudged, with every strategy's top 1.
 
-        Long rows (query, strategy, top-1 doc, title, grade); grade None means unjudged.
+        Long rows (query, strategy, top-1 doc, title, grade, judge_failed); grade None with
+        judge_failed False means unjudged (counts as 0). A top 1 whose judgment failed (a grade row
+        with grade NULL) is not a failed query: nobody knows its grade.
         """
         return self._dicts(
             "WITH failed AS (SELECT r.query_id FROM results r LEFT JOIN grades g "
             "  ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "  WHERE r.run_id = ? AND r.strategy = ? AND r.rank = 1 AND coalesce(g.grade, 0) = 0) "
-            "SELECT q.query_id, q.text, q.query_type, r.strategy, r.doc_id, d.title, g.grade "
+            "  WHERE r.run_id = ? AND r.strategy = ? AND r.rank = 1 "
+            "  AND (g.grade = 0 OR g.source IS NULL)) "
+            "SELECT q.query_id, q.text, q.query_type, r.strategy, r.doc_id, d.title, g.grade, "
+            "(g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed "
             "FROM failed f JOIN queries q ON q.run_id = ? AND q.query_id = f.query_id "
             "JOIN results r ON r.run_id = ? AND r.query_id = f.query_id AND r.rank = 1 "
             "LEFT JOIN grades g ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
@@ -590,10 +584,13 @@ class Store:
         )
 
     def failed_top1_counts(self, run_id: str) -> list[dict[str, Any]]:
-        """Per strategy: queries whose top-1 result is graded 0 or unjudged, and queries answered."""
+        """Per strategy: queries whose top 1 is graded 0 or unjudged (failed), unjudged, whose top-1
+        judgment failed (judge_failed, not counted as failed), and queries answered."""
         return self._dicts(
-            "SELECT r.strategy, count(*) FILTER (WHERE coalesce(g.grade, 0) = 0) AS failed, "
-            "count(*) FILTER (WHERE g.grade IS NULL) AS unjudged, count(*) AS n "
+            "SELECT r.strategy, count(*) FILTER (WHERE g.grade = 0 OR g.source IS NULL) AS failed, "
+            "count(*) FILTER (WHERE g.source IS NULL) AS unjudged, "
+            "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed, "
+            "count(*) AS n "
             "FROM results r LEFT JOIN grades g "
             "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
             "WHERE r.run_id = ? AND r.rank = 1 GROUP BY r.strategy ORDER BY r.strategy",
@@ -650,6 +647,54 @@ class Store:
             "WHERE a.run_id = ? AND a.metric = ? AND a.k = ? ORDER BY a.strategy, a.query_id",
             [run_b, run_a, metric, k],
         )
+
+    def position_means(self, run_id: str, k: int) -> list[dict[str, Any]]:
+        """Mean grade at each rank per strategy, as the stored mean relevance counts it: unjudged
+        results as 0, failed judgments (grade NULL) left out and counted in judge_failed."""
+        return self._dicts(
+            "SELECT r.strategy, r.rank, "
+            "avg(coalesce(g.grade, 0)) FILTER (WHERE g.grade IS NOT NULL OR g.source IS NULL) AS mean_grade, "
+            "count(*) FILTER (WHERE g.grade IS NOT NULL OR g.source IS NULL) AS n, "
+            "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed "
+            "FROM results r LEFT JOIN grades g "
+            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "WHERE r.run_id = ? AND r.rank <= ? GROUP BY r.strategy, r.rank ORDER BY r.strategy, r.rank",
+            [run_id, k],
+        )
+
+    def ranked_doc_ids(self, run_id: str, k: int) -> list[dict[str, Any]]:
+        """Per strategy and query: the doc ids of the top k in rank order."""
+        return self._dicts(
+            "SELECT strategy, query_id, list(doc_id ORDER BY rank) AS doc_ids FROM results "
+            "WHERE run_id = ? AND rank <= ? GROUP BY strategy, query_id ORDER BY strategy, query_id",
+            [run_id, k],
+        )
+
+    def judge_failures(self, run_id: str) -> list[dict[str, Any]]:
+        """Pairs whose LLM judgment failed (grade NULL): query, document and the reason."""
+        return self._dicts(
+            "SELECT g.query_id, q.text, q.query_type, g.doc_id, d.title, g.model, g.reason "
+            "FROM grades g JOIN queries q ON q.run_id = g.run_id AND q.query_id = g.query_id "
+            "LEFT JOIN documents d ON d.run_id = g.run_id AND d.doc_id = g.doc_id "
+            "WHERE g.run_id = ? AND g.grade IS NULL AND g.source = 'llm' ORDER BY g.query_id, g.doc_id",
+            [run_id],
+        )
+
+    def source_found_values(self, run_id: str, k: int) -> list[dict[str, Any]]:
+        """source found@k per strategy and query with a source document: 1.0 if it is in the top k."""
+        return self._dicts(
+            "SELECT s.strategy, q.query_id, CASE WHEN EXISTS (SELECT 1 FROM results r "
+            "  WHERE r.run_id = q.run_id AND r.strategy = s.strategy AND r.query_id = q.query_id "
+            "  AND r.doc_id = q.source_doc_id AND r.rank <= ?) THEN 1.0 ELSE 0.0 END AS value "
+            "FROM (SELECT DISTINCT strategy FROM results WHERE run_id = ?) s, queries q "
+            "WHERE q.run_id = ? AND q.source_doc_id IS NOT NULL ORDER BY s.strategy, q.query_id",
+            [k, run_id, run_id],
+        )
+
+    def query_counts(self) -> dict[str, int]:
+        """Run id -> number of stored queries (runs without queries are absent)."""
+        rows = self._dicts("SELECT run_id, count(*) AS n FROM queries GROUP BY run_id", [])
+        return {r["run_id"]: r["n"] for r in rows}
 
     # -- llm cache ---------------------------------------------------------------------------
 

@@ -83,6 +83,35 @@ def collection_overview(path: str, mtime: float) -> dashboard.CollectionOverview
     return dashboard.collection_overview(path)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def query_set_choices(path: str, collection_name: str, runs_key: tuple[str, ...]) -> list[tuple[str, str]]:
+    return dashboard.query_set_choices(store_for(path), collection_name)
+
+
+def resume_controls(run, key: str) -> None:
+    """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable).
+
+    The run continues in the background worker; the page switches to Evaluate to show it.
+    """
+    if run.status not in ("interrupted", "failed"):
+        return
+    stored = (run.config.get("llm") or {}).get("base_url") or ""
+    st.caption("Resuming continues with the run's stored configuration: its queries are reused, "
+               "completed LLM judgments come from the cache, and only the missing work is done.")
+    base_url = stored
+    if run.config.get("llm"):
+        base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
+                                 key=f"{key}_base_url").strip()
+    if st.button("Resume this run", type="primary", key=f"{key}_button"):
+        job, started = jobs.start_resume(run.run_id, get_store(), home(), label=run.collection_name,
+                                         base_url=base_url if base_url and base_url != stored else None)
+        if not started:
+            st.toast("A run is already in progress: showing it instead of resuming this one.")
+        st.session_state["evaluate_job_id"] = job.job_id
+        st.session_state["evaluate_form"] = False
+        st.switch_page("pages/evaluate.py")
+
+
 def run_choices(*, complete_only: bool = False) -> list[dashboard.RunChoice]:
     # Not cached: a run started from the CLI or another tab must show up on the next rerun.
     return dashboard.run_choices(get_store(), complete_only=complete_only)

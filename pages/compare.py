@@ -6,7 +6,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import dashboard
-from engine.metrics import METRIC_NAMES
 from engine.types import SearchGradeError
 from pages._common import compare_runs, home, plain, run_choices
 
@@ -27,7 +26,7 @@ one, two = st.columns(2)
 run_a = one.selectbox("Run A (before)", ids, format_func=labels.get, key="compare_a")
 run_b = two.selectbox("Run B (after)", ids, format_func=labels.get, key="compare_b")
 three, four, _ = st.columns([2, 1, 3])
-metric = three.selectbox("Metric", METRIC_NAMES, format_func=dashboard.METRIC_LABELS.get,
+metric = three.selectbox("Metric", dashboard.metric_names(), format_func=dashboard.METRIC_LABELS.get,
                          key="compare_metric")
 k = four.number_input("k", 1, 1000, dashboard.PRIMARY_K, key="compare_k")
 if run_a == run_b:

@@ -8,7 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import dashboard
-from pages._common import home, pick_run, query_choices, query_detail, run_choices
+from pages._common import (
+    home,
+    pick_run,
+    plain,
+    query_choices,
+    query_detail,
+    run_choices,
+)
 
 st.title("Query drill-down")
 choices = run_choices(complete_only=True)
@@ -24,17 +31,23 @@ texts = dict(zip(queries["query_id"], queries["text"], strict=True))
 ids = queries["query_id"].tolist()
 if st.session_state.get("drilldown_query") not in ids:
     st.session_state["drilldown_query"] = ids[0]
+types = dict(zip(queries["query_id"], queries["query_type"], strict=True))
 query_id = st.selectbox("Query (type to search)", ids, key="drilldown_query",
-                        format_func=lambda q: f"{q} · {texts[q][:100]}")
+                        format_func=lambda q: f"{q} · {types[q]} · {texts[q][:100]}")
 detail = query_detail(home(), run_id, query_id)
 
 st.subheader("Query")
 st.text(detail.text)
 st.caption(f"Type: {detail.query_type} · id {detail.query_id}")
 if detail.source is not None:
-    with st.expander("Source document (the query was written from it)", expanded=True):
+    with st.expander(f"Source document {detail.source['doc_id']} (the query was written from it)",
+                     expanded=True):
         st.text(detail.source["title"])
         st.text(detail.source["text"])
+    found = [f"{dashboard.strategy_label(s)}: rank {rank}" if rank else
+             f"{dashboard.strategy_label(s)}: not retrieved" for s, rank in detail.source_ranks.items()]
+    if found:
+        st.caption(plain("Source document found by " + " · ".join(found)))
 if not detail.relevant.empty:
     st.markdown("**Known relevant documents** and the rank at which each strategy found them "
                 "(empty: not retrieved)")
@@ -48,11 +61,12 @@ else:
     for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
         with tab:
             st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",
-                         column_config={"Score": st.column_config.NumberColumn(format="%.4f")})
+                         column_config={"Score": st.column_config.NumberColumn(format="%.4f"),
+                                        "Judge's reason": st.column_config.TextColumn(width="large")})
 
 st.subheader("Read a document")
 # The source document first, then the relevant ones, then results in rank order.
-order = ([detail.source["doc_id"]] if detail.source else []) + detail.relevant.get("Doc id", []).tolist()
+order = ([detail.source["doc_id"]] if detail.source else []) + list(detail.relevant.get("Doc id", []))
 order += [d for frame in detail.results.values() for d in frame["Doc id"]]
 doc_ids = [d for d in dict.fromkeys(order) if d in detail.documents]
 if doc_ids:

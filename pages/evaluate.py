@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import streamlit as st
@@ -9,7 +10,14 @@ import streamlit as st
 from engine import dashboard, jobs
 from engine.paths import DEMO_DIR
 from engine.types import STRATEGIES, SearchGradeError
-from pages._common import collection_overview, get_store, home, plain
+from pages._common import (
+    collection_overview,
+    get_store,
+    home,
+    plain,
+    query_set_choices,
+    resume_controls,
+)
 
 SOURCES = ("The bundled demo (SciFact)", "A path on this machine", "Upload a file")
 #: The index defaults of the contract, used until indexes/ is importable.
@@ -19,6 +27,14 @@ INDEX_DEFAULTS = {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
 st.session_state.setdefault("evaluate_upload_path", None)
+# The LLM endpoint, pre-filled from the server's environment (the API key is never a widget).
+# Re-assigned on every run, so what was typed survives while the form is hidden by a run.
+for _name, _value in dashboard.llm_defaults().items():
+    st.session_state[f"evaluate_llm_{_name}"] = st.session_state.get(f"evaluate_llm_{_name}", _value)
+# So do the collection and the grading mode (widgets without a default value of their own).
+for _key in ("evaluate_source", "evaluate_path", "evaluate_mode"):
+    if _key in st.session_state:
+        st.session_state[_key] = st.session_state[_key]
 
 st.title("Evaluate search quality")
 
@@ -31,6 +47,9 @@ if active is not None and not st.session_state["evaluate_form"]:
 def _stage_table(job: jobs.Job) -> None:
     for stage in job.stages.values():
         text = f"{stage.stage}: {stage.done:,} / {stage.total:,}" if stage.total > 1 else stage.stage
+        if stage.stage in job.usage:
+            # LLM stages: calls and tokens so far.
+            text += f" · {dashboard.usage_text(job.usage[stage.stage])}"
         st.progress(stage.fraction, text=plain(text))
 
 
@@ -42,7 +61,8 @@ def _live(job_id: str) -> None:
     if not job.active:
         st.rerun()
     run_stage = get_store().get_run(job.run_id).stage if job.run_id else "loading"
-    st.markdown(f"**Running** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
+    verb = "Resuming a stopped run" if job.kind == "resume" else "Running"
+    st.markdown(f"**{verb}** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
                 f"{job.elapsed_s:.0f} s")
     _stage_table(job)
     st.caption("The run continues if you close or refresh this tab.")
@@ -61,6 +81,9 @@ def _show_job(job_id: str) -> None:
         _stage_table(job)
     else:
         st.error(plain(f"The run {job.state}: {job.error}"))
+        _stage_table(job)
+        if job.run_id:
+            resume_controls(get_store().get_run(job.run_id), "evaluate_resume")
     for message in dashboard.skipped_messages(job.skipped):
         st.warning(plain(message))
     for note in job.notes:
@@ -107,6 +130,79 @@ def _index_settings(values: dict):
     return IndexSettings(**values)
 
 
+def _llm_settings(mode: str, overview: dashboard.CollectionOverview) -> dict:
+    """The LLM part of the form: what to generate (LLM mode) and how hard to push the endpoint."""
+    from engine.llm.querygen import QueryGenSettings
+
+    defaults = QueryGenSettings()
+    fields: dict = {"mode": mode}
+    with st.container(border=True):
+        st.markdown("**LLM judge**")
+        if mode == "llm":
+            runs_key = tuple(c.run_id for c in dashboard.run_choices(get_store()))
+            reusable = dict(query_set_choices(home(), overview.name, runs_key))
+            options = [None, *reusable]
+            if st.session_state.get("evaluate_queries_from") not in options:
+                st.session_state.pop("evaluate_queries_from", None)
+            fields["queries_from"] = st.selectbox(
+                "Queries", options, key="evaluate_queries_from",
+                format_func=lambda r: "Generate new queries" if r is None else f"Reuse the queries of run {reusable[r]}",
+                help="Trends over time only mean something on one query set: reuse an earlier run's "
+                "generated queries to evaluate a new configuration on exactly the same ones")
+            generate = fields["queries_from"] is None
+            one, two, three, four = st.columns(4)
+            fields["n_docs"] = one.number_input(
+                "Documents to sample", 1, max(overview.documents, 1), min(defaults.n_docs, overview.documents),
+                key="evaluate_llm_docs", disabled=not generate,
+                help="A seeded sample spread over the corpus; the model writes queries for each")
+            fields["n_natural"] = two.number_input("Natural-language queries per document", 0, 20,
+                                                   defaults.n_natural, key="evaluate_llm_natural",
+                                                   disabled=not generate)
+            fields["n_keyword"] = three.number_input("Keyword queries per document", 0, 20,
+                                                     defaults.n_keyword, key="evaluate_llm_keyword",
+                                                     disabled=not generate)
+            fields["min_words"] = four.number_input(
+                "Skip documents under N words", 1, 10_000, defaults.min_words, key="evaluate_llm_min_words",
+                disabled=not generate,
+                help=f"Too short to ask about; the default also skips documents under "
+                f"{defaults.min_chars} characters")
+        else:
+            fields["judge_unjudged"] = st.checkbox(
+                "Also judge the results the human judgments miss, and use those grades", False,
+                key="evaluate_judge_unjudged",
+                help="Human grades always win. Without it the judge grades only the results humans "
+                "graded, to measure judge-vs-human agreement (Cohen's kappa)")
+        fields["concurrency"] = st.number_input("LLM requests in flight", 1, 64, 4,
+                                                key="evaluate_llm_concurrency")
+    return fields
+
+
+def _llm_config(fields: dict, model: str, base_url: str) -> dict:
+    """RunConfig keywords for the LLM part of the form (empty without the LLM)."""
+    if not fields:
+        return {}
+    from engine.llm.client import LLMSettings
+    from engine.llm.querygen import QueryGenSettings
+
+    # The key is not here: the client reads OPENAI_API_KEY from the server's environment.
+    out: dict = {"llm": LLMSettings(model=model, base_url=base_url or None,
+                                    concurrency=int(fields["concurrency"]))}
+    if fields["mode"] == "qrels_llm":
+        out["judge_unjudged"] = bool(fields["judge_unjudged"])
+        return out
+    if fields["queries_from"] is not None:
+        out["queries_from"] = fields["queries_from"]
+        return out
+    defaults = QueryGenSettings()
+    min_words = int(fields["min_words"])
+    out["querygen"] = QueryGenSettings(
+        n_docs=int(fields["n_docs"]), n_natural=int(fields["n_natural"]), n_keyword=int(fields["n_keyword"]),
+        # One explicit word minimum replaces the default's character minimum (as --min-doc-words).
+        min_words=min_words, min_chars=defaults.min_chars if min_words == defaults.min_words else 0,
+    )
+    return out
+
+
 def _form() -> None:
     last = jobs.latest_job()
     if last is not None and last.state == "complete" and last.run_id:
@@ -134,7 +230,21 @@ def _form() -> None:
     for note in overview.notes:
         st.caption(plain(f"Note: {note}"))
 
-    modes = dashboard.mode_status(overview)
+    with st.expander("LLM endpoint (for the LLM judge)",
+                     expanded=not dashboard.llm_endpoint(None, None)[0]):
+        st.text_input("Model", key="evaluate_llm_model", placeholder="e.g. gpt-4o-mini",
+                      help="Pre-filled from SEARCHGRADE_LLM_MODEL")
+        st.text_input("Endpoint base URL", key="evaluate_llm_base_url",
+                      placeholder="http://127.0.0.1:8080/v1 (empty: the hosted OpenAI API)",
+                      help="Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...); pre-filled "
+                      "from OPENAI_BASE_URL")
+        key_set = bool(os.environ.get(dashboard.ENV_API_KEY))
+        st.caption(f"API key: read only from {dashboard.ENV_API_KEY} in the app server's environment "
+                   f"({'set' if key_set else 'not set'}); never asked for here, shown or stored.")
+    model = st.session_state["evaluate_llm_model"].strip()
+    base_url = st.session_state["evaluate_llm_base_url"].strip()
+
+    modes = dashboard.mode_status(overview, model=model, base_url=base_url)
     available = [m for m in modes if m.available]
     for m in modes:
         if not m.available:
@@ -143,8 +253,11 @@ def _form() -> None:
         st.error("No grading mode can run on this collection: add qrels.tsv with human judgments, "
                  "or configure an LLM endpoint.")
         return
+    if st.session_state.get("evaluate_mode") not in [m.mode for m in available]:
+        st.session_state.pop("evaluate_mode", None)
     mode = st.radio("Grading", [m.mode for m in available], key="evaluate_mode",
                     format_func={m.mode: m.label for m in available}.get, horizontal=True)
+    uses_llm = mode in ("llm", "qrels_llm")
 
     strategies = st.multiselect("Strategies", STRATEGIES, default=list(STRATEGIES),
                                 format_func=dashboard.strategy_label, key="evaluate_strategies")
@@ -152,9 +265,12 @@ def _form() -> None:
     k = one.number_input("k (cut-off of the headline metrics)", 1, 100, 10, key="evaluate_k")
     depth = two.number_input("Results kept per query (metrics at any k up to it)", 1, 1000, 10,
                              key="evaluate_depth", help="Raised to k when smaller")
-    sample = three.number_input(
-        "Queries to evaluate (0 = all)", 0, max(overview.judged_queries, 1), 0, key="evaluate_sample",
-        help="A seeded sample: the same number gives the same queries")
+    sample = 0
+    if mode != "llm":
+        sample = three.number_input(
+            "Queries to evaluate (0 = all)", 0, max(overview.judged_queries, 1), 0, key="evaluate_sample",
+            help="A seeded sample: the same number gives the same queries")
+    llm_fields = _llm_settings(mode, overview) if uses_llm else {}
     with st.expander("Models and indexes"):
         try:
             from indexes.settings import IndexSettings
@@ -175,13 +291,15 @@ def _form() -> None:
         from engine.collections import load_collection
         from engine.pipeline import RunConfig
 
-        config = RunConfig(
-            name=name.strip() or None, mode=mode, k=int(k), depth=max(int(depth), int(k)),
-            strategies=tuple(strategies), max_queries=int(sample) or None,
-            index=_index_settings({"embedding_model": embedding.strip(),
-                                   "reranker_model": reranker.strip(), "ann_index": ann}),
-        )
         try:
+            config = RunConfig(
+                name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
+                depth=max(int(depth), int(k)), strategies=tuple(strategies),
+                max_queries=int(sample) or None,
+                index=_index_settings({"embedding_model": embedding.strip(),
+                                       "reranker_model": reranker.strip(), "ann_index": ann}),
+                **_llm_config(llm_fields, model, base_url),
+            )
             config.validate()
         except SearchGradeError as exc:
             st.error(plain(str(exc)))

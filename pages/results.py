@@ -6,9 +6,18 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import dashboard
-from engine.metrics import METRIC_NAMES
-from pages._common import COLORS, SERIES_COLORS, failed_queries, get_store, home, pick_run, plain, \
-    results_view, run_choices
+from pages._common import (
+    COLORS,
+    SERIES_COLORS,
+    failed_queries,
+    get_store,
+    home,
+    pick_run,
+    plain,
+    results_view,
+    resume_controls,
+    run_choices,
+)
 
 st.session_state.setdefault("results_metric", dashboard.PRIMARY_METRIC)
 
@@ -25,12 +34,15 @@ if run.status != "complete":
     if run.status == "running":
         st.info(f"This run is still running (stage: {run.stage}). Its results appear when it completes.")
     else:
-        st.error(f"This run is {run.status}: {run.error or 'no error recorded'}")
+        st.error(plain(f"This run is {run.status}: {run.error or 'no error recorded'}"))
+        resume_controls(run, "results_resume")
     st.stop()
 
 left, right, _ = st.columns([2, 1, 3])
-metric = left.selectbox("Metric", METRIC_NAMES, format_func=dashboard.METRIC_LABELS.get,
-                        key="results_metric")
+metrics = dashboard.metric_names(run)
+if st.session_state.get("results_metric") not in metrics:
+    st.session_state["results_metric"] = dashboard.PRIMARY_METRIC
+metric = left.selectbox("Metric", metrics, format_func=dashboard.METRIC_LABELS.get, key="results_metric")
 cutoffs = list(range(1, run.depth + 1))
 if st.session_state.get("results_k") not in cutoffs:
     st.session_state["results_k"] = dashboard.primary_k(run)
@@ -46,8 +58,19 @@ if head is not None:
              help=f"95% CI {head.ci_low:.2f} to {head.ci_high:.2f}", border=True)
     b.metric("Recommended strategy", head.label, border=True)
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
-st.caption(f"{run.collection_name} · {run.label_source} labels (relevant = grade ≥ {run.threshold}) · "
-           f"k = {run.k}, {run.depth} results kept per query · run {run.run_id}")
+LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
+          "human+llm": "human labels, LLM judge grades where they miss a result"}
+st.caption(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = grade ≥ "
+           f"{run.threshold}) · k = {run.k}, {run.depth} results kept per query · run {run.run_id}")
+panel = view.llm
+if panel is not None:
+    parts = [f"Judge: {panel.judge_model or 'unknown model'}"
+             + (f", prompt {panel.judge_prompt}" if panel.judge_prompt else "")]
+    if panel.querygen_model:
+        parts.append(f"queries written by {panel.querygen_model}, prompt {panel.querygen_prompt}")
+    if panel.queries_from:
+        parts.append(f"queries reused from run {panel.queries_from}")
+    st.caption(plain(" · ".join(parts)))
 for note in view.notes:
     st.caption(plain(f"Note: {note}"))
 
@@ -113,6 +136,48 @@ st.dataframe(view.distribution, hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.1f%%")
                             for c in view.distribution.columns if c != "Strategy"})
 
+# -- the LLM's part: calls, failures, source found, agreement
+if panel is not None:
+    st.subheader("LLM judge")
+    if panel.query_types and run.mode == "llm":
+        st.caption(plain("Queries: " + ", ".join(f"{n:,} {t}" for t, n in sorted(panel.query_types.items()))))
+    st.markdown("**LLM calls, tokens and cache hits per stage**")
+    if panel.usage.empty:
+        st.caption("No LLM accounting stored for this run.")
+    else:
+        st.dataframe(panel.usage, hide_index=True, key="results_llm_usage",
+                     column_config={"Time in calls (s)": st.column_config.NumberColumn(format="%.1f")})
+    if not panel.source_found.empty:
+        found_col, _ = st.columns([2, 3])
+        found_col.markdown(f"**Source found@{k}**: the query's source document is in the top {k}")
+        found_col.dataframe(
+            panel.source_found[["label", "value", "ci_low", "ci_high"]].rename(columns={
+                "label": "Strategy", "value": f"Source found@{k}", "ci_low": "CI low", "ci_high": "CI high"}),
+            hide_index=True, key="results_source_found",
+            column_config={c: st.column_config.NumberColumn(format="percent")
+                           for c in (f"Source found@{k}", "CI low", "CI high")})
+    st.markdown(f"**Judge failures: {panel.judge_failures:,}**"
+                + (f" of {panel.pairs:,} pairs" if panel.pairs else ""))
+    if panel.judge_failures:
+        st.caption("A failed judgment is never a grade: it counts as 0 in DCG and the other rank "
+                   "metrics, is left out of mean relevance and the distribution, and is asked again "
+                   "on the next run or resume." if panel.failures_in_metrics else
+                   "These pairs were judged only to measure agreement with the human labels; the "
+                   "metrics use human labels.")
+    if not panel.failures.empty:
+        st.dataframe(panel.failures, hide_index=True, key="results_judge_failures")
+    elif panel.failure_reasons:
+        st.dataframe([{"Reason": r, "Pairs": n} for r, n in panel.failure_reasons.items()], hide_index=True)
+    agreement = panel.agreement
+    if agreement is not None:
+        st.markdown(f"**Judge vs human labels** on the {agreement.n:,} pairs both graded"
+                    + (f": exact agreement {agreement.exact:.0%}" if agreement.exact is not None else ""))
+        kappa_col, matrix_col = st.columns([3, 2])
+        kappa_col.dataframe(agreement.kappas, hide_index=True, key="results_kappas",
+                            column_config={"Value": st.column_config.NumberColumn(format="%.2f")})
+        matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
+        matrix_col.dataframe(agreement.confusion, key="results_confusion")
+
 # -- queries
 st.subheader(f"Best and worst queries by mean relevance@{k} (averaged over strategies)")
 query_config = {"mean_value": st.column_config.NumberColumn("Mean relevance", format="%.2f"),
@@ -128,11 +193,15 @@ worst.dataframe(view.worst_queries, hide_index=True, column_config=query_config,
 
 st.subheader("Failed queries: top-1 result graded 0")
 st.caption("Unjudged results count as 0, as in the metrics. Each cell is a strategy's top-1 result "
-           "as [grade] title (doc id).")
+           "as [grade] title (doc id); a top 1 whose judgment failed shows [judge failed] and does "
+           "not make its query a failed one.")
 counts = view.failed_counts
-st.dataframe(counts.drop(columns="strategy").rename(
-    columns={"failed": "Failed queries", "unjudged": "Top-1 unjudged", "n": "Queries"}),
-    hide_index=True)
+shown = counts.drop(columns="strategy").rename(
+    columns={"failed": "Failed queries", "unjudged": "Top-1 unjudged", "judge_failed": "Top-1 judge failed",
+             "n": "Queries"})
+if not counts["judge_failed"].any():
+    shown = shown.drop(columns="Top-1 judge failed")
+st.dataframe(shown, hide_index=True)
 strategies = counts["strategy"].tolist()
 if strategies:
     default = head.strategy if head and head.strategy in strategies else strategies[0]

@@ -7,7 +7,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import dashboard
-from engine.metrics import METRIC_NAMES
 from pages._common import COLORS, home, run_choices, trend, trend_cutoffs
 
 st.session_state.setdefault("trends_metric", dashboard.PRIMARY_METRIC)
@@ -22,7 +21,7 @@ runs_key = tuple(r.run_id for r in runs)
 cutoffs = trend_cutoffs(home(), runs_key)
 collections = ["All collections", *sorted({r.collection_name for r in runs})]
 one, two, three = st.columns(3)
-metric = one.selectbox("Metric", METRIC_NAMES, format_func=dashboard.METRIC_LABELS.get, key="trends_metric")
+metric = one.selectbox("Metric", dashboard.metric_names(), format_func=dashboard.METRIC_LABELS.get, key="trends_metric")
 if st.session_state.get("trends_k") not in cutoffs:
     st.session_state["trends_k"] = dashboard.PRIMARY_K if dashboard.PRIMARY_K in cutoffs else cutoffs[-1]
 k = two.selectbox("k", cutoffs, key="trends_k")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import zipfile
 
+import pandas as pd
 import pytest
 
 from engine import dashboard
@@ -191,9 +192,9 @@ def test_run_choices_are_newest_first_with_name_date_and_collection(store, run_i
 
 def test_llm_mode_is_unavailable_with_the_reason(tmp_path):
     overview = dashboard.CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
-    human, llm = dashboard.mode_status(overview, environ={})
-    assert human.available and not llm.available
-    assert llm.reason
+    human, llm, both = dashboard.mode_status(overview, environ={})
+    assert human.available and not llm.available and not both.available
+    assert "SEARCHGRADE_LLM_MODEL" in llm.reason
 
 
 def test_an_uploaded_zip_is_unpacked_to_its_beir_folder(tmp_path):
@@ -213,3 +214,180 @@ def test_an_upload_escaping_its_folder_is_refused(tmp_path):
     with pytest.raises(SearchGradeError, match="outside"):
         dashboard.save_upload("evil.zip", buffer.getvalue(), tmp_path)
     assert not (tmp_path / "outside").exists()
+
+
+# -- LLM runs: failed judgments (grade NULL), source found, agreement, the LLM endpoint ----------
+
+AGREEMENT = {"n": 7, "labels": [0, 1, 2, 3], "confusion": [[1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0],
+                                                         [0, 2, 2, 0]],
+             "exact": 1 / 7, "kappa": 0.045, "kappa_linear": 0.2, "kappa_quadratic": 0.354,
+             "kappa_binary": 0.364}
+
+
+@pytest.fixture
+def llm_run(store) -> str:
+    from tests.pages.synthetic import llm_spec
+
+    run_id = write_run(store, llm_spec(stats={"llm": {"pairs": 8, "judge_failures": 2, "model": "fake",
+                                                      "prompt_version": "judge_v1-test"}}))
+    store.add_llm_usage(run_id, "judge", {"requests": 9, "ok": 6, "failures": 2, "invalid_replies": 3,
+                                          "prompt_tokens": 180, "completion_tokens": 72})
+    store.add_llm_usage(run_id, "querygen", {"requests": 2, "ok": 2, "cache_hits": 1})
+    return run_id
+
+
+def test_mean_relevance_by_position_leaves_failed_judgments_out(store, llm_run):
+    frame = dashboard.results_view(store, llm_run).by_position.set_index(["strategy", "rank"])
+    # ann rank 2: d1 (3) and d6 (failed): 3.0 over one graded result, not (3 + 0) / 2.
+    assert frame.loc[("ann", 1), "mean_grade"] == pytest.approx(1.0)
+    assert frame.loc[("ann", 2), ["mean_grade", "n", "judge_failed"]].tolist() == [3.0, 1, 1]
+    # fulltext rank 1: both judgments failed, so there is no mean grade at all (not 0).
+    assert pd_isna(frame.loc[("fulltext", 1), "mean_grade"])
+    assert frame.loc[("fulltext", 1), "judge_failed"] == 2
+    assert frame.loc[("fulltext", 3), "mean_grade"] == pytest.approx(1.5)
+
+
+def test_unjudged_results_still_count_as_zero_by_position(store, run_id):
+    frame = dashboard.relevance_by_position(store, store.get_run(run_id), 3).set_index(["strategy", "rank"])
+    # Qrels run: fulltext rank 1 holds d1 (3) and d6 (no judgment, 0).
+    assert frame.loc[("fulltext", 1), "mean_grade"] == pytest.approx(1.5)
+    assert frame["judge_failed"].sum() == 0
+
+
+def test_a_failed_top1_judgment_is_shown_as_judge_failed_never_as_a_zero_grade(store, llm_run):
+    ann = dashboard.failed_queries(store, llm_run, "ann")
+    assert ann.to_dict("records") == [{
+        "Query id": "q1", "Query": "what is alpha", "Type": "natural",
+        "ANN (dense)": "[0] Doc 3 title (d3)", "Full-text (BM25)": "[judge failed] Doc 5 title (d5)"}]
+    # Full-text's top 1 failed judging on both queries: no failed query, two judge failures.
+    assert dashboard.failed_queries(store, llm_run, "fulltext").empty
+    counts = dashboard.failed_counts(store, store.get_run(llm_run)).set_index("strategy")
+    assert counts[["failed", "unjudged", "judge_failed"]].to_dict("index") == {
+        "ann": {"failed": 1, "unjudged": 0, "judge_failed": 0},
+        "fulltext": {"failed": 0, "unjudged": 0, "judge_failed": 2}}
+
+
+def test_recomputed_metrics_treat_failed_judgments_as_the_stored_ones_do(store, llm_run):
+    run = store.get_run(llm_run)
+    metrics = ["dcg", "mean_relevance", "judged", "pct_relevant", "pct_highly_relevant"]
+    stored = pd.DataFrame(store.metric_values(llm_run, k=3)).pivot(
+        index=["strategy", "query_id"], columns="metric", values="value")[metrics]
+    recomputed = dashboard.recompute_values(store, run, metrics, 3).set_index(["strategy", "query_id"])
+    assert recomputed.loc[stored.index, metrics].to_numpy() == pytest.approx(stored.to_numpy())
+    # ann q1 top 3 [0, 3, failed]: mean relevance over the graded two, 1.5; judged 2 of 3.
+    assert recomputed.loc[("ann", "q1"), "mean_relevance"] == pytest.approx(1.5)
+    assert recomputed.loc[("ann", "q1"), "judged"] == pytest.approx(2 / 3)
+
+
+def test_distribution_at_a_cut_off_not_stored_leaves_failed_judgments_out(store, llm_run):
+    view = dashboard.results_view(store, llm_run, "dcg", 2)
+    assert 2 not in dashboard.stored_cutoffs(store, llm_run)
+    relevance = view.relevance_table.set_index("Strategy")[dashboard.WITHOUT]
+    # mean relevance@2: ann q1 [0, 3] 1.5, q2 [2, failed] 2.0; fulltext q1 [failed, 3], q2 [failed, 3].
+    assert relevance["ANN (dense)"] == pytest.approx(1.75)
+    assert relevance["Full-text (BM25)"] == pytest.approx(3.0)
+    dist = view.distribution.set_index("Strategy")
+    # ann grade 3: q1 1 of 2 graded, q2 0 of 1 graded -> 25%.
+    assert dist.loc["ANN (dense)", "% highly relevant (grade 3)"] == pytest.approx(25.0)
+    assert dist.loc["Full-text (BM25)", "% judged"] == pytest.approx(50.0)
+    # The failed top 1 still counts as 0 in DCG@2: fulltext q1 [0, 3] = 3 / log2(3).
+    dcg = dashboard.per_query_values(store, store.get_run(llm_run), "dcg", 2).set_index(
+        ["strategy", "query_id"])["value"]
+    assert dcg[("fulltext", "q1")] == pytest.approx(3 / 1.5849625)
+
+
+def test_source_found_is_read_where_stored_and_recomputed_elsewhere(store, llm_run):
+    at3 = dashboard.results_view(store, llm_run, "dcg", 3).llm.source_found.set_index("strategy")
+    assert at3["value"].to_dict() == {"ann": 1.0, "fulltext": 1.0}
+    # k = 2 was not stored: ann finds q1's source (d1) at rank 2 but q2's (d2) only at rank 3.
+    at2 = dashboard.results_view(store, llm_run, "dcg", 2).llm.source_found.set_index("strategy")
+    assert at2["value"].to_dict() == {"ann": 0.5, "fulltext": 1.0}
+    assert "source_found" in dashboard.metric_names(store.get_run(llm_run))
+
+
+def test_llm_panel_shows_model_calls_tokens_and_each_judge_failure(store, llm_run):
+    view = dashboard.results_view(store, llm_run)
+    panel = view.llm
+    assert (panel.judge_model, panel.judge_prompt) == ("fake", "judge_v1-test")
+    usage = panel.usage.set_index("Stage")
+    assert usage.index.tolist() == ["Query generation", "Judge"]
+    assert usage.loc["Judge", ["Calls", "Failed", "Prompt tokens", "Completion tokens"]].tolist() == [9, 2, 180, 72]
+    assert usage.loc["Query generation", "Cache hits"] == 1
+    assert panel.judge_failures == 2 and panel.failures_in_metrics
+    assert panel.failures[["Query id", "Doc id", "Reason"]].values.tolist() == [
+        ["q1", "d5", "judge failure: invalid reply for d5"], ["q2", "d6", "judge failure: invalid reply for d6"]]
+    text = " ".join(s.text for s in view.recommendations)
+    assert "2 judgments failed (25% of 8 pairs): they count as 0 in DCG" in text
+    assert panel.agreement is None
+
+
+def test_drilldown_shows_the_judges_reason_and_a_failed_judgment_as_such(store, llm_run):
+    detail = dashboard.query_detail(store, llm_run, "q1")
+    fulltext = detail.results["fulltext"]
+    assert pd_isna(fulltext.loc[0, "Grade"])
+    assert fulltext.loc[0, ["Judgment", "Judge's reason"]].tolist() == [
+        "judge failed", "judge failure: invalid reply for d5"]
+    assert fulltext.loc[1, ["Grade", "Judgment", "Judge's reason"]].tolist() == [3, "LLM", "reason for d1"]
+    assert detail.source["doc_id"] == "d1" and detail.query_type == "natural"
+    assert detail.source_ranks == {"ann": 2, "fulltext": 2}
+
+
+def test_judge_vs_human_agreement_is_read_from_the_run_with_kappas_in_words(store):
+    run_id = write_run(store, tiny_spec(stats={"agreement": AGREEMENT}))
+    view = dashboard.results_view(store, run_id)
+    agreement = view.llm.agreement
+    assert agreement.n == 7
+    kappas = agreement.kappas.set_index("Measure")
+    assert kappas.loc["Weighted kappa (linear)", "Value"] == pytest.approx(0.2)
+    assert kappas.loc["Weighted kappa (linear)", "Reading"] == "slight"
+    assert kappas.loc["Cohen's kappa", "Reading"] == "slight"
+    assert agreement.confusion.loc["Judge 3", "Human 1"] == 2
+    assert agreement.confusion.shape == (4, 4)
+    text = " ".join(s.text for s in view.recommendations)
+    assert "agreement with the human labels is slight (linear weighted kappa 0.20 over 7 pairs" in text
+    assert dashboard.kappa_reading(0.7) == "substantial" and dashboard.kappa_reading(None).startswith("undefined")
+
+
+def test_keyword_queries_failing_on_ann_recommend_hybrid(store):
+    from engine.types import Document, Query
+    from tests.pages.synthetic import RunSpec
+
+    docs = [Document(f"d{i}", f"Doc {i}", "text") for i in range(8)]
+    queries = [Query("n1", "what is one", "natural", "d0"), Query("n2", "what is two", "natural", "d1"),
+               Query("k1", "one", "keyword", "d2"), Query("k2", "two", "keyword", "d3")]
+    qrels = {q.query_id: {q.source_doc_id: 3} for q in queries}
+    hit = {q.query_id: [q.source_doc_id, "d6"] for q in queries}
+    miss = {q.query_id: ["d6", "d7"] for q in queries}
+    rankings = {
+        "ann": {q: (hit if q.startswith("n") else miss)[q] for q in hit},
+        "fulltext": {q: (hit if q.startswith("k") else miss)[q] for q in hit},
+        "hybrid": hit,
+    }
+    run_id = write_run(store, RunSpec(docs, queries, qrels, rankings, k=2, mode="llm"))
+    text = [s.text for s in dashboard.results_view(store, run_id).recommendations]
+    keyword = next(t for t in text if t.startswith("Keyword queries"))
+    assert keyword.startswith("Keyword queries do poorly on ANN (dense) (DCG@2 0.00 against 3.00")
+    assert "use hybrid" in keyword
+
+
+def test_llm_modes_need_a_model_and_an_endpoint(tmp_path):
+    overview = dashboard.CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
+
+    def available(**kwargs):
+        return {m.mode: m.available for m in dashboard.mode_status(overview, **kwargs)}
+
+    assert available(environ={}) == {"qrels": True, "llm": False, "qrels_llm": False}
+    # SEARCHGRADE_LLM_BASE_URL is read by nothing: it does not make an endpoint.
+    assert not available(environ={"SEARCHGRADE_LLM_MODEL": "m", "SEARCHGRADE_LLM_BASE_URL": "http://x/v1"})["llm"]
+    assert available(environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_BASE_URL": "http://x/v1"})["qrels_llm"]
+    assert available(environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_API_KEY": "sk-secret-123"})["llm"]
+    # A model and a base URL typed in the form are enough; an emptied model field is not.
+    assert available(environ={}, model="m", base_url="http://127.0.0.1:9/v1")["llm"]
+    assert not available(environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_BASE_URL": "http://x/v1"}, model="")["llm"]
+    reasons = " ".join(m.reason for m in dashboard.mode_status(
+        overview, environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_API_KEY": "sk-secret-123"}))
+    assert "sk-secret-123" not in reasons
+    no_qrels = dashboard.CollectionOverview("c", str(tmp_path), 1, 0, 0, False, None, None, None, (), False)
+    modes = {m.mode: m for m in dashboard.mode_status(no_qrels, environ={}, model="m", base_url="http://x/v1")}
+    assert modes["llm"].available and not modes["qrels_llm"].available
+    assert "no qrels.tsv" in modes["qrels_llm"].reason

@@ -68,7 +68,7 @@ def test_results_and_grades_round_trip(tmp_path):
     rows = store.results_with_grades(run_id)
     assert [(r["doc_id"], r["grade"]) for r in rows] == [("d1", None), ("d2", 1)]
     assert rows[0]["latency_ms"] == pytest.approx(5.0)
-    by_rank = store.relevance_by_position(run_id)
+    by_rank = store.position_means(run_id, 10)
     assert [(r["rank"], r["mean_grade"]) for r in by_rank] == [(1, 0.0), (2, 1.0)]
 
 

@@ -10,12 +10,16 @@ from tests.pages.synthetic import tiny_spec, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
+#: What the app reads to offer the LLM mode; tests start without any of it.
+LLM_ENVIRONMENT = ("SEARCHGRADE_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
-    """A fresh data directory the app under test uses (SEARCHGRADE_HOME)."""
+    """A fresh data directory the app under test uses (SEARCHGRADE_HOME), no LLM configured."""
     monkeypatch.setenv("SEARCHGRADE_HOME", str(tmp_path))
+    for name in LLM_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
     return tmp_path
 
 

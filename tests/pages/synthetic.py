@@ -10,7 +10,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.pipeline import STANDARD_CUTOFFS, Grade, per_query_metrics, summarise
+from engine.pipeline import (
+    STANDARD_CUTOFFS,
+    Grade,
+    per_query_metrics,
+    source_found_metrics,
+    summarise,
+)
 from engine.store import Store
 from engine.types import STRATEGIES, Document, Query, ScoredDoc, SearchHits
 
@@ -27,16 +33,26 @@ class RunSpec:
     collection_name: str = "synthetic"
     threshold: int = 2
     skipped: dict[str, str] | None = None
+    #: "llm": grades come from the judge (source "llm"), source found@k is stored.
+    mode: str = "qrels"
+    #: query_id -> doc ids whose judgment failed (stored as grade NULL, source "llm").
+    failed: dict[str, set[str]] | None = None
+    stats: dict | None = None
 
 
 def write_run(store: Store, spec: RunSpec, *, n_bootstrap: int = 1000) -> str:
     depth = max(len(r) for ranking in spec.rankings.values() for r in ranking.values())
     depth = max(depth, spec.k)
     grades = [g for judged in spec.qrels.values() for g in judged.values()]
+    llm = spec.mode == "llm"
+    source = "llm" if llm else "human"
+    # Human labels with judge-vs-human agreement: the judge ran too.
+    judged_too = llm or "agreement" in (spec.stats or {})
+    config = {"k": spec.k, "mode": spec.mode, "llm": {"model": "fake"} if judged_too else None}
     run_id = store.create_run(
         name=spec.name, collection_name=spec.collection_name, collection_path=f"/tmp/{spec.collection_name}",
-        mode="qrels", label_source="human", grade_min=min(grades), grade_max=max(grades),
-        threshold=spec.threshold, k=spec.k, depth=depth, config={"k": spec.k},
+        mode=spec.mode, label_source=source, grade_min=0 if llm else min(grades),
+        grade_max=3 if llm else max(grades), threshold=spec.threshold, k=spec.k, depth=depth, config=config,
     )
     query_ids = [q.query_id for q in spec.queries]
     hits = {
@@ -46,20 +62,27 @@ def write_run(store: Store, spec: RunSpec, *, n_bootstrap: int = 1000) -> str:
         for i, (strategy, ranking) in enumerate(spec.rankings.items())
     }
     cutoffs = sorted({c for c in STANDARD_CUTOFFS if c <= depth} | {spec.k, depth})
-    per_query = per_query_metrics(hits, query_ids, spec.qrels, spec.threshold, cutoffs)
+    failed = spec.failed or {}
+    per_query = per_query_metrics(hits, query_ids, spec.qrels, spec.threshold, cutoffs, failed=failed)
+    if llm:
+        per_query += source_found_metrics(hits, spec.queries, cutoffs)
     summary = summarise(per_query, n_bootstrap, 0)
+    model = ("fake", "judge_v1-test") if llm else (None, None)
+    stored_grades = [Grade(q, d, g, source, *model, f"reason for {d}" if llm else None)
+                     for q, judged in spec.qrels.items() for d, g in judged.items()]
+    stored_grades += [Grade(q, d, None, "llm", *model, f"judge failure: invalid reply for {d}")
+                      for q, docs in failed.items() for d in sorted(docs)]
     with store.transaction() as con:
         store.write_queries(con, run_id, spec.queries)
         for strategy, strategy_hits in hits.items():
             store.write_results(con, run_id, strategy, query_ids, strategy_hits)
-        store.write_grades(con, run_id, [Grade(q, d, g, "human") for q, judged in spec.qrels.items()
-                                         for d, g in judged.items()])
+        store.write_grades(con, run_id, stored_grades)
         store.write_documents(con, run_id, spec.documents)
         store.write_metric_values(con, run_id, per_query)
         store.write_metric_summary(con, run_id, summary)
     if spec.skipped:
         store.update_run(run_id, skipped=spec.skipped)
-    store.update_run(run_id, stats={"queries": len(query_ids)})
+    store.update_run(run_id, stats={"queries": len(query_ids), **(spec.stats or {})})
     store.finish_run(run_id, "complete")
     return run_id
 
@@ -78,6 +101,25 @@ def tiny_spec(**overrides) -> RunSpec:
         "ann_rerank": {"q1": ["d1", "d3", "d5"], "q2": ["d2", "d4", "d6"]},
     }
     spec = RunSpec(documents, queries, qrels, rankings, k=3, name="tiny run", collection_name="tiny")
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def llm_spec(**overrides) -> RunSpec:
+    """The tiny run as an LLM run: judge grades, two failed judgments per query, k = 3.
+
+    ann      q1 [d3 0, d1 3, d5 failed]   q2 [d4 2, d6 failed, d2 3]
+    fulltext q1 [d5 failed, d1 3, d2 1]   q2 [d6 failed, d2 3, d4 2]
+    Sources: q1 d1, q2 d2.
+    """
+    spec = tiny_spec(name="llm run", mode="llm")
+    spec.qrels = {"q1": {"d1": 3, "d2": 1, "d3": 0}, "q2": {"d2": 3, "d4": 2}}
+    spec.failed = {"q1": {"d5"}, "q2": {"d6"}}
+    spec.rankings = {
+        "ann": {"q1": ["d3", "d1", "d5"], "q2": ["d4", "d6", "d2"]},
+        "fulltext": {"q1": ["d5", "d1", "d2"], "q2": ["d6", "d2", "d4"]},
+    }
     for key, value in overrides.items():
         setattr(spec, key, value)
     return spec

@@ -31,7 +31,7 @@ def fake_pipeline(monkeypatch):
     release = threading.Event()
     calls = []
 
-    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None):
+    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None, on_usage=None):
         calls.append(config)
         progress("embed", 1, 4)
         release.wait(30)
@@ -139,7 +139,7 @@ def test_a_second_start_while_a_run_is_active_returns_the_same_job(home, store, 
 
 
 def test_a_failed_run_shows_its_error(home, store):
-    def broken(collection, config, store, data_dir, *, progress=None, on_run_created=None):
+    def broken(collection, config, store, data_dir, **_reporting):
         raise RuntimeError("index exploded")
 
     job, _ = jobs.start_job(_collection, RunConfig(), store, home, label="tiny", run=broken)
