@@ -130,6 +130,12 @@ def _wait_for_running_run(data_dir: Path, proc, timeout: float = 120.0) -> str:
     raise AssertionError("no running run appeared")
 
 
+def _sigint_as_at_a_terminal() -> None:
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: restore the default a user's terminal gives.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
     data_dir = tmp_path / "d"
@@ -137,7 +143,8 @@ def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
     # Cranfield with ANN: embedding 1,400 documents takes long enough to interrupt.
     proc = subprocess.Popen([*SEARCHGRADE, "evaluate", str(CRANFIELD), "--qrels", "--data-dir",
                              str(data_dir), "--strategies", "ann"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_sigint_as_at_a_terminal)
     run_id = _wait_for_running_run(data_dir, proc)
     # Interrupt during the embedding, not while torch is being imported: an import that catches
     # every exception could swallow the KeyboardInterrupt, and that is not our code to test.
