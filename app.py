@@ -7,10 +7,10 @@ import streamlit as st
 st.set_page_config(page_title="searchgrade", page_icon=":mag:", layout="wide")
 
 navigation = st.navigation([
-    st.Page("pages/evaluate.py", title="Evaluate", icon=":material/play_circle:", default=True),
-    st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),
-    st.Page("pages/drilldown.py", title="Query drill-down", icon=":material/search:"),
-    st.Page("pages/trends.py", title="Trends", icon=":material/trending_up:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("views/evaluate.py", title="Evaluate", icon=":material/play_circle:", default=True),
+    st.Page("views/results.py", title="Results", icon=":material/leaderboard:"),
+    st.Page("views/drilldown.py", title="Query drill-down", icon=":material/search:"),
+    st.Page("views/trends.py", title="Trends", icon=":material/trending_up:"),
+    st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ])
 navigation.run()

@@ -44,7 +44,7 @@ def main() -> int:
         import os
 
         os.environ["SEARCHGRADE_HOME"] = tmp
-        from pages import _common as pages
+        from views import _common as pages
 
         # Outside `streamlit run` the caches warn once per call that there is no runtime.
         for name in list(logging.root.manager.loggerDict):
@@ -87,7 +87,7 @@ def main() -> int:
 
         at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
         at.run()
-        at.switch_page("pages/results.py")
+        at.switch_page("views/results.py")
         at.run()
         if at.exception:
             raise SystemExit(f"results page failed: {at.exception[0].message}")

@@ -154,6 +154,11 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
     choice = _collection_choice()
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     page.set_default_timeout(60_000)
+    # A bookmarked page URL on a fresh server goes through the app's navigation too (a folder
+    # named pages/ would make Streamlit serve the bare file, with its own sidebar).
+    page.goto(f"{url}/trends")
+    page.get_by_role("link", name="Query drill-down").wait_for()
+    assert page.get_by_role("link", name="common").count() == 0
     page.goto(url)
     page.get_by_role("button", name="Evaluate search quality").wait_for()
     if choice == "small":

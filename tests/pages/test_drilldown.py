@@ -8,7 +8,7 @@ HOSTILE = "<b>bold?</b> <script>alert('x')</script> **not markdown** [link](http
 
 
 def test_drilldown_shows_query_source_and_each_strategys_results(tiny_run):
-    at = open_page("pages/drilldown.py")
+    at = open_page("views/drilldown.py")
     at.selectbox(key="drilldown_query").set_value("q2").run()
     texts = [t.value for t in at.text]
     assert "beta" in texts
@@ -30,7 +30,7 @@ def test_corpus_text_is_shown_as_text_never_as_markdown_or_html(store):
     spec = tiny_spec()
     spec.documents = [Document(d.doc_id, HOSTILE if d.doc_id == "d1" else d.title, HOSTILE) for d in spec.documents]
     write_run(store, spec)
-    at = open_page("pages/drilldown.py")
+    at = open_page("views/drilldown.py")
     assert HOSTILE in [t.value for t in at.text]
     rendered_as_markdown = [m.value for m in at.markdown if "<script>" in m.value or "**not markdown**" in m.value]
     assert rendered_as_markdown == []

@@ -69,7 +69,7 @@ def _wait_done(at, timeout=30):
 
 
 def test_demo_is_there_on_first_start_with_defaults_from_the_collection(home):
-    at = open_page("pages/evaluate.py")
+    at = open_page("views/evaluate.py")
     assert at.radio(key="evaluate_source").value.startswith("The bundled demo")
     text = " ".join(m.value for m in at.markdown)
     assert "5,183 documents" in text and "300 queries with human judgments" in text
@@ -82,7 +82,7 @@ def test_demo_is_there_on_first_start_with_defaults_from_the_collection(home):
 
 def test_collection_without_qrels_says_which_mode_is_missing_and_why(home, tmp_path):
     folder = _beir(tmp_path / "noqrels", with_qrels=False)
-    at = open_page("pages/evaluate.py")
+    at = open_page("views/evaluate.py")
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
     assert any("no qrels.tsv" in c.value.replace("\\", "") for c in at.caption)
@@ -92,7 +92,7 @@ def test_collection_without_qrels_says_which_mode_is_missing_and_why(home, tmp_p
 def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path, fake_pipeline):
     release, calls = fake_pipeline
     folder = _beir(tmp_path / "beir")
-    at = open_page("pages/evaluate.py")
+    at = open_page("views/evaluate.py")
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
     at.number_input(key="evaluate_k").set_value(5).run()
@@ -107,7 +107,7 @@ def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path
     assert any("embed" in p.proto.text for p in at.get("progress"))
 
     # A refresh (a new session) shows the same run, not the form.
-    other = open_page("pages/evaluate.py")
+    other = open_page("views/evaluate.py")
     assert any("Running" in m.value for m in other.markdown)
     assert not [b for b in other.button if b.label == "Evaluate search quality"]
 
@@ -145,14 +145,14 @@ def test_a_failed_run_shows_its_error(home, store):
     job, _ = jobs.start_job(_collection, RunConfig(), store, home, label="tiny", run=broken)
     final = jobs.wait(job.job_id, 30)
     assert final.state == "failed" and final.error == "RuntimeError: index exploded"
-    at = open_page("pages/evaluate.py", state={"evaluate_job_id": job.job_id})
+    at = open_page("views/evaluate.py", state={"evaluate_job_id": job.job_id})
     assert "index exploded" in at.error[0].value.replace("\\", "")
 
 
 @pytest.mark.slow
 def test_a_real_evaluation_from_the_page_completes_and_is_stored(home, tmp_path, store):
     folder = _beir(tmp_path / "beir")
-    at = open_page("pages/evaluate.py")
+    at = open_page("views/evaluate.py")
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
     at.multiselect(key="evaluate_strategies").set_value(["ann", "fulltext", "hybrid"]).run()

@@ -90,7 +90,7 @@ def _wait_job(timeout: float = 60) -> jobs.Job:
 def test_results_of_an_llm_run_show_the_judge_calls_failures_and_source_found(llm_home):
     store, ids = llm_home
     run_id = ids["llm"]
-    at = open_page("pages/results.py", state={"app_open_run": run_id})
+    at = open_page("views/results.py", state={"app_open_run": run_id})
     assert at.selectbox(key="results_run").value == run_id
     text = _text(at)
     assert "LLM judge grades (0-3) (relevant = grade ≥ 2)" in text
@@ -125,7 +125,7 @@ def test_results_of_an_llm_run_show_the_judge_calls_failures_and_source_found(ll
 
 def test_results_of_a_qrels_and_llm_run_show_the_judge_human_agreement(llm_home):
     store, ids = llm_home
-    at = open_page("pages/results.py", state={"app_open_run": ids["both"]})
+    at = open_page("views/results.py", state={"app_open_run": ids["both"]})
     agreement = store.get_run(ids["both"]).stats["agreement"]
     text = _text(at)
     assert f"Judge vs human labels** on the {agreement['n']} pairs both graded" in text
@@ -140,7 +140,7 @@ def test_drilldown_of_a_generated_query_shows_its_type_source_and_the_judges_rea
     store, ids = llm_home
     run_id = ids["llm"]
     query = store.queries(run_id)[0]
-    at = open_page("pages/drilldown.py", state={"app_open_run": run_id})
+    at = open_page("views/drilldown.py", state={"app_open_run": run_id})
     at.selectbox(key="drilldown_query").set_value(query["query_id"]).run()
     assert any(f"Type: {query['query_type']}" in c.value for c in at.caption)
     source = store.documents(run_id, [query["source_doc_id"]])[query["source_doc_id"]]
@@ -158,7 +158,7 @@ def test_evaluate_offers_the_llm_modes_prefilled_from_the_environment(home, monk
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     folder = write_beir(tmp_path / "tiny")
-    at = open_page("pages/evaluate.py")
+    at = open_page("views/evaluate.py")
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
     assert at.radio(key="evaluate_mode").options == [
@@ -184,7 +184,7 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
     folder = write_beir(tmp_path / "tiny")
     recorder = Recorder()
     with FakeOpenAIServer(recorder) as server:
-        at = open_page("pages/evaluate.py")
+        at = open_page("views/evaluate.py")
         at.radio(key="evaluate_source").set_value("A path on this machine").run()
         at.text_input(key="evaluate_path").set_value(str(folder)).run()
         at.text_input(key="evaluate_llm_model").set_value("fake").run()
@@ -234,7 +234,7 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
     assert run.status == "failed"
     good = Recorder()
     with FakeOpenAIServer(good) as server:
-        at = open_page("pages/results.py")
+        at = open_page("views/results.py")
         assert "This run is failed" in at.error[0].value.replace("\\", "")
         at.text_input(key="results_resume_base_url").set_value(server.base_url).run()
         at.button(key="results_resume_button").click().run()
@@ -242,7 +242,7 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
         # The button switched to Evaluate, which shows the resumed run.
         assert at.title[0].value == "Evaluate search quality"
         job = _wait_job()
-        at.switch_page("pages/evaluate.py").run()
+        at.switch_page("views/evaluate.py").run()
     assert job.kind == "resume" and job.state == "complete", job.error
     assert "Run complete" in at.success[0].value.replace("\\", "")
     run = store.get_run(run.run_id)

@@ -13,7 +13,7 @@ def _all_text(at) -> str:
 
 
 def test_results_page_shows_the_headline_of_the_stored_run(tiny_run):
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     metrics = {m.label: m.value for m in at.metric}
     # Hand-computed DCG@3 of the tiny run: ann_rerank (3 + 4.2619) / 2 = 3.6309.
     assert metrics["Best DCG@3"] == "3.63"
@@ -22,7 +22,7 @@ def test_results_page_shows_the_headline_of_the_stored_run(tiny_run):
 
 
 def test_strategy_chart_shows_stored_values_with_ci_error_bars(tiny_run, store):
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     spec = chart(at, "strategies")
     stored = {r["strategy"]: r for r in store.metric_summary(tiny_run, 3) if r["metric"] == "dcg"}
     without, with_ = spec["data"]
@@ -34,7 +34,7 @@ def test_strategy_chart_shows_stored_values_with_ci_error_bars(tiny_run, store):
 
 
 def test_tables_failed_queries_and_recommendations_are_there(tiny_run):
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     frames = [df.value for df in at.dataframe]
     table = frames[0]
     assert table.loc[0, "Strategy"] == "ANN (dense)"
@@ -54,7 +54,7 @@ def test_tables_failed_queries_and_recommendations_are_there(tiny_run):
 
 
 def test_metric_and_k_selectors_recompute_from_stored_results(tiny_run):
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     at.selectbox(key="results_metric").set_value("precision").run()
     at.selectbox(key="results_k").set_value(2).run()
     assert not at.exception
@@ -69,7 +69,7 @@ def test_metric_and_k_selectors_recompute_from_stored_results(tiny_run):
 def test_run_dropdown_lists_runs_newest_first_with_name_date_and_collection(home, store):
     first = write_run(store, tiny_spec(name="older run"))
     second = write_run(store, tiny_spec(name="newer run"))
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     box = at.selectbox(key="results_run")
     assert box.options[0].startswith("newer run · 20") and box.options[0].endswith(" · tiny")
     assert box.value == second
@@ -78,12 +78,12 @@ def test_run_dropdown_lists_runs_newest_first_with_name_date_and_collection(home
 
 
 def test_results_page_without_runs_points_to_evaluate(home):
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     assert "No runs yet" in at.info[0].value
 
 
 def test_skipped_strategies_are_explained_with_the_fix(store):
     write_run(store, tiny_spec(skipped={"hybrid_rerank": "no reranker model offline: pass --reranker-model PATH"}))
-    at = open_page("pages/results.py")
+    at = open_page("views/results.py")
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "Hybrid + reranker was skipped: no reranker model offline: pass --reranker-model PATH" in warnings

@@ -20,7 +20,7 @@ def _two_runs(store):
 def test_trends_chart_has_one_point_per_run_with_ci_bands(store):
     a, b = _two_runs(store)
     write_run(store, tiny_spec(name="other collection", collection_name="other"))
-    at = open_page("pages/trends.py")
+    at = open_page("views/trends.py")
     at.selectbox(key="trends_k").set_value(3).run()
     at.selectbox(key="trends_collection").set_value("tiny").run()
     spec = chart(at, "trend")
@@ -37,7 +37,7 @@ def test_trends_chart_has_one_point_per_run_with_ci_bands(store):
 
 def test_trends_metric_dropdown_switches_the_metric(store):
     _two_runs(store)
-    at = open_page("pages/trends.py")
+    at = open_page("views/trends.py")
     at.selectbox(key="trends_k").set_value(3).run()
     at.selectbox(key="trends_metric").set_value("mean_relevance").run()
     assert chart(at, "trend")["layout"]["yaxis"]["title"]["text"] == "Mean relevance@3"
@@ -45,7 +45,7 @@ def test_trends_metric_dropdown_switches_the_metric(store):
 
 def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
     a, b = _two_runs(store)
-    at = open_page("pages/compare.py")
+    at = open_page("views/compare.py")
     at.number_input(key="compare_k").set_value(3).run()
     assert not at.exception
     deltas = next(df.value for df in at.dataframe if "Run A" in df.value.columns and "Verdict" in df.value.columns)
@@ -58,5 +58,5 @@ def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
 
 
 def test_compare_needs_two_runs(tiny_run):
-    at = open_page("pages/compare.py")
+    at = open_page("views/compare.py")
     assert "needs two complete runs" in at.info[0].value

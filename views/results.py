@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import dashboard
-from pages._common import (
+from views._common import (
     COLORS,
     SERIES_COLORS,
     failed_queries,
@@ -25,7 +25,7 @@ st.title("Results")
 choices = run_choices()
 if not choices:
     st.info("No runs yet. Start one on the Evaluate page.")
-    st.page_link("pages/evaluate.py", label="Evaluate search quality", icon=":material/play_circle:")
+    st.page_link("views/evaluate.py", label="Evaluate search quality", icon=":material/play_circle:")
     st.stop()
 
 run_id = pick_run(choices, "results_run")
@@ -226,4 +226,4 @@ one.download_button("Per-query metrics (CSV)", data=lambda: dashboard.per_query_
                     file_name=f"{run_id}-metrics.csv", mime="text/csv", on_click="ignore")
 two.download_button("TREC run files (zip)", data=lambda: dashboard.trec_zip(get_store(), run_id),
                     file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
-st.page_link("pages/drilldown.py", label="Look at one query in detail", icon=":material/search:")
+st.page_link("views/drilldown.py", label="Look at one query in detail", icon=":material/search:")

@@ -10,7 +10,7 @@ import streamlit as st
 from engine import dashboard, jobs
 from engine.paths import DEMO_DIR
 from engine.types import STRATEGIES, SearchGradeError
-from pages._common import (
+from views._common import (
     collection_overview,
     get_store,
     home,
@@ -93,7 +93,7 @@ def _show_job(job_id: str) -> None:
     if job.state == "complete":
         if one.button("View results", type="primary", key="evaluate_view"):
             st.session_state["app_open_run"] = job.run_id
-            st.switch_page("pages/results.py")
+            st.switch_page("views/results.py")
     else:
         two = one
     if two.button("Start new evaluation", key="evaluate_new"):
@@ -211,7 +211,7 @@ def _form() -> None:
             st.markdown(f"Last run in this app: **{plain(last.collection)}**, complete.")
             if st.button("View results", key="evaluate_view_last"):
                 st.session_state["app_open_run"] = last.run_id
-                st.switch_page("pages/results.py")
+                st.switch_page("views/results.py")
     path = _collection_path()
     if not path:
         return

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import dashboard
-from pages._common import (
+from views._common import (
     home,
     pick_run,
     plain,

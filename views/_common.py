@@ -109,7 +109,7 @@ def resume_controls(run, key: str) -> None:
             st.toast("A run is already in progress: showing it instead of resuming this one.")
         st.session_state["evaluate_job_id"] = job.job_id
         st.session_state["evaluate_form"] = False
-        st.switch_page("pages/evaluate.py")
+        st.switch_page("views/evaluate.py")
 
 
 def run_choices(*, complete_only: bool = False) -> list[dashboard.RunChoice]:

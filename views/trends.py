@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import dashboard
-from pages._common import COLORS, home, run_choices, trend, trend_cutoffs
+from views._common import COLORS, home, run_choices, trend, trend_cutoffs
 
 st.session_state.setdefault("trends_metric", dashboard.PRIMARY_METRIC)
 st.session_state.setdefault("trends_collection", "All collections")

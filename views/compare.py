@@ -7,7 +7,7 @@ import streamlit as st
 
 from engine import dashboard
 from engine.types import SearchGradeError
-from pages._common import compare_runs, home, plain, run_choices
+from views._common import compare_runs, home, plain, run_choices
 
 st.session_state.setdefault("compare_metric", dashboard.PRIMARY_METRIC)
 
