@@ -222,7 +222,7 @@ def test_csv_file_keeps_ids_as_text_and_reads_quoted_multiline_cells(tmp_path: P
 
 
 def test_parquet_file_with_integer_ids(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     path = tmp_path / "docs.parquet"
     pd.DataFrame({"doc": [1, 2], "title": ["T1", None], "text": ["one", "two"]}).to_parquet(path)
     collection = load_collection(path, id_field="doc")
@@ -297,7 +297,7 @@ def test_missing_csv_column_names_the_header_and_option(tmp_path: Path) -> None:
 
 
 def test_missing_parquet_column_names_the_file_and_option(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     path = tmp_path / "c.parquet"
     pd.DataFrame({"_id": ["a"], "body": ["x"]}).to_parquet(path)
     message = load_error(path)
@@ -320,7 +320,7 @@ def test_duplicate_document_id_names_both_lines(tmp_path: Path) -> None:
 
 
 def test_duplicate_document_id_in_parquet_names_both_rows(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     path = tmp_path / "c.parquet"
     pd.DataFrame({"_id": ["a", "a"], "text": ["x", "y"]}).to_parquet(path)
     assert load_error(path).startswith(f"{path} row 2: duplicate document id 'a' (first at row 1)")

