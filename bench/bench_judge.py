@@ -1,6 +1,6 @@
 """Judge throughput against a local OpenAI-compatible server with a fixed artificial latency.
 
-The fake server (stdlib ThreadingHTTPServer on 127.0.0.1) answers every chat completion with a
+The tests' fake server (tests/engine/llm/fake_server.py: stdlib ThreadingHTTPServer on 127.0.0.1) answers every chat completion with a
 valid judge reply after ``--latency-ms``. With that latency L and concurrency c, the ideal
 throughput is c / L pairs per second; the ratio measured / ideal shows what the client, the
 openai package, threads and the cache writes cost on top.
@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,53 +24,14 @@ from engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
 from engine.llm.client import LLMClient, LLMSettings  # noqa: E402
 from engine.llm.judge import judge_pairs  # noqa: E402
 from engine.types import Document, Query  # noqa: E402
+from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body  # noqa: E402
 
 
-class FakeJudgeServer:
-    """Answers valid judge JSON after a fixed latency; counts POSTs."""
-
-    def __init__(self, latency_s: float) -> None:
-        self.posts = 0
-        lock = threading.Lock()
-        server = self
-        reply = json.dumps({
-            "id": "bench", "object": "chat.completion", "created": 0, "model": "bench",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                "role": "assistant", "content": json.dumps({"grade": 2, "reason": "partly answers"})}}],
-            "usage": {"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
-        }).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                # Without it, headers and body leave in two small writes and Nagle's algorithm
-                # holds the second until the client's delayed ACK (~40 ms): a server artifact.
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                with lock:
-                    server.posts += 1
-                time.sleep(latency_s)
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def judge_responder(body: dict[str, Any], n: int) -> tuple[int, Any, dict[str, str]]:
+    """A valid judge reply to every request (the latency is the server's)."""
+    reply = chat_body(json.dumps({"grade": 2, "reason": "partly answers"}))
+    reply["usage"] = {"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312}
+    return 200, reply, {}
 
 
 def make_pairs(n: int, tag: str) -> list[tuple[Query, Document]]:
@@ -92,11 +50,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="cache grades in a DuckDB store (as a run does) instead of memory")
     args = parser.parse_args(argv)
     latency_s = args.latency_ms / 1000.0
-    server = FakeJudgeServer(latency_s)
     print(f"judge throughput: {args.pairs} unique pairs, server latency {args.latency_ms:g} ms, "
           f"cache {'DuckDB store' if args.store else 'memory'}")
     print(f"{'conc.':>5} {'wall s':>8} {'pairs/s':>8} {'ideal':>7} {'ratio':>6} {'sent':>5} {'recv':>5}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(judge_responder, latency_s) as server:
         for concurrency in args.concurrency:
             if args.store:
                 from engine.store import Store
@@ -121,7 +78,6 @@ def main(argv: list[str] | None = None) -> None:
             ideal = concurrency / latency_s
             print(f"{concurrency:>5} {wall:>8.2f} {measured:>8.2f} {ideal:>7.2f} "
                   f"{measured / ideal:>6.3f} {sent:>5} {server.posts - before:>5}")
-    server.close()
 
 
 if __name__ == "__main__":
