@@ -31,6 +31,18 @@ DOCS = {
     "d20": ("Café culture", "Parisian café terraces serve espresso and croissants."),
 }
 
+class CountingModel:
+    """The real embedder, counting every text it is asked to encode."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.encoded: list[str] = []
+
+    def encode(self, texts, **kwargs):
+        self.encoded.extend(texts)
+        return self.model.encode(texts, **kwargs)
+
+
 QUERIES = {
     "q1": ("birds that cannot fly in the antarctic", "d01"),
     "q2": ("how does magma cause an eruption", "d02"),

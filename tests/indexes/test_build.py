@@ -14,22 +14,12 @@ from indexes.build import build_searchers
 from indexes.embeddings import load_embedder
 from indexes.settings import IndexSettings
 
-from .conftest import DOCS, QUERIES, make_collection
+from .conftest import DOCS, QUERIES, CountingModel, make_collection
 
 NO_RERANKER = "searchgrade-tests/no-such-reranker"
 BASES = ("ann", "fulltext", "hybrid")
 QUERY_TEXTS = [text for text, _ in QUERIES.values()]
 EXPECTED_TOP1 = [doc for _, doc in QUERIES.values()]
-
-
-class CountingModel:
-    def __init__(self, model) -> None:
-        self.model = model
-        self.encoded: list[str] = []
-
-    def encode(self, texts, **kwargs):
-        self.encoded.extend(texts)
-        return self.model.encode(texts, **kwargs)
 
 
 @pytest.fixture

