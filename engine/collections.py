@@ -22,7 +22,7 @@ import hashlib
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,13 +193,7 @@ def _csv_records(path: Path, fields: _Fields) -> Iterator[tuple[str, dict[str, A
         header = next(reader, None)
         if header is None:
             return
-        for role in ("id", "text"):
-            column = getattr(fields, role)
-            if column not in header:
-                raise SearchGradeError(
-                    f"{path}:1: no {column!r} column in the header (columns: {_show_names(header)}); "
-                    f"pass {_FIELD_OPTIONS[role]} with the column that holds the document {role}"
-                )
+        _require_columns(header, fields, f"{path}:1", " in the header")
         start = reader.line_num + 1
         for row in reader:
             location = f"{path}:{start}"
@@ -218,6 +212,17 @@ def _csv_records(path: Path, fields: _Fields) -> Iterator[tuple[str, dict[str, A
         ) from None
 
 
+def _require_columns(columns: Sequence[str], fields: _Fields, where: str, place: str = "") -> None:
+    """The id and text columns must exist: else one line naming the column and the option to set."""
+    for role in ("id", "text"):
+        column = getattr(fields, role)
+        if column not in columns:
+            raise SearchGradeError(
+                f"{where}: no {column!r} column{place} (columns: {_show_names(columns)}); "
+                f"pass {_FIELD_OPTIONS[role]} with the column that holds the document {role}"
+            )
+
+
 def _parquet_records(path: Path, fields: _Fields) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(location, row)`` per Parquet row; location is ``file row N`` (1-based)."""
     try:
@@ -229,13 +234,7 @@ def _parquet_records(path: Path, fields: _Fields) -> Iterator[tuple[str, dict[st
     except Exception as error:  # pyarrow raises several types for a corrupt file
         raise SearchGradeError(f"{path}: not a readable Parquet file ({error}); re-export it") from None
     columns = table.column_names
-    for role in ("id", "text"):
-        column = getattr(fields, role)
-        if column not in columns:
-            raise SearchGradeError(
-                f"{path}: no {column!r} column (columns: {_show_names(columns)}); "
-                f"pass {_FIELD_OPTIONS[role]} with the column that holds the document {role}"
-            )
+    _require_columns(columns, fields, str(path))
     wanted = [c for c in (fields.id, fields.title, fields.text) if c in columns]
     for number, row in enumerate(table.select(wanted).to_pylist(), start=1):
         yield f"{path} row {number}", row
