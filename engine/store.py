@@ -612,26 +612,6 @@ class Store:
         )
         return rows[0]
 
-    def ranked_grades(self, run_id: str, k: int) -> list[dict[str, Any]]:
-        """Per strategy and query: the grades of the top k in rank order (None = unjudged)."""
-        return self._dicts(
-            "SELECT r.strategy, r.query_id, list(g.grade ORDER BY r.rank) AS grades "
-            "FROM results r LEFT JOIN grades g "
-            "ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "WHERE r.run_id = ? AND r.rank <= ? GROUP BY r.strategy, r.query_id "
-            "ORDER BY r.strategy, r.query_id",
-            [run_id, k],
-        )
-
-    def grade_pools(self, run_id: str) -> dict[str, list[int]]:
-        """Per query: every known grade (failed judgments excluded)."""
-        rows = self._dicts(
-            "SELECT query_id, list(grade) AS pool FROM grades WHERE run_id = ? AND grade IS NOT NULL "
-            "GROUP BY query_id",
-            [run_id],
-        )
-        return {r["query_id"]: r["pool"] for r in rows}
-
     def result_strategies(self, run_id: str) -> list[str]:
         """The strategies that have stored results in a run."""
         rows = self._dicts("SELECT DISTINCT strategy FROM results WHERE run_id = ?", [run_id])

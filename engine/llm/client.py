@@ -153,15 +153,6 @@ class Usage:
         with self._lock:
             return {stage: asdict(u) for stage, u in self._stages.items()}
 
-    def since(self, earlier: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        """What was added after an earlier snapshot (for writing increments to the store)."""
-        now = self.snapshot()
-        zero = asdict(StageUsage())
-        return {
-            stage: {k: v - earlier.get(stage, zero)[k] for k, v in counters.items()}
-            for stage, counters in now.items()
-        }
-
 
 USAGE_FIELDS = tuple(f.name for f in fields(StageUsage))
 
