@@ -36,7 +36,7 @@ def main() -> int:
     args = parser.parse_args()
 
 
-    from engine import dashboard
+    from engine.report.results import failed_queries, results_view
     from engine.store import Store
     from tests.pages.synthetic import random_spec, write_run
 
@@ -60,14 +60,14 @@ def main() -> int:
         print(f"run: {args.queries} queries x 6 strategies x k=10: {n_results:,} results, "
               f"{n_values:,} metric values (built in {build_s:.1f} s)")
         fresh = Store(tmp)
-        best = dashboard.results_view(fresh, run_id).headline.strategy
+        best = results_view(fresh, run_id).headline.strategy
 
         def cold() -> None:
-            dashboard.results_view(fresh, run_id, "dcg", 10)
-            dashboard.failed_queries(fresh, run_id, best)
+            results_view(fresh, run_id, "dcg", 10)
+            failed_queries(fresh, run_id, best)
 
         def cold_recompute() -> None:
-            dashboard.results_view(fresh, run_id, "dcg", 7)
+            results_view(fresh, run_id, "dcg", 7)
 
         def cached() -> None:
             pages.results_view(pages.home(), run_id, "dcg", 10)

@@ -31,8 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.records import Collection  # noqa: E402
 from engine.collections import load_collection  # noqa: E402
-from engine.types import STRATEGIES, Collection  # noqa: E402
+from indexes.registry import known_strategies  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
 
@@ -78,7 +79,7 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--ann-index", default="flat")
     parser.add_argument("--reranker-model", default=None, help="CrossEncoder name or local path")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--strategies", default=",".join(known_strategies()))
     parser.add_argument("--bundled-vectors", action="store_true",
                         help="use the vectors the collection ships (embeddings/*.npz); by default "
                         "they are ignored, so build 1 measures a cold embedding")

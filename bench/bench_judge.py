@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.records import Document, Query  # noqa: E402
 from engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
 from engine.llm.client import LLMClient, LLMSettings  # noqa: E402
 from engine.llm.judge import judge_pairs  # noqa: E402
-from engine.types import Document, Query  # noqa: E402
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body  # noqa: E402
 
 

@@ -18,7 +18,6 @@ documents, queries with empty text) are skipped and reported in ``Collection.not
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import sys
@@ -27,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.types import Collection, Document, Query, SearchGradeError
+from core.checks import UniqueIds
+from core.records import Collection, Document, Query, SearchGradeError
 
 DOCUMENT_SUFFIXES = (".jsonl", ".csv", ".parquet")
 TEXT_SUFFIXES = (".txt", ".md")
@@ -105,22 +105,6 @@ def load_collection(
         qrels=qrels,
         notes=notes,
     )
-
-
-def collection_fingerprint(collection: Collection) -> str:
-    """A sha256 hex digest over the documents' ids and contents, in order.
-
-    Two collections with the same documents in the same order have the same fingerprint whatever
-    their name or path, so it keys index artifacts. Each value is length-prefixed, so no choice of
-    ids or texts can make two different document lists hash alike by shifting a boundary.
-    """
-    digest = hashlib.sha256()
-    for doc in collection.documents:
-        for value in (doc.doc_id, doc.content):
-            data = value.encode("utf-8")
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
-    return digest.hexdigest()
 
 
 def grade_scale(qrels: dict[str, dict[str, int]]) -> tuple[int, int]:
@@ -251,7 +235,7 @@ def _load_documents(
 ) -> tuple[list[Document], list[str]]:
     """The non-empty documents, and the ids of the empty ones (skipped, with a note)."""
     documents: list[Document] = []
-    first_seen: dict[str, str] = {}
+    seen = UniqueIds("document", _where)
     empty_ids: list[str] = []
     saw_title = False
     for location, record in records:
@@ -270,17 +254,12 @@ def _load_documents(
         text = _text_value(record[fields.text], fields.text, location)
         saw_title = saw_title or fields.title in record
         title = _text_value(record.get(fields.title), fields.title, location)
-        if doc_id in first_seen:
-            raise SearchGradeError(
-                f"{location}: duplicate document id {doc_id!r} (first at {_where(first_seen[doc_id])}); "
-                "give every document a unique id"
-            )
-        first_seen[doc_id] = location
+        seen.add(doc_id, location)
         if not title.strip() and not text.strip():
             empty_ids.append(doc_id)
             continue
         documents.append(Document(doc_id, title, text))
-    if not first_seen:
+    if not len(seen):
         raise SearchGradeError(
             f"{path}: no documents; add one record per document with {fields.id!r} and {fields.text!r}"
         )
@@ -380,7 +359,7 @@ def _load_beir_queries_and_qrels(
 def _load_queries(path: Path, notes: list[str]) -> tuple[list[Query], list[str]]:
     """The queries with text, and the ids of those with empty text (skipped, with a note)."""
     queries: list[Query] = []
-    first_seen: dict[str, str] = {}
+    seen = UniqueIds("query", _where)
     empty_ids: list[str] = []
     for location, record in _jsonl_records(path):
         query_id = _id_value(
@@ -392,12 +371,7 @@ def _load_queries(path: Path, notes: list[str]) -> tuple[list[Query], list[str]]
                 'each query line must be {"_id": ..., "text": ...}'
             )
         text = _text_value(record["text"], "text", location)
-        if query_id in first_seen:
-            raise SearchGradeError(
-                f"{location}: duplicate query id {query_id!r} (first at {_where(first_seen[query_id])}); "
-                "give every query a unique id"
-            )
-        first_seen[query_id] = location
+        seen.add(query_id, location)
         if not text.strip():
             empty_ids.append(query_id)
             continue

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 
 #: Job states; "starting" and "running" are active.
 ACTIVE_STATES = ("starting", "running")
@@ -122,7 +122,7 @@ def start_job(
     Args:
         load_collection: Returns the Collection to evaluate; called in the worker (loading a large
             corpus takes seconds).
-        config: The engine.pipeline.RunConfig.
+        config: The engine.config.RunConfig.
         store: The run store.
         data_dir: Where index artifacts and caches live.
         label: The collection as the user named it, shown while it loads.

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import ScoredDoc, SearchGradeError, SearchHits
-from indexes.base import check_k, search_each
+from core.checks import check_k
+from core.records import ScoredDoc, SearchGradeError, SearchHits
+from indexes.base import search_each
 from indexes.embeddings import encode
 from indexes.settings import ANN_INDEXES, IndexSettings
 

@@ -10,7 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from engine.types import ScoredDoc, SearchHits
+from core.checks import check_k
+from core.records import ScoredDoc, SearchHits
 
 #: progress(stage, done, total), e.g. progress("embed", 64, 5183).
 ProgressFn = Callable[[str, int, int], None]
@@ -20,7 +21,7 @@ ProgressFn = Callable[[str, int, int], None]
 class Searcher(Protocol):
     """One retrieval strategy, ready to answer queries."""
 
-    name: str  # strategy id, one of engine.types.STRATEGIES
+    name: str  # strategy id (indexes.registry)
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         """Top k for each query, in query order, each with its own latency."""
@@ -64,11 +65,6 @@ def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
         yield
     finally:
         timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
-
-
-def check_k(k: int) -> None:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k must be a whole number >= 1, got {k!r}")
 
 
 def search_each(search_one: Callable[[str, int], list[ScoredDoc]], queries: Sequence[str],

@@ -19,45 +19,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.collections import collection_fingerprint as fingerprint_of
-from engine.types import STRATEGIES, Collection, SearchGradeError
-from indexes import ann, fulltext
+from core.checks import first_duplicate
+from core.records import Collection, SearchGradeError
+from core.records import collection_fingerprint as fingerprint_of
+from indexes import ann, fulltext, registry
 from indexes.base import BuiltIndexes, ProgressFn, Searcher, timed
-from indexes.embeddings import EmbeddingCache, cache_dir_for, encode_cached, load_embedder, model_slug
+from indexes.embeddings import (
+    EmbeddingCache,
+    cache_dir_for,
+    encode_cached,
+    load_embedder,
+    model_slug,
+)
 from indexes.hybrid import HybridSearcher
 from indexes.rerank import RerankSearcher, load_reranker
 from indexes.settings import IndexSettings
 
-#: strategy -> (base strategy it reranks or None, components it needs)
-_NEEDS: dict[str, tuple[str | None, frozenset[str]]] = {
-    "ann": (None, frozenset({"ann"})),
-    "fulltext": (None, frozenset({"fulltext"})),
-    "hybrid": (None, frozenset({"ann", "fulltext"})),
-    "ann_rerank": ("ann", frozenset({"ann", "reranker"})),
-    "fulltext_rerank": ("fulltext", frozenset({"fulltext", "reranker"})),
-    "hybrid_rerank": ("hybrid", frozenset({"ann", "fulltext", "reranker"})),
-}
-
 
 def _check_inputs(collection: Collection, strategies: Sequence[str]) -> list[str]:
-    unknown = [s for s in strategies if s not in _NEEDS]
+    known = ", ".join(registry.known_strategies())
+    unknown = registry.unknown_strategies(strategies)
     if unknown:
-        raise SearchGradeError(
-            f"unknown strategy {unknown[0]!r}: use any of {', '.join(STRATEGIES)}"
-        )
+        raise SearchGradeError(f"unknown strategy {unknown[0]!r}: use any of {known}")
     if not strategies:
-        raise SearchGradeError(f"no strategies requested: use any of {', '.join(STRATEGIES)}")
+        raise SearchGradeError(f"no strategies requested: use any of {known}")
     if not collection.documents:
         raise SearchGradeError(
             f"collection {collection.name!r} ({collection.path}) has no documents: nothing to index"
         )
-    seen: set[str] = set()
-    for doc in collection.documents:
-        if doc.doc_id in seen:
-            raise SearchGradeError(
-                f"collection {collection.name!r} has document id {doc.doc_id!r} twice: ids must be unique"
-            )
-        seen.add(doc.doc_id)
+    duplicate = first_duplicate(doc.doc_id for doc in collection.documents)
+    if duplicate is not None:
+        raise SearchGradeError(
+            f"collection {collection.name!r} has document id {duplicate!r} twice: ids must be unique"
+        )
     return list(dict.fromkeys(strategies))
 
 
@@ -65,7 +59,7 @@ def build_searchers(
     collection: Collection,
     settings: IndexSettings,
     data_dir: Path,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] | None = None,
     progress: ProgressFn | None = None,
     collection_fingerprint: str | None = None,
 ) -> BuiltIndexes:
@@ -75,7 +69,7 @@ def build_searchers(
         collection: the documents to index (queries and qrels are not used here).
         settings: models, index type and search knobs.
         data_dir: root of the artifacts (``embeddings/`` and ``indexes/`` go under it).
-        strategies: strategy ids to build, from engine.types.STRATEGIES.
+        strategies: strategy ids to build (indexes.registry; None: every known one).
         progress: called as progress(stage, done, total) for "embed" and "bm25_build".
         collection_fingerprint: names the artifact folders; computed from the documents
             when not given.
@@ -90,6 +84,8 @@ def build_searchers(
         SearchGradeError: unknown strategy, empty collection, duplicate ids, or an embedding
             model that cannot be loaded.
     """
+    if strategies is None:
+        strategies = registry.known_strategies()
     requested = _check_inputs(collection, strategies)
     data_dir = Path(data_dir)
     fingerprint = collection_fingerprint or fingerprint_of(collection)
@@ -100,16 +96,16 @@ def build_searchers(
                        ann_index=settings.ann_index)
 
     reranker = None
-    if any("reranker" in _NEEDS[s][1] for s in requested):
+    if any("reranker" in registry.needs(s) for s in requested):
         with timed(built.timings, "reranker_load"):
             try:
                 reranker = load_reranker(settings.reranker_model)
             except SearchGradeError as exc:
                 for strategy in requested:
-                    if "reranker" in _NEEDS[strategy][1]:
+                    if "reranker" in registry.needs(strategy):
                         built.skipped[strategy] = str(exc)
     active = [s for s in requested if s not in built.skipped]
-    needs = set().union(*(_NEEDS[s][1] for s in active)) if active else set()
+    needs = set().union(*(registry.needs(s) for s in active)) if active else set()
 
     bases: dict[str, Searcher] = {}
     if "ann" in needs:
@@ -124,7 +120,7 @@ def build_searchers(
 
     contents = dict(zip(doc_ids, texts, strict=True))
     for strategy in active:
-        base_name = _NEEDS[strategy][0]
+        base_name = registry.base_of(strategy)
         if base_name is None:
             built.searchers[strategy] = bases[strategy]
         else:

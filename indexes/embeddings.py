@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 from indexes.base import ProgressFn
 from indexes.hub import load_pretrained
 from indexes.settings import DEFAULT_EMBEDDING_MODEL, canonical_model_name

@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import ScoredDoc, SearchGradeError, SearchHits
-from indexes.base import ProgressFn, check_k, ranked, search_each, top_k
+from core.checks import check_k
+from core.records import ScoredDoc, SearchGradeError, SearchHits
+from indexes.base import ProgressFn, ranked, search_each, top_k
 from indexes.settings import TOKENIZER_VERSION, IndexSettings
 
 _TOKEN = re.compile(r"\w+")

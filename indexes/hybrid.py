@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.types import ScoredDoc, SearchHits
-from indexes.base import CandidateSource, check_k, search_each
+from core.checks import check_k
+from core.records import ScoredDoc, SearchHits
+from indexes.base import CandidateSource, search_each
 
 
 def rrf(lists: Sequence[Sequence[ScoredDoc]], k_const: float = 60, depth: int = 100) -> list[ScoredDoc]:

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.types import ScoredDoc, SearchGradeError, SearchHits
-from indexes.base import CandidateSource, check_k, search_each
+from core.checks import check_k
+from core.records import ScoredDoc, SearchGradeError, SearchHits
+from indexes.base import CandidateSource, search_each
 from indexes.hub import load_pretrained
-
 
 RERANKER_FIX = (
     "download it on a machine with access to the model hub and pass --reranker-model /path/to/model"

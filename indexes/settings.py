@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L6-v2"

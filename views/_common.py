@@ -6,17 +6,19 @@ import re
 
 import streamlit as st
 
-from engine import dashboard, jobs
+from engine import jobs
 from engine.paths import data_dir
+from engine.report import compare as compare_model
+from engine.report import drilldown as drilldown_model
+from engine.report import evaluate as evaluate_model
+from engine.report import results as results_model
+from engine.report import runs as runs_model
+from engine.report import trends as trends_model
+from engine.report.common import WITH, WITHOUT
 from engine.store import Store
 
-#: One colour per strategy; a reranked twin is the darker shade of its baseline.
-COLORS = {
-    "ann": "#7fb3e0", "ann_rerank": "#1f5f99",
-    "fulltext": "#f5b971", "fulltext_rerank": "#c26a00",
-    "hybrid": "#8fd19e", "hybrid_rerank": "#2a8a3e",
-}
-SERIES_COLORS = {dashboard.WITHOUT: "#9db8d2", dashboard.WITH: "#1f5f99"}
+#: The two series of the with/without reranker bars.
+SERIES_COLORS = {WITHOUT: "#9db8d2", WITH: "#1f5f99"}
 
 
 def home() -> str:
@@ -44,48 +46,48 @@ jobs.on_finish(_clear_caches)
 
 
 @st.cache_data(show_spinner="Reading the run…", max_entries=32)
-def results_view(path: str, run_id: str, metric: str, k: int) -> dashboard.ResultsView:
-    return dashboard.results_view(store_for(path), run_id, metric, k)
+def results_view(path: str, run_id: str, metric: str, k: int) -> results_model.ResultsView:
+    return results_model.results_view(store_for(path), run_id, metric, k)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def failed_queries(path: str, run_id: str, strategy: str):
-    return dashboard.failed_queries(store_for(path), run_id, strategy)
+    return results_model.failed_queries(store_for(path), run_id, strategy)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def query_choices(path: str, run_id: str):
-    return dashboard.query_choices(store_for(path), run_id)
+    return drilldown_model.query_choices(store_for(path), run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def query_detail(path: str, run_id: str, query_id: str) -> dashboard.QueryDetail:
-    return dashboard.query_detail(store_for(path), run_id, query_id)
+def query_detail(path: str, run_id: str, query_id: str) -> drilldown_model.QueryDetail:
+    return drilldown_model.query_detail(store_for(path), run_id, query_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def trend(path: str, metric: str, k: int, collection: str | None, runs_key: tuple[str, ...]):
-    return dashboard.trend(store_for(path), metric, k, collection)
+    return trends_model.trend(store_for(path), metric, k, collection)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def trend_cutoffs(path: str, runs_key: tuple[str, ...]) -> list[int]:
-    return dashboard.trend_cutoffs(store_for(path))
+    return trends_model.trend_cutoffs(store_for(path))
 
 
 @st.cache_data(show_spinner="Comparing the runs…", max_entries=32)
-def compare_runs(path: str, run_a: str, run_b: str, metric: str, k: int) -> dashboard.RunComparison:
-    return dashboard.compare_runs(store_for(path), run_a, run_b, metric, k)
+def compare_runs(path: str, run_a: str, run_b: str, metric: str, k: int) -> compare_model.RunComparison:
+    return compare_model.compare_runs(store_for(path), run_a, run_b, metric, k)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def collection_overview(path: str, mtime: float) -> dashboard.CollectionOverview:
-    return dashboard.collection_overview(path)
+def collection_overview(path: str, mtime: float) -> evaluate_model.CollectionOverview:
+    return evaluate_model.collection_overview(path)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def query_set_choices(path: str, collection_name: str, runs_key: tuple[str, ...]) -> list[tuple[str, str]]:
-    return dashboard.query_set_choices(store_for(path), collection_name)
+    return evaluate_model.query_set_choices(store_for(path), collection_name)
 
 
 def resume_controls(run, key: str) -> None:
@@ -112,12 +114,12 @@ def resume_controls(run, key: str) -> None:
         st.switch_page("views/evaluate.py")
 
 
-def run_choices(*, complete_only: bool = False) -> list[dashboard.RunChoice]:
+def run_choices(*, complete_only: bool = False) -> list[runs_model.RunChoice]:
     # Not cached: a run started from the CLI or another tab must show up on the next rerun.
-    return dashboard.run_choices(get_store(), complete_only=complete_only)
+    return runs_model.run_choices(get_store(), complete_only=complete_only)
 
 
-def pick_run(choices: list[dashboard.RunChoice], key: str, label: str = "Run") -> str:
+def pick_run(choices: list[runs_model.RunChoice], key: str, label: str = "Run") -> str:
     """A run dropdown that starts on the run other pages last opened (else the newest complete run)."""
     ids = [c.run_id for c in choices]
     labels = {c.run_id: c.label for c in choices}

@@ -5,11 +5,17 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import dashboard
-from engine.types import SearchGradeError
+from engine import SearchGradeError
+from engine.report.common import (
+    METRIC_LABELS,
+    PRIMARY_K,
+    PRIMARY_METRIC,
+    metric_label,
+    metric_names,
+)
 from views._common import compare_runs, home, plain, run_choices
 
-st.session_state.setdefault("compare_metric", dashboard.PRIMARY_METRIC)
+st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
 
 st.title("Compare two runs")
 runs = run_choices(complete_only=True)
@@ -26,9 +32,9 @@ one, two = st.columns(2)
 run_a = one.selectbox("Run A (before)", ids, format_func=labels.get, key="compare_a")
 run_b = two.selectbox("Run B (after)", ids, format_func=labels.get, key="compare_b")
 three, four, _ = st.columns([2, 1, 3])
-metric = three.selectbox("Metric", dashboard.metric_names(), format_func=dashboard.METRIC_LABELS.get,
+metric = three.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get,
                          key="compare_metric")
-k = four.number_input("k", 1, 1000, dashboard.PRIMARY_K, key="compare_k")
+k = four.number_input("k", 1, 1000, PRIMARY_K, key="compare_k")
 if run_a == run_b:
     st.info("Pick two different runs.")
     st.stop()
@@ -37,7 +43,7 @@ try:
 except SearchGradeError as exc:
     st.error(plain(str(exc)))
     st.stop()
-name = dashboard.metric_label(metric, int(k))
+name = metric_label(metric, int(k))
 for note in result.notes:
     st.caption(plain(note))
 st.subheader(f"Change in {name}, run B minus run A ({result.n_shared} shared queries)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import dashboard
+from engine.strategies import label
 from views._common import (
     home,
     pick_run,
@@ -44,8 +44,8 @@ if detail.source is not None:
                      expanded=True):
         st.text(detail.source["title"])
         st.text(detail.source["text"])
-    found = [f"{dashboard.strategy_label(s)}: rank {rank}" if rank else
-             f"{dashboard.strategy_label(s)}: not retrieved" for s, rank in detail.source_ranks.items()]
+    found = [f"{label(s)}: rank {rank}" if rank else
+             f"{label(s)}: not retrieved" for s, rank in detail.source_ranks.items()]
     if found:
         st.caption(plain("Source document found by " + " · ".join(found)))
 if not detail.relevant.empty:
@@ -57,7 +57,7 @@ st.subheader("Results per strategy")
 if not detail.results:
     st.info("No strategy returned results for this query.")
 else:
-    tabs = st.tabs([dashboard.strategy_label(s) for s in detail.results])
+    tabs = st.tabs([label(s) for s in detail.results])
     for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
         with tab:
             st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from engine import dashboard, jobs
+from engine import SearchGradeError, jobs
+from engine.llm.accounting import usage_text
+from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
 from engine.paths import DEMO_DIR
-from engine.types import STRATEGIES, SearchGradeError
+from engine.report.evaluate import (
+    CollectionOverview,
+    index_choices,
+    index_defaults,
+    index_settings,
+    mode_status,
+)
+from engine.report.runs import run_choices, skipped_messages
+from engine.strategies import known_strategies
+from engine.strategies import label as strategy_label
+from engine.uploads import save_upload
 from views._common import (
     collection_overview,
     get_store,
@@ -20,16 +31,13 @@ from views._common import (
 )
 
 SOURCES = ("The bundled demo (SciFact)", "A path on this machine", "Upload a file")
-#: The index defaults of the contract, used until indexes/ is importable.
-INDEX_DEFAULTS = {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
-                  "reranker_model": "cross-encoder/ms-marco-MiniLM-L6-v2", "ann_index": "flat"}
 
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
 st.session_state.setdefault("evaluate_upload_path", None)
 # The LLM endpoint, pre-filled from the server's environment (the API key is never a widget).
 # Re-assigned on every run, so what was typed survives while the form is hidden by a run.
-for _name, _value in dashboard.llm_defaults().items():
+for _name, _value in llm_defaults().items():
     st.session_state[f"evaluate_llm_{_name}"] = st.session_state.get(f"evaluate_llm_{_name}", _value)
 # So do the collection and the grading mode (widgets without a default value of their own).
 for _key in ("evaluate_source", "evaluate_path", "evaluate_mode"):
@@ -49,7 +57,7 @@ def _stage_table(job: jobs.Job) -> None:
         text = f"{stage.stage}: {stage.done:,} / {stage.total:,}" if stage.total > 1 else stage.stage
         if stage.stage in job.usage:
             # LLM stages: calls and tokens so far.
-            text += f" · {dashboard.usage_text(job.usage[stage.stage])}"
+            text += f" · {usage_text(job.usage[stage.stage])}"
         st.progress(stage.fraction, text=plain(text))
 
 
@@ -85,7 +93,7 @@ def _show_job(job_id: str) -> None:
         _stage_table(job)
         if job.run_id:
             resume_controls(get_store().get_run(job.run_id), "evaluate_resume")
-    for message in dashboard.skipped_messages(job.skipped):
+    for message in skipped_messages(job.skipped):
         st.warning(plain(message))
     for note in job.notes:
         st.caption(plain(f"Note: {note}"))
@@ -117,21 +125,13 @@ def _collection_path() -> str | None:
         marker = (upload.name, upload.size)
         if st.session_state.get("evaluate_upload_marker") != marker:
             st.session_state["evaluate_upload_path"] = str(
-                dashboard.save_upload(upload.name, upload.getvalue(), home()))
+                save_upload(upload.name, upload.getvalue(), home()))
             st.session_state["evaluate_upload_marker"] = marker
         return st.session_state["evaluate_upload_path"]
     return None
 
 
-def _index_settings(values: dict):
-    try:
-        from indexes.settings import IndexSettings
-    except ImportError:
-        return None
-    return IndexSettings(**values)
-
-
-def _llm_settings(mode: str, overview: dashboard.CollectionOverview) -> dict:
+def _llm_settings(mode: str, overview: CollectionOverview) -> dict:
     """The LLM part of the form: what to generate (LLM mode) and how hard to push the endpoint."""
     from engine.llm.querygen import QueryGenSettings
 
@@ -140,7 +140,7 @@ def _llm_settings(mode: str, overview: dashboard.CollectionOverview) -> dict:
     with st.container(border=True):
         st.markdown("**LLM judge**")
         if mode == "llm":
-            runs_key = tuple(c.run_id for c in dashboard.run_choices(get_store()))
+            runs_key = tuple(c.run_id for c in run_choices(get_store()))
             reusable = dict(query_set_choices(home(), overview.name, runs_key))
             options = [None, *reusable]
             if st.session_state.get("evaluate_queries_from") not in options:
@@ -232,20 +232,20 @@ def _form() -> None:
         st.caption(plain(f"Note: {note}"))
 
     with st.expander("LLM endpoint (for the LLM judge)",
-                     expanded=not dashboard.llm_endpoint(None, None)[0]):
+                     expanded=not endpoint_status(None, None)[0]):
         st.text_input("Model", key="evaluate_llm_model", placeholder="e.g. gpt-4o-mini",
                       help="Pre-filled from SEARCHGRADE_LLM_MODEL")
         st.text_input("Endpoint base URL", key="evaluate_llm_base_url",
                       placeholder="http://127.0.0.1:8080/v1 (empty: the hosted OpenAI API)",
                       help="Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, ...); pre-filled "
                       "from OPENAI_BASE_URL")
-        key_set = bool(os.environ.get(dashboard.ENV_API_KEY))
-        st.caption(f"API key: read only from {dashboard.ENV_API_KEY} in the app server's environment "
+        key_set = bool(env_api_key())
+        st.caption(f"API key: read only from {ENV_API_KEY} in the app server's environment "
                    f"({'set' if key_set else 'not set'}); never asked for here, shown or stored.")
     model = st.session_state["evaluate_llm_model"].strip()
     base_url = st.session_state["evaluate_llm_base_url"].strip()
 
-    modes = dashboard.mode_status(overview, model=model, base_url=base_url)
+    modes = mode_status(overview, model=model, base_url=base_url)
     available = [m for m in modes if m.available]
     for m in modes:
         if not m.available:
@@ -260,8 +260,8 @@ def _form() -> None:
                     format_func={m.mode: m.label for m in available}.get, horizontal=True)
     uses_llm = mode in ("llm", "qrels_llm")
 
-    strategies = st.multiselect("Strategies", STRATEGIES, default=list(STRATEGIES),
-                                format_func=dashboard.strategy_label, key="evaluate_strategies")
+    strategies = st.multiselect("Strategies", known_strategies(), default=list(known_strategies()),
+                                format_func=strategy_label, key="evaluate_strategies")
     one, two, three = st.columns(3)
     k = one.number_input("k (cut-off of the headline metrics)", 1, 100, 10, key="evaluate_k")
     depth = two.number_input("Results kept per query (metrics at any k up to it)", 1, 1000, 10,
@@ -273,31 +273,26 @@ def _form() -> None:
             help="A seeded sample: the same number gives the same queries")
     llm_fields = _llm_settings(mode, overview) if uses_llm else {}
     with st.expander("Models and indexes"):
-        try:
-            from indexes.settings import IndexSettings
-
-            defaults = {key: getattr(IndexSettings(), key) for key in INDEX_DEFAULTS}
-        except ImportError:
-            defaults = dict(INDEX_DEFAULTS)
+        defaults = index_defaults()
         embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
                                   key="evaluate_embedding")
         reranker = st.text_input("Reranker model (cross-encoder name or local path)",
                                  defaults["reranker_model"], key="evaluate_reranker")
-        ann = st.selectbox("ANN index", ("flat", "hnsw", "ivf"),
-                           index=("flat", "hnsw", "ivf").index(defaults["ann_index"]), key="evaluate_ann")
+        ann = st.selectbox("ANN index", index_choices(),
+                           index=index_choices().index(defaults["ann_index"]), key="evaluate_ann")
     name = st.text_input("Run name (optional)", key="evaluate_name",
                          placeholder=f"{overview.name} {{date}}")
 
     if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
         from engine.collections import load_collection
-        from engine.pipeline import RunConfig
+        from engine.config import RunConfig
 
         try:
             config = RunConfig(
                 name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
                 depth=max(int(depth), int(k)), strategies=tuple(strategies),
                 max_queries=int(sample) or None,
-                index=_index_settings({"embedding_model": embedding.strip(),
+                index=index_settings({"embedding_model": embedding.strip(),
                                        "reranker_model": reranker.strip(), "ann_index": ann}),
                 **_llm_config(llm_fields, model, base_url),
             )

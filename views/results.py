@@ -5,9 +5,20 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import dashboard
+from engine.report.common import (
+    METRIC_LABELS,
+    PRIMARY_METRIC,
+    WITH,
+    WITHOUT,
+    metric_label,
+    metric_names,
+    primary_k,
+)
+from engine.report.downloads import per_query_csv, trec_zip
+from engine.report.results import bar_series
+from engine.strategies import color as strategy_color
+from engine.strategies import label as strategy_label
 from views._common import (
-    COLORS,
     SERIES_COLORS,
     failed_queries,
     get_store,
@@ -19,7 +30,7 @@ from views._common import (
     run_choices,
 )
 
-st.session_state.setdefault("results_metric", dashboard.PRIMARY_METRIC)
+st.session_state.setdefault("results_metric", PRIMARY_METRIC)
 
 st.title("Results")
 choices = run_choices()
@@ -39,16 +50,16 @@ if run.status != "complete":
     st.stop()
 
 left, right, _ = st.columns([2, 1, 3])
-metrics = dashboard.metric_names(run)
+metrics = metric_names(run)
 if st.session_state.get("results_metric") not in metrics:
-    st.session_state["results_metric"] = dashboard.PRIMARY_METRIC
-metric = left.selectbox("Metric", metrics, format_func=dashboard.METRIC_LABELS.get, key="results_metric")
+    st.session_state["results_metric"] = PRIMARY_METRIC
+metric = left.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="results_metric")
 cutoffs = list(range(1, run.depth + 1))
 if st.session_state.get("results_k") not in cutoffs:
-    st.session_state["results_k"] = dashboard.primary_k(run)
+    st.session_state["results_k"] = primary_k(run)
 k = right.selectbox("k", cutoffs, key="results_k")
 view = results_view(home(), run_id, metric, k)
-name = dashboard.metric_label(metric, k)
+name = metric_label(metric, k)
 
 # -- headline
 head = view.headline
@@ -78,7 +89,7 @@ for note in view.notes:
 st.subheader(f"{name} per strategy, without and with the reranker")
 chart, tables = st.columns([3, 2])
 figure = go.Figure()
-for series, frame in dashboard.bar_series(view.metric_summary).items():
+for series, frame in bar_series(view.metric_summary).items():
     figure.add_bar(
         # Plain lists, not arrays: the figure's JSON then holds the numbers as they are stored.
         name=series, x=frame["Strategy"].tolist(), y=frame["value"].tolist(),
@@ -93,7 +104,7 @@ figure.update_layout(barmode="group", yaxis_title=name, height=380, margin={"t":
                      legend={"orientation": "h", "y": 1.1}, meta={"chart": "strategies", "metric": name})
 chart.plotly_chart(figure, key="results_strategies_chart")
 number = {"format": "%.3f"}
-config = {c: st.column_config.NumberColumn(**number) for c in (dashboard.WITHOUT, dashboard.WITH)}
+config = {c: st.column_config.NumberColumn(**number) for c in (WITHOUT, WITH)}
 config["Change"] = st.column_config.NumberColumn(format="%+.3f")
 tables.markdown(f"**{plain(name)}**")
 tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index=True, column_config=config)
@@ -115,7 +126,7 @@ st.subheader(f"Mean relevance by position (1..{k})")
 figure = go.Figure()
 for strategy, frame in view.by_position.groupby("strategy", sort=False):
     figure.add_scatter(x=frame["rank"].tolist(), y=frame["mean_grade"].tolist(), mode="lines+markers",
-                       name=dashboard.strategy_label(strategy), line={"color": COLORS.get(strategy)})
+                       name=strategy_label(strategy), line={"color": strategy_color(strategy)})
 figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade", height=340, margin={"t": 20},
                      xaxis={"dtick": 1}, meta={"chart": "position"})
 st.plotly_chart(figure, key="results_position_chart")
@@ -207,11 +218,11 @@ if strategies:
     default = head.strategy if head and head.strategy in strategies else strategies[0]
     if st.session_state.get("results_failed_strategy") not in strategies:
         st.session_state["results_failed_strategy"] = default
-    strategy = st.selectbox("Failed on", strategies, format_func=dashboard.strategy_label,
+    strategy = st.selectbox("Failed on", strategies, format_func=strategy_label,
                             key="results_failed_strategy")
     failed = failed_queries(home(), run_id, strategy)
     st.markdown(f"**{len(failed)} quer{'y' if len(failed) == 1 else 'ies'}** whose top-1 result from "
-                f"{plain(dashboard.strategy_label(strategy))} is graded 0")
+                f"{plain(strategy_label(strategy))} is graded 0")
     st.dataframe(failed, hide_index=True, key="results_failed_table")
 
 with st.expander("Latency per query"):
@@ -222,8 +233,8 @@ with st.expander("Latency per query"):
 # -- downloads
 st.subheader("Downloads")
 one, two, _ = st.columns([1, 1, 2])
-one.download_button("Per-query metrics (CSV)", data=lambda: dashboard.per_query_csv(get_store(), run_id),
+one.download_button("Per-query metrics (CSV)", data=lambda: per_query_csv(get_store(), run_id),
                     file_name=f"{run_id}-metrics.csv", mime="text/csv", on_click="ignore")
-two.download_button("TREC run files (zip)", data=lambda: dashboard.trec_zip(get_store(), run_id),
+two.download_button("TREC run files (zip)", data=lambda: trec_zip(get_store(), run_id),
                     file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
 st.page_link("views/drilldown.py", label="Look at one query in detail", icon=":material/search:")

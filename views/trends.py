@@ -6,10 +6,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import dashboard
-from views._common import COLORS, home, run_choices, trend, trend_cutoffs
+from engine.report.common import (
+    METRIC_LABELS,
+    PRIMARY_K,
+    PRIMARY_METRIC,
+    metric_label,
+    metric_names,
+)
+from engine.strategies import color as strategy_color
+from engine.strategies import label as strategy_label
+from views._common import home, run_choices, trend, trend_cutoffs
 
-st.session_state.setdefault("trends_metric", dashboard.PRIMARY_METRIC)
+st.session_state.setdefault("trends_metric", PRIMARY_METRIC)
 st.session_state.setdefault("trends_collection", "All collections")
 
 st.title("Trends")
@@ -21,24 +29,24 @@ runs_key = tuple(r.run_id for r in runs)
 cutoffs = trend_cutoffs(home(), runs_key)
 collections = ["All collections", *sorted({r.collection_name for r in runs})]
 one, two, three = st.columns(3)
-metric = one.selectbox("Metric", dashboard.metric_names(), format_func=dashboard.METRIC_LABELS.get, key="trends_metric")
+metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
 if st.session_state.get("trends_k") not in cutoffs:
-    st.session_state["trends_k"] = dashboard.PRIMARY_K if dashboard.PRIMARY_K in cutoffs else cutoffs[-1]
+    st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
 k = two.selectbox("k", cutoffs, key="trends_k")
 if st.session_state["trends_collection"] not in collections:
     st.session_state["trends_collection"] = collections[0]
 collection = three.selectbox("Collection", collections, key="trends_collection")
 frame = trend(home(), metric, k, None if collection == collections[0] else collection, runs_key)
-name = dashboard.metric_label(metric, k)
+name = metric_label(metric, k)
 if frame.empty:
     st.info(f"No complete run stored {name}.")
     st.stop()
 
 figure = go.Figure()
 for strategy, rows in frame.groupby("strategy", sort=False):
-    color = COLORS.get(strategy, "#888888")
+    color = strategy_color(strategy) or "#888888"
     band = "rgba({}, {}, {}, 0.18)".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
-    label = dashboard.strategy_label(strategy)
+    label = strategy_label(strategy)
     x = [t.isoformat() for t in rows["created_at"]]
     value, low, high = rows["value"].tolist(), rows["ci_low"].tolist(), rows["ci_high"].tolist()
     # The CI band: the upper edge, then the lower edge filled up to it.

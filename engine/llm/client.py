@@ -25,7 +25,6 @@ The API key is never stored in settings, logged or put in a message.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import threading
@@ -39,7 +38,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
+from engine.llm.env import env_api_key, env_base_url
 
 OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 
@@ -95,7 +95,7 @@ class LLMSettings:
             )
 
     def resolved_base_url(self) -> str | None:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        return self.base_url or env_base_url()
 
     def to_json(self) -> dict[str, Any]:
         """The settings as stored with a run: no key, and no credentials inside the URL."""
@@ -206,7 +206,7 @@ class LLMClient:
         self._mode: str | None = settings.output_mode
         self._mode_lock = threading.Lock()
         self._adaptations: dict[str, bool] = {}
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        key = api_key if api_key is not None else env_api_key()
         # Kept only to scrub it from error text; never in settings, logs or messages.
         self._secrets = tuple(s for s in (key,) if s and len(s) >= 4)
         self._client = client if client is not None else self._openai_client(key)

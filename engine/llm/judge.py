@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from core.records import Document, Grade, Query
 from engine.llm.batching import CacheWriter
 from engine.llm.cache import CacheEntry, LLMCache, cache_key
 from engine.llm.client import LLMClient
 from engine.llm.prompts import load_prompt, neutralise_tags
 from engine.llm.schemas import JudgeReply, judge_schema
-from engine.types import Document, Grade, Query
 
 STAGE = "judge"
 CACHE_KIND = "judge"

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 

@@ -18,7 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from engine.metrics._topk import check_k
+from core.checks import check_k
+from core.records import SearchGradeError
 from engine.metrics.average_precision import average_precision
 from engine.metrics.dcg import dcg
 from engine.metrics.judged import judged
@@ -32,7 +33,6 @@ from engine.metrics.relevance import (
     pct_not_relevant,
     pct_relevant,
 )
-from engine.types import SearchGradeError
 
 MetricFn = Callable[[Sequence[int | None], Sequence[int], int, int], float]
 

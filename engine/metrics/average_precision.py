@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._topk import relevant_denominator, top_k
+from engine.metrics._first_k import first_k_grades, relevant_denominator
 
 
 def average_precision(
@@ -17,7 +17,7 @@ def average_precision(
     Edge cases: no relevant grade in the pool -> 0.0; None counts as 0. If the top k holds more
     relevant grades than the pool (an inconsistent caller), the top k count is the denominator.
     """
-    top = top_k(grades, k)
+    top = first_k_grades(grades, k)
     total = relevant_denominator(pool, top, threshold)
     if not total:
         return 0.0

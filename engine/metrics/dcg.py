@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from engine.metrics._topk import top_k
+from engine.metrics._first_k import first_k_grades
 
 
 def discounted_gain(grades: Sequence[int]) -> float:
@@ -20,4 +20,4 @@ def dcg(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: in
     The pool and the threshold are unused.
     Examples: [3, 2, 0, 0, 0] -> 4.26; ten 3s -> 13.63 (the maximum at k = 10 on a 0-3 scale).
     """
-    return discounted_gain(top_k(grades, k))
+    return discounted_gain(first_k_grades(grades, k))

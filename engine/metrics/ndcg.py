@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from engine.metrics._topk import top_k
+from engine.metrics._first_k import first_k_grades
 from engine.metrics.dcg import discounted_gain
 
 
@@ -17,7 +17,7 @@ def ndcg(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: i
     ideal, so the value never exceeds 1; with a consistent pool (the qrels, or every judged document
     for the query) this changes nothing. The threshold is unused: grades are the gains.
     """
-    top = top_k(grades, k)
+    top = first_k_grades(grades, k)
     known = Counter(g for g in pool if g is not None and g > 0)
     # Multiset union: each grade value as many times as the pool or the top k hold it.
     known |= Counter(g for g in top if g > 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._topk import count_relevant, top_k
+from engine.metrics._first_k import count_relevant, first_k_grades
 
 
 def precision(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:
@@ -13,4 +13,4 @@ def precision(grades: Sequence[int | None], pool: Sequence[int], k: int, thresho
     Edge cases: the denominator is always k, so fewer than k results count the missing ranks as
     not relevant (as trec_eval does); None counts as 0; no results -> 0.0.
     """
-    return count_relevant(top_k(grades, k), threshold) / k
+    return count_relevant(first_k_grades(grades, k), threshold) / k

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._topk import count_relevant, relevant_denominator, top_k
+from engine.metrics._first_k import count_relevant, first_k_grades, relevant_denominator
 
 
 def recall(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:
@@ -14,7 +14,7 @@ def recall(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold:
     relevant grades than the pool (an inconsistent caller), the top k count is the denominator,
     so the value never exceeds 1.
     """
-    top = top_k(grades, k)
+    top = first_k_grades(grades, k)
     total = relevant_denominator(pool, top, threshold)
     return count_relevant(top, threshold) / total if total else 0.0
 
@@ -26,4 +26,4 @@ def recall_single_hit(
 
     Edge cases: None counts as 0; no results -> 0.0. The pool is unused.
     """
-    return 1.0 if count_relevant(top_k(grades, k), threshold) else 0.0
+    return 1.0 if count_relevant(first_k_grades(grades, k), threshold) else 0.0

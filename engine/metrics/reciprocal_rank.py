@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._topk import top_k
+from engine.metrics._first_k import first_k_grades
 
 
 def reciprocal_rank(
@@ -14,7 +14,7 @@ def reciprocal_rank(
 
     Edge cases: None counts as 0; no results -> 0.0. The pool is unused.
     """
-    for rank, g in enumerate(top_k(grades, k), start=1):
+    for rank, g in enumerate(first_k_grades(grades, k), start=1):
         if g >= threshold:
             return 1.0 / rank
     return 0.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from engine.metrics._topk import top_k
+from engine.metrics._first_k import first_k_grades
 
 #: Grade from which a result counts as highly relevant ("dedicated to the query"), on any scale.
 HIGHLY_RELEVANT = 3
@@ -22,7 +22,7 @@ def mean_relevance(
     grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int
 ) -> float:
     """Mean grade over the results in the top k (None counts as 0); no results -> 0.0."""
-    top = top_k(grades, k)
+    top = first_k_grades(grades, k)
     return sum(top) / len(top) if top else 0.0
 
 
@@ -30,14 +30,14 @@ def pct_highly_relevant(
     grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int
 ) -> float:
     """Share of the results in the top k with grade >= 3 (None counts as 0); no results -> 0.0."""
-    return _share(top_k(grades, k), lambda g: g >= HIGHLY_RELEVANT)
+    return _share(first_k_grades(grades, k), lambda g: g >= HIGHLY_RELEVANT)
 
 
 def pct_relevant(
     grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int
 ) -> float:
     """Share of the results in the top k with grade >= threshold (None counts as 0); none -> 0.0."""
-    return _share(top_k(grades, k), lambda g: g >= threshold)
+    return _share(first_k_grades(grades, k), lambda g: g >= threshold)
 
 
 def pct_not_relevant(
@@ -47,4 +47,4 @@ def pct_not_relevant(
 
     pct_relevant + pct_not_relevant = 1 whenever there is at least one result.
     """
-    return _share(top_k(grades, k), lambda g: g < threshold)
+    return _share(first_k_grades(grades, k), lambda g: g < threshold)

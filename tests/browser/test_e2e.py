@@ -194,13 +194,15 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
     page.get_by_role("option", name=run.name).first.click()
     strategies = _wait_chart(page, "strategies")
     shown = {}
-    from engine import dashboard
+    from engine.report.common import WITHOUT
+    from engine.strategies import base_strategies, reranked_of
+    from engine.strategies import label as strategy_label
 
-    labels = {dashboard.strategy_label(s): s for s in dashboard.BASE_STRATEGIES}
+    labels = {strategy_label(s): s for s in base_strategies()}
     for trace in strategies["data"]:
         for x, y in zip(trace["x"], trace["y"], strict=True):
             base = labels[x]
-            strategy = base if trace["name"] == dashboard.WITHOUT else dashboard.RERANKED_OF[base]
+            strategy = base if trace["name"] == WITHOUT else reranked_of(base)
             shown[strategy] = y
     assert shown == pytest.approx(dcg)
 
@@ -234,9 +236,9 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
     page.get_by_role("link", name="Trends").click()
     trend = _wait_chart(page, "trend")
     lines = {t["name"]: t["y"] for t in trend["data"] if t["mode"] == "lines+markers"}
-    assert {name: len(y) for name, y in lines.items()} == {dashboard.strategy_label(s): 1 for s in dcg}
+    assert {name: len(y) for name, y in lines.items()} == {strategy_label(s): 1 for s in dcg}
     assert {name: y[0] for name, y in lines.items()} == pytest.approx(
-        {dashboard.strategy_label(s): v for s, v in dcg.items()})
+        {strategy_label(s): v for s, v in dcg.items()})
     if SCREENSHOT_DIR:
         page.screenshot(path=str(Path(SCREENSHOT_DIR) / "trends.png"))
 

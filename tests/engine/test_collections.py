@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.collections import collection_fingerprint, default_threshold, grade_scale, load_collection
-from engine.types import Collection, Document, Query, SearchGradeError
+from core.records import (
+    Collection,
+    Document,
+    Query,
+    SearchGradeError,
+    collection_fingerprint,
+)
+from engine.collections import default_threshold, grade_scale, load_collection
 
 REPO = Path(__file__).resolve().parents[2]
 SCIFACT = REPO / "demo" / "scifact"

@@ -6,8 +6,9 @@ import ir_measures
 import pytest
 
 from engine.collections import load_collection
+from engine.config import RunConfig
 from engine.export import export_run
-from engine.pipeline import RunConfig, run_evaluation
+from engine.pipeline import run_evaluation
 from engine.store import Store
 from tests.conftest import CRANFIELD
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from core.records import SearchGradeError
 from engine.metrics import (
     METRIC_NAMES,
     METRICS,
@@ -27,7 +28,6 @@ from engine.metrics.relevance import (
     pct_not_relevant,
     pct_relevant,
 )
-from engine.types import SearchGradeError
 
 LOG2_3 = math.log2(3)  # discount at rank 2
 

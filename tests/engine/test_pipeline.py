@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import pytest
 
+from core.records import SearchGradeError
 from engine.collections import load_collection
-from engine.pipeline import RunConfig, run_evaluation
+from engine.config import RunConfig
+from engine.pipeline import run_evaluation
 from engine.store import Store
-from engine.types import STRATEGIES, SearchGradeError
+from engine.strategies import known_strategies
 from indexes.settings import IndexSettings
+
+STRATEGIES = known_strategies()
 
 BASE = ("ann", "fulltext", "hybrid")
 

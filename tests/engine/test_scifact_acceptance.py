@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from engine.collections import load_collection
-from engine.pipeline import RunConfig, run_evaluation
+from engine.config import RunConfig
+from engine.pipeline import run_evaluation
 from engine.store import Store
 from tests.conftest import DEMO
 

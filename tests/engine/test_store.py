@@ -8,8 +8,8 @@ import time
 import duckdb
 import pytest
 
+from core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
 from engine.store import MIGRATIONS, Store
-from engine.types import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
 
 
 def _new_run(store: Store, **overrides) -> str:

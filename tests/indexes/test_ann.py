@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 from indexes import ann
 from indexes.ann import AnnSearcher, build_ann_index, load_ann, save_ann
 from indexes.embeddings import encode, load_embedder

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.types import ScoredDoc
+from core.records import ScoredDoc
 from indexes.base import search_each, timed, top_k
 
 

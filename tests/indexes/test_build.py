@@ -6,15 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.collections import collection_fingerprint as corpus_fingerprint
-from engine.types import STRATEGIES, Collection, Document, SearchGradeError
+from core.records import Collection, Document, SearchGradeError
+from core.records import collection_fingerprint as corpus_fingerprint
 from indexes import build as build_module
 from indexes.base import Searcher
 from indexes.build import build_searchers
 from indexes.embeddings import load_embedder
+from indexes.registry import known_strategies
 from indexes.settings import IndexSettings
 
 from .conftest import DOCS, QUERIES, CountingModel, make_collection
+
+STRATEGIES = known_strategies()
 
 NO_RERANKER = "searchgrade-tests/no-such-reranker"
 BASES = ("ann", "fulltext", "hybrid")

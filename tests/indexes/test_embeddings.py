@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 from indexes import embeddings
 from indexes.embeddings import (
     EmbeddingCache,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.types import ScoredDoc
+from core.records import ScoredDoc
 from indexes.hybrid import HybridSearcher, rrf
 
 

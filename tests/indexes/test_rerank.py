@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from engine.types import ScoredDoc, SearchGradeError
+from core.records import ScoredDoc, SearchGradeError
 from indexes.rerank import RerankSearcher, load_reranker
 
 from .conftest import DOCS

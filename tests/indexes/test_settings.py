@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from engine.types import SearchGradeError
+from core.records import SearchGradeError
 from indexes.settings import IndexSettings
 
 

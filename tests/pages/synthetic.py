@@ -10,15 +10,17 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.pipeline import (
+from core.records import Document, Grade, Query, ScoredDoc, SearchHits
+from engine.scoring import (
     STANDARD_CUTOFFS,
-    Grade,
     per_query_metrics,
     source_found_metrics,
     summarise,
 )
 from engine.store import Store
-from engine.types import STRATEGIES, Document, Query, ScoredDoc, SearchHits
+from engine.strategies import known_strategies
+
+STRATEGIES = known_strategies()
 
 
 @dataclass

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from engine.types import Document
+from core.records import Document
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from core.records import Collection
 from engine import jobs
-from engine.pipeline import RunConfig, RunOutcome
-from engine.types import Collection
+from engine.config import RunConfig
+from engine.pipeline import RunOutcome
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 

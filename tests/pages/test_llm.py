@@ -6,13 +6,14 @@ import time
 
 import pytest
 
+from core.records import SearchGradeError
 from engine import jobs
 from engine.collections import load_collection
+from engine.config import RunConfig
 from engine.llm.client import LLMSettings
 from engine.llm.querygen import QueryGenSettings
-from engine.pipeline import RunConfig, run_evaluation
+from engine.pipeline import run_evaluation
 from engine.store import Store
-from engine.types import SearchGradeError
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder

@@ -4,10 +4,16 @@ import json
 
 import pytest
 
+from core.records import SearchGradeError
 from engine.llm.client import LLMClient, LLMSettings, parse_reply, retry_after_seconds
 from engine.llm.schemas import JudgeReply, judge_schema
-from engine.types import SearchGradeError
-from tests.engine.llm.stub import StubOpenAI, always, judge_json, status_error, timeout_error
+from tests.engine.llm.stub import (
+    StubOpenAI,
+    always,
+    judge_json,
+    status_error,
+    timeout_error,
+)
 
 MESSAGES = [{"role": "system", "content": "judge"}, {"role": "user", "content": "grade it, JSON"}]
 

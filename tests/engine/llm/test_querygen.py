@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from core.records import Document, SearchGradeError
 from engine.llm.cache import MemoryCache
 from engine.llm.client import LLMClient, LLMSettings
 from engine.llm.querygen import (
@@ -14,7 +15,6 @@ from engine.llm.querygen import (
     sample_documents,
 )
 from engine.llm.schemas import QueryGenReply
-from engine.types import Document, SearchGradeError
 from tests.engine.llm.stub import StubOpenAI, user_text
 
 LONG = " ".join(f"word{i}" for i in range(30))

@@ -1,23 +1,14 @@
-"""Records shared by the evaluator and the systems under test."""
+"""Records shared by the evaluator (engine/) and the systems under test (indexes/).
+
+Both sides import these; neither imports the other for them. Strategy ids, labels and pairs live
+in indexes/registry.py.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import NamedTuple
-
-#: Strategy ids, in display order. Baselines first, then their reranked twins.
-BASE_STRATEGIES = ("ann", "fulltext", "hybrid")
-RERANKED_STRATEGIES = ("ann_rerank", "fulltext_rerank", "hybrid_rerank")
-STRATEGIES = BASE_STRATEGIES + RERANKED_STRATEGIES
-
-STRATEGY_LABELS = {
-    "ann": "ANN (dense)",
-    "fulltext": "Full-text (BM25)",
-    "hybrid": "Hybrid (RRF)",
-    "ann_rerank": "ANN + reranker",
-    "fulltext_rerank": "Full-text + reranker",
-    "hybrid_rerank": "Hybrid + reranker",
-}
 
 
 class SearchGradeError(Exception):
@@ -89,3 +80,19 @@ class Grade(NamedTuple):
     model: str | None = None
     prompt_version: str | None = None
     reason: str | None = None
+
+
+def collection_fingerprint(collection: Collection) -> str:
+    """A sha256 hex digest over the documents' ids and contents, in order.
+
+    Two collections with the same documents in the same order have the same fingerprint whatever
+    their name or path, so it keys index artifacts. Each value is length-prefixed, so no choice of
+    ids or texts can make two different document lists hash alike by shifting a boundary.
+    """
+    digest = hashlib.sha256()
+    for doc in collection.documents:
+        for value in (doc.doc_id, doc.content):
+            data = value.encode("utf-8")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    return digest.hexdigest()

@@ -6,9 +6,24 @@ import zipfile
 import pandas as pd
 import pytest
 
-from engine import dashboard
+from core.records import SearchGradeError
+from engine.report.common import WITH, WITHOUT, metric_names, stored_cutoffs
+from engine.report.compare import compare_runs
+from engine.report.downloads import per_query_csv, trec_zip
+from engine.report.drilldown import query_detail
+from engine.report.evaluate import CollectionOverview, mode_status
+from engine.report.llm_panel import kappa_reading
+from engine.report.recompute import per_query_values, recompute_values
+from engine.report.results import (
+    failed_counts,
+    failed_queries,
+    relevance_by_position,
+    results_view,
+)
+from engine.report.runs import run_choices
+from engine.report.trends import trend
 from engine.store import Store
-from engine.types import SearchGradeError
+from engine.uploads import save_upload
 from tests.pages.synthetic import tiny_spec, write_run
 
 # DCG@3 of the tiny run (linear gain, 1/log2(rank + 1)):
@@ -29,7 +44,7 @@ def run_id(store) -> str:
 
 
 def test_headline_is_the_best_dcg_its_strategy_and_the_number_of_queries(store, run_id):
-    view = dashboard.results_view(store, run_id)
+    view = results_view(store, run_id)
     assert view.k == 3  # the run kept 3 results, so DCG@3 stands in for DCG@10
     assert view.headline.value == pytest.approx(RERANK, abs=1e-4)
     assert view.headline.strategy == "ann_rerank"
@@ -37,11 +52,11 @@ def test_headline_is_the_best_dcg_its_strategy_and_the_number_of_queries(store, 
 
 
 def test_with_without_table_pairs_each_strategy_with_its_reranked_twin(store, run_id):
-    table = dashboard.results_view(store, run_id).metric_table.set_index("Strategy")
-    assert table.loc["ANN (dense)", dashboard.WITHOUT] == pytest.approx(ANN, abs=1e-4)
-    assert table.loc["ANN (dense)", dashboard.WITH] == pytest.approx(RERANK, abs=1e-4)
+    table = results_view(store, run_id).metric_table.set_index("Strategy")
+    assert table.loc["ANN (dense)", WITHOUT] == pytest.approx(ANN, abs=1e-4)
+    assert table.loc["ANN (dense)", WITH] == pytest.approx(RERANK, abs=1e-4)
     assert table.loc["ANN (dense)", "Change"] == pytest.approx(RERANK - ANN, abs=1e-4)
-    assert pd_isna(table.loc["Full-text (BM25)", dashboard.WITH])
+    assert pd_isna(table.loc["Full-text (BM25)", WITH])
     assert "Hybrid (RRF)" not in table.index
 
 
@@ -52,7 +67,7 @@ def pd_isna(value) -> bool:
 
 
 def test_relevance_by_position_is_the_mean_grade_at_each_rank(store, run_id):
-    frame = dashboard.results_view(store, run_id).by_position
+    frame = results_view(store, run_id).by_position
     ann = frame[frame["strategy"] == "ann"].set_index("rank")["mean_grade"]
     # rank 1: d3 (0) and d4 (2); rank 2: d1 (3), d6 (unjudged, 0); rank 3: d5 (-), d2 (3).
     assert ann.to_dict() == {1: 1.0, 2: 1.5, 3: 1.5}
@@ -60,7 +75,7 @@ def test_relevance_by_position_is_the_mean_grade_at_each_rank(store, run_id):
 
 
 def test_best_and_worst_queries_by_mean_relevance(store, run_id):
-    view = dashboard.results_view(store, run_id)
+    view = results_view(store, run_id)
     # q1: (1 + 4/3 + 1) / 3 = 1.111; q2: 5/3 for every strategy.
     # With two queries, each is listed once: q2 best, q1 worst.
     assert view.best_queries["query_id"].tolist() == ["q2"]
@@ -70,20 +85,20 @@ def test_best_and_worst_queries_by_mean_relevance(store, run_id):
 
 
 def test_failed_queries_show_what_each_strategy_returned_instead(store, run_id):
-    ann = dashboard.failed_queries(store, run_id, "ann")
+    ann = failed_queries(store, run_id, "ann")
     assert ann.to_dict("records") == [{
         "Query id": "q1", "Query": "what is alpha", "Type": "natural",
         "ANN (dense)": "[0] Doc 3 title (d3)", "Full-text (BM25)": "[3] Doc 1 title (d1)",
         "ANN + reranker": "[3] Doc 1 title (d1)"}]
     # An unjudged top 1 counts as 0, as in the metrics, and says so.
-    fulltext = dashboard.failed_queries(store, run_id, "fulltext")
+    fulltext = failed_queries(store, run_id, "fulltext")
     assert fulltext["Full-text (BM25)"].tolist() == ["[unjudged] Doc 6 title (d6)"]
-    counts = dashboard.failed_counts(store, store.get_run(run_id)).set_index("strategy")
+    counts = failed_counts(store, store.get_run(run_id)).set_index("strategy")
     assert counts["failed"].to_dict() == {"ann": 1, "fulltext": 1, "ann_rerank": 0}
 
 
 def test_relevance_distribution_is_in_percent_of_the_top_k(store, run_id):
-    dist = dashboard.results_view(store, run_id).distribution.set_index("Strategy")
+    dist = results_view(store, run_id).distribution.set_index("Strategy")
     # ann top 3: q1 [0, 3, -], q2 [2, -, 3]: grade 3 in 2 of 6, >= 2 in 3 of 6.
     assert dist.loc["ANN (dense)", "% highly relevant (grade 3)"] == pytest.approx(100 / 3)
     assert dist.loc["ANN (dense)", "% relevant (grade ≥ 2)"] == pytest.approx(50.0)
@@ -93,12 +108,12 @@ def test_relevance_distribution_is_in_percent_of_the_top_k(store, run_id):
 def test_binary_labels_drop_the_highly_relevant_column(store):
     spec = tiny_spec(threshold=1)
     spec.qrels = {q: {d: min(g, 1) for d, g in judged.items()} for q, judged in spec.qrels.items()}
-    view = dashboard.results_view(store, write_run(store, spec))
+    view = results_view(store, write_run(store, spec))
     assert "% highly relevant (grade 3)" not in view.distribution.columns
 
 
 def test_reranker_table_tests_the_pair_over_the_same_queries(store, run_id):
-    table = dashboard.results_view(store, run_id).reranker_table
+    table = results_view(store, run_id).reranker_table
     [row] = table.to_dict("records")
     assert row["strategy"] == "ann"
     assert row["Change"] == pytest.approx(RERANK - ANN, abs=1e-4)
@@ -109,7 +124,7 @@ def test_reranker_table_tests_the_pair_over_the_same_queries(store, run_id):
 
 
 def test_significance_and_recommendations_are_said_in_words(store, run_id):
-    view = dashboard.results_view(store, run_id)
+    view = results_view(store, run_id)
     assert [s.subject for s in view.significance] == ["ann", "fulltext"]
     assert all("not distinguishable" in s.text for s in view.significance)
     text = " ".join(s.text for s in view.recommendations)
@@ -125,14 +140,14 @@ def test_significance_and_recommendations_are_said_in_words(store, run_id):
 def test_a_significant_reranker_gain_is_called_significant(store):
     spec = tiny_spec()
     n = 12
-    from engine.types import Query
+    from core.records import Query
 
     spec.queries = [Query(f"q{i}", f"query {i}", "qrels", None) for i in range(n)]
     spec.qrels = {f"q{i}": {"d1": 3, "d2": 0} for i in range(n)}
     spec.rankings = {"hybrid": {f"q{i}": ["d2", "d1"] for i in range(n)},
                      "hybrid_rerank": {f"q{i}": ["d1", "d2"] for i in range(n)}}
     spec.k = 2
-    view = dashboard.results_view(store, write_run(store, spec))
+    view = results_view(store, write_run(store, spec))
     text = " ".join(s.text for s in view.recommendations)
     # Every query gains 3 - 3/log2(3) = 1.1072.
     assert "On Hybrid (RRF), the reranker adds +1.107 DCG@2 (p < 0.001, significant" in text
@@ -140,27 +155,27 @@ def test_a_significant_reranker_gain_is_called_significant(store):
 
 def test_a_cut_off_the_run_did_not_store_is_recomputed_from_stored_grades(store, run_id):
     run = store.get_run(run_id)
-    assert 2 not in dashboard.stored_cutoffs(store, run_id)
-    values = dashboard.per_query_values(store, run, "dcg", 2).set_index(["strategy", "query_id"])["value"]
+    assert 2 not in stored_cutoffs(store, run_id)
+    values = per_query_values(store, run, "dcg", 2).set_index(["strategy", "query_id"])["value"]
     # ann q2 top 2 [2, -] = 2.0; fulltext q1 [3, 1] = 3 + 1/1.585.
     assert values[("ann", "q2")] == pytest.approx(2.0)
     assert values[("fulltext", "q1")] == pytest.approx(3 + 1 / 1.5849625)
-    stored = dashboard.per_query_values(store, run, "dcg", 3)
-    recomputed = dashboard.recompute_values(store, run, ["dcg"], 3)
+    stored = per_query_values(store, run, "dcg", 3)
+    recomputed = recompute_values(store, run, ["dcg"], 3)
     assert stored.sort_values(["strategy", "query_id"])["value"].tolist() == pytest.approx(
         recomputed.sort_values(["strategy", "query_id"])["dcg"].tolist())
 
 
 def test_k_above_the_depth_is_refused_with_the_fix(store, run_id):
     with pytest.raises(SearchGradeError, match="kept 3 results per query"):
-        dashboard.results_view(store, run_id, "dcg", 5)
+        results_view(store, run_id, "dcg", 5)
 
 
 def test_compare_runs_pairs_queries_by_id(store, run_id):
     spec = tiny_spec(name="better")
     spec.rankings = {**spec.rankings, "fulltext": {"q1": ["d1", "d2", "d6"], "q2": ["d2", "d6", "d4"]}}
     other = write_run(store, spec)
-    result = dashboard.compare_runs(store, run_id, other, "dcg", 3)
+    result = compare_runs(store, run_id, other, "dcg", 3)
     deltas = result.deltas.set_index("strategy")
     assert deltas.loc["fulltext", "Change"] == pytest.approx((4.0 - 2.8928) / 2, abs=1e-4)
     assert deltas.loc["ann", "Change"] == 0 and deltas.loc["ann", "p-value"] == 1.0
@@ -170,29 +185,29 @@ def test_compare_runs_pairs_queries_by_id(store, run_id):
 
 def test_trend_lists_complete_runs_oldest_first(store, run_id):
     second = write_run(store, tiny_spec(name="second"))
-    frame = dashboard.trend(store, "dcg", 3)
+    frame = trend(store, "dcg", 3)
     assert frame["run_id"].unique().tolist() == [run_id, second]
     assert set(frame["label"]) == {"ANN (dense)", "Full-text (BM25)", "ANN + reranker"}
 
 
 def test_downloads_are_the_exported_csv_and_trec_files(store, run_id):
-    csv = dashboard.per_query_csv(store, run_id).decode()
+    csv = per_query_csv(store, run_id).decode()
     assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value"
-    with zipfile.ZipFile(io.BytesIO(dashboard.trec_zip(store, run_id))) as zf:
+    with zipfile.ZipFile(io.BytesIO(trec_zip(store, run_id))) as zf:
         assert sorted(zf.namelist()) == ["ann.trec", "ann_rerank.trec", "fulltext.trec"]
         assert zf.read("ann.trec").decode().splitlines()[0] == f"q1 Q0 d3 1 1.000000 {run_id}"
 
 
 def test_run_choices_are_newest_first_with_name_date_and_collection(store, run_id):
     second = write_run(store, tiny_spec(name="second"))
-    choices = dashboard.run_choices(store)
+    choices = run_choices(store)
     assert [c.run_id for c in choices] == [second, run_id]
     assert choices[0].label.startswith("second · ") and choices[0].label.endswith(" · tiny")
 
 
 def test_llm_mode_is_unavailable_with_the_reason(tmp_path):
-    overview = dashboard.CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
-    human, llm, both = dashboard.mode_status(overview, environ={})
+    overview = CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
+    human, llm, both = mode_status(overview, environ={})
     assert human.available and not llm.available and not both.available
     assert "SEARCHGRADE_LLM_MODEL" in llm.reason
 
@@ -202,7 +217,7 @@ def test_an_uploaded_zip_is_unpacked_to_its_beir_folder(tmp_path):
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("mybeir/corpus.jsonl", '{"_id": "d1", "text": "x"}\n')
         zf.writestr("mybeir/qrels.tsv", "query-id\tcorpus-id\tscore\n")
-    path = dashboard.save_upload("My Data.zip", buffer.getvalue(), tmp_path)
+    path = save_upload("My Data.zip", buffer.getvalue(), tmp_path)
     assert path == tmp_path / "uploads" / "My_Data" / "mybeir"
     assert (path / "corpus.jsonl").is_file()
 
@@ -212,7 +227,7 @@ def test_an_upload_escaping_its_folder_is_refused(tmp_path):
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("../../outside/corpus.jsonl", "{}")
     with pytest.raises(SearchGradeError, match="outside"):
-        dashboard.save_upload("evil.zip", buffer.getvalue(), tmp_path)
+        save_upload("evil.zip", buffer.getvalue(), tmp_path)
     assert not (tmp_path / "outside").exists()
 
 
@@ -237,7 +252,7 @@ def llm_run(store) -> str:
 
 
 def test_mean_relevance_by_position_leaves_failed_judgments_out(store, llm_run):
-    frame = dashboard.results_view(store, llm_run).by_position.set_index(["strategy", "rank"])
+    frame = results_view(store, llm_run).by_position.set_index(["strategy", "rank"])
     # ann rank 2: d1 (3) and d6 (failed): 3.0 over one graded result, not (3 + 0) / 2.
     assert frame.loc[("ann", 1), "mean_grade"] == pytest.approx(1.0)
     assert frame.loc[("ann", 2), ["mean_grade", "n", "judge_failed"]].tolist() == [3.0, 1, 1]
@@ -248,20 +263,20 @@ def test_mean_relevance_by_position_leaves_failed_judgments_out(store, llm_run):
 
 
 def test_unjudged_results_still_count_as_zero_by_position(store, run_id):
-    frame = dashboard.relevance_by_position(store, store.get_run(run_id), 3).set_index(["strategy", "rank"])
+    frame = relevance_by_position(store, store.get_run(run_id), 3).set_index(["strategy", "rank"])
     # Qrels run: fulltext rank 1 holds d1 (3) and d6 (no judgment, 0).
     assert frame.loc[("fulltext", 1), "mean_grade"] == pytest.approx(1.5)
     assert frame["judge_failed"].sum() == 0
 
 
 def test_a_failed_top1_judgment_is_shown_as_judge_failed_never_as_a_zero_grade(store, llm_run):
-    ann = dashboard.failed_queries(store, llm_run, "ann")
+    ann = failed_queries(store, llm_run, "ann")
     assert ann.to_dict("records") == [{
         "Query id": "q1", "Query": "what is alpha", "Type": "natural",
         "ANN (dense)": "[0] Doc 3 title (d3)", "Full-text (BM25)": "[judge failed] Doc 5 title (d5)"}]
     # Full-text's top 1 failed judging on both queries: no failed query, two judge failures.
-    assert dashboard.failed_queries(store, llm_run, "fulltext").empty
-    counts = dashboard.failed_counts(store, store.get_run(llm_run)).set_index("strategy")
+    assert failed_queries(store, llm_run, "fulltext").empty
+    counts = failed_counts(store, store.get_run(llm_run)).set_index("strategy")
     assert counts[["failed", "unjudged", "judge_failed"]].to_dict("index") == {
         "ann": {"failed": 1, "unjudged": 0, "judge_failed": 0},
         "fulltext": {"failed": 0, "unjudged": 0, "judge_failed": 2}}
@@ -272,7 +287,7 @@ def test_recomputed_metrics_treat_failed_judgments_as_the_stored_ones_do(store, 
     metrics = ["dcg", "mean_relevance", "judged", "pct_relevant", "pct_highly_relevant"]
     stored = pd.DataFrame(store.metric_values(llm_run, k=3)).pivot(
         index=["strategy", "query_id"], columns="metric", values="value")[metrics]
-    recomputed = dashboard.recompute_values(store, run, metrics, 3).set_index(["strategy", "query_id"])
+    recomputed = recompute_values(store, run, metrics, 3).set_index(["strategy", "query_id"])
     assert recomputed.loc[stored.index, metrics].to_numpy() == pytest.approx(stored.to_numpy())
     # ann q1 top 3 [0, 3, failed]: mean relevance over the graded two, 1.5; judged 2 of 3.
     assert recomputed.loc[("ann", "q1"), "mean_relevance"] == pytest.approx(1.5)
@@ -280,9 +295,9 @@ def test_recomputed_metrics_treat_failed_judgments_as_the_stored_ones_do(store, 
 
 
 def test_distribution_at_a_cut_off_not_stored_leaves_failed_judgments_out(store, llm_run):
-    view = dashboard.results_view(store, llm_run, "dcg", 2)
-    assert 2 not in dashboard.stored_cutoffs(store, llm_run)
-    relevance = view.relevance_table.set_index("Strategy")[dashboard.WITHOUT]
+    view = results_view(store, llm_run, "dcg", 2)
+    assert 2 not in stored_cutoffs(store, llm_run)
+    relevance = view.relevance_table.set_index("Strategy")[WITHOUT]
     # mean relevance@2: ann q1 [0, 3] 1.5, q2 [2, failed] 2.0; fulltext q1 [failed, 3], q2 [failed, 3].
     assert relevance["ANN (dense)"] == pytest.approx(1.75)
     assert relevance["Full-text (BM25)"] == pytest.approx(3.0)
@@ -291,22 +306,22 @@ def test_distribution_at_a_cut_off_not_stored_leaves_failed_judgments_out(store,
     assert dist.loc["ANN (dense)", "% highly relevant (grade 3)"] == pytest.approx(25.0)
     assert dist.loc["Full-text (BM25)", "% judged"] == pytest.approx(50.0)
     # The failed top 1 still counts as 0 in DCG@2: fulltext q1 [0, 3] = 3 / log2(3).
-    dcg = dashboard.per_query_values(store, store.get_run(llm_run), "dcg", 2).set_index(
+    dcg = per_query_values(store, store.get_run(llm_run), "dcg", 2).set_index(
         ["strategy", "query_id"])["value"]
     assert dcg[("fulltext", "q1")] == pytest.approx(3 / 1.5849625)
 
 
 def test_source_found_is_read_where_stored_and_recomputed_elsewhere(store, llm_run):
-    at3 = dashboard.results_view(store, llm_run, "dcg", 3).llm.source_found.set_index("strategy")
+    at3 = results_view(store, llm_run, "dcg", 3).llm.source_found.set_index("strategy")
     assert at3["value"].to_dict() == {"ann": 1.0, "fulltext": 1.0}
     # k = 2 was not stored: ann finds q1's source (d1) at rank 2 but q2's (d2) only at rank 3.
-    at2 = dashboard.results_view(store, llm_run, "dcg", 2).llm.source_found.set_index("strategy")
+    at2 = results_view(store, llm_run, "dcg", 2).llm.source_found.set_index("strategy")
     assert at2["value"].to_dict() == {"ann": 0.5, "fulltext": 1.0}
-    assert "source_found" in dashboard.metric_names(store.get_run(llm_run))
+    assert "source_found" in metric_names(store.get_run(llm_run))
 
 
 def test_llm_panel_shows_model_calls_tokens_and_each_judge_failure(store, llm_run):
-    view = dashboard.results_view(store, llm_run)
+    view = results_view(store, llm_run)
     panel = view.llm
     assert (panel.judge_model, panel.judge_prompt) == ("fake", "judge_v1-test")
     usage = panel.usage.set_index("Stage")
@@ -322,7 +337,7 @@ def test_llm_panel_shows_model_calls_tokens_and_each_judge_failure(store, llm_ru
 
 
 def test_drilldown_shows_the_judges_reason_and_a_failed_judgment_as_such(store, llm_run):
-    detail = dashboard.query_detail(store, llm_run, "q1")
+    detail = query_detail(store, llm_run, "q1")
     fulltext = detail.results["fulltext"]
     assert pd_isna(fulltext.loc[0, "Grade"])
     assert fulltext.loc[0, ["Judgment", "Judge's reason"]].tolist() == [
@@ -334,7 +349,7 @@ def test_drilldown_shows_the_judges_reason_and_a_failed_judgment_as_such(store, 
 
 def test_judge_vs_human_agreement_is_read_from_the_run_with_kappas_in_words(store):
     run_id = write_run(store, tiny_spec(stats={"agreement": AGREEMENT}))
-    view = dashboard.results_view(store, run_id)
+    view = results_view(store, run_id)
     agreement = view.llm.agreement
     assert agreement.n == 7
     kappas = agreement.kappas.set_index("Measure")
@@ -345,11 +360,11 @@ def test_judge_vs_human_agreement_is_read_from_the_run_with_kappas_in_words(stor
     assert agreement.confusion.shape == (4, 4)
     text = " ".join(s.text for s in view.recommendations)
     assert "agreement with the human labels is slight (linear weighted kappa 0.20 over 7 pairs" in text
-    assert dashboard.kappa_reading(0.7) == "substantial" and dashboard.kappa_reading(None).startswith("undefined")
+    assert kappa_reading(0.7) == "substantial" and kappa_reading(None).startswith("undefined")
 
 
 def test_keyword_queries_failing_on_ann_recommend_hybrid(store):
-    from engine.types import Document, Query
+    from core.records import Document, Query
     from tests.pages.synthetic import RunSpec
 
     docs = [Document(f"d{i}", f"Doc {i}", "text") for i in range(8)]
@@ -364,17 +379,17 @@ def test_keyword_queries_failing_on_ann_recommend_hybrid(store):
         "hybrid": hit,
     }
     run_id = write_run(store, RunSpec(docs, queries, qrels, rankings, k=2, mode="llm"))
-    text = [s.text for s in dashboard.results_view(store, run_id).recommendations]
+    text = [s.text for s in results_view(store, run_id).recommendations]
     keyword = next(t for t in text if t.startswith("Keyword queries"))
     assert keyword.startswith("Keyword queries do poorly on ANN (dense) (DCG@2 0.00 against 3.00")
     assert "use hybrid" in keyword
 
 
 def test_llm_modes_need_a_model_and_an_endpoint(tmp_path):
-    overview = dashboard.CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
+    overview = CollectionOverview("c", str(tmp_path), 1, 1, 1, True, 0, 1, 1, (), False)
 
     def available(**kwargs):
-        return {m.mode: m.available for m in dashboard.mode_status(overview, **kwargs)}
+        return {m.mode: m.available for m in mode_status(overview, **kwargs)}
 
     assert available(environ={}) == {"qrels": True, "llm": False, "qrels_llm": False}
     # SEARCHGRADE_LLM_BASE_URL is read by nothing: it does not make an endpoint.
@@ -384,10 +399,10 @@ def test_llm_modes_need_a_model_and_an_endpoint(tmp_path):
     # A model and a base URL typed in the form are enough; an emptied model field is not.
     assert available(environ={}, model="m", base_url="http://127.0.0.1:9/v1")["llm"]
     assert not available(environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_BASE_URL": "http://x/v1"}, model="")["llm"]
-    reasons = " ".join(m.reason for m in dashboard.mode_status(
+    reasons = " ".join(m.reason for m in mode_status(
         overview, environ={"SEARCHGRADE_LLM_MODEL": "m", "OPENAI_API_KEY": "sk-secret-123"}))
     assert "sk-secret-123" not in reasons
-    no_qrels = dashboard.CollectionOverview("c", str(tmp_path), 1, 0, 0, False, None, None, None, (), False)
-    modes = {m.mode: m for m in dashboard.mode_status(no_qrels, environ={}, model="m", base_url="http://x/v1")}
+    no_qrels = CollectionOverview("c", str(tmp_path), 1, 0, 0, False, None, None, None, (), False)
+    modes = {m.mode: m for m in mode_status(no_qrels, environ={}, model="m", base_url="http://x/v1")}
     assert modes["llm"].available and not modes["qrels_llm"].available
     assert "no qrels.tsv" in modes["qrels_llm"].reason

@@ -1,17 +1,16 @@
-"""Helpers shared by the metric functions: the top k as numbers, and the relevant count."""
+"""Helpers shared by the metric functions: the first k grades as numbers, and the relevant count.
+
+(indexes.base.top_k is another thing: the rows of the k highest scores.)
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def check_k(k: int) -> None:
-    """Raises ValueError unless k is a positive integer."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k of {k!r} is not a positive integer: use k >= 1, e.g. k=10")
+from core.checks import check_k
 
 
-def top_k(grades: Sequence[int | None], k: int) -> list[int]:
+def first_k_grades(grades: Sequence[int | None], k: int) -> list[int]:
     """The first k grades, with None (no grade known) counted as 0.
 
     Raises:

@@ -1,0 +1,183 @@
+"""`searchgrade evaluate` and `resume`: run an evaluation and store it, or continue a stopped one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from core.records import SearchGradeError
+from engine.cli.options import (
+    add_collection,
+    add_common,
+    add_index_options,
+    add_llm_options,
+    index_settings,
+    load,
+    open_store,
+    strategies,
+)
+from engine.cli.output import Bars, print_notes
+from engine.cli.show import print_table
+from engine.config import RunConfig
+from engine.llm.env import require_endpoint, require_model
+from engine.paths import data_dir
+
+if TYPE_CHECKING:
+    from engine.llm.client import LLMSettings
+    from engine.llm.querygen import QueryGenSettings
+    from engine.pipeline import RunOutcome
+    from engine.store import Store
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="evaluate every strategy on a collection and store the run")
+    add_collection(p)
+    p.add_argument("--qrels", action="store_true",
+                   help="grade with the collection's human judgments (qrels); with --llm too, human "
+                   "grades win and the judge's agreement with them is reported")
+    p.add_argument("--llm", action="store_true",
+                   help="an LLM writes queries for sampled documents and grades every result 0-3")
+    p.add_argument("--name", help="a name for the run (default: collection and time)")
+    p.add_argument("--k", type=int, default=10, help="cut-off of the headline metrics (default: 10)")
+    p.add_argument("--depth", type=int, help="results kept per query (default: k); metrics at any "
+                   "cut-off up to it are derived later without searching again")
+    p.add_argument("--threshold", type=int, help="lowest grade that counts as relevant (default: 2 "
+                   "on scales reaching 3 or more, 1 on binary labels)")
+    p.add_argument("--max-queries", type=int, help="evaluate a seeded sample of this many queries")
+    p.add_argument("--seed", type=int, default=0, help="seed of samples and bootstraps (default: 0)")
+    add_llm_options(p)
+    add_index_options(p)
+    add_common(p)
+    p.set_defaults(handler=cmd_evaluate)
+
+    p = sub.add_parser("resume", help="continue an interrupted or failed run; only missing work is done")
+    p.add_argument("run", help="run id (or an unambiguous prefix)")
+    p.add_argument("--base-url", help="the LLM endpoint, if it moved (default: the run's)")
+    p.add_argument("--concurrency", type=int, help="LLM requests in flight (default: the run's)")
+    add_common(p)
+    p.set_defaults(handler=cmd_resume)
+
+
+#: Options that only mean something with --llm (name -> flag).
+_LLM_ONLY = {"model": "--model", "base_url": "--base-url", "concurrency": "--concurrency",
+             "timeout": "--timeout", "docs": "--docs", "queries_per_doc": "--queries-per-doc",
+             "keyword_per_doc": "--keyword-per-doc", "min_doc_words": "--min-doc-words",
+             "queries_from": "--queries-from"}
+#: Of those, the ones about generating queries (not with --qrels).
+_QUERYGEN_ONLY = ("docs", "queries_per_doc", "keyword_per_doc", "min_doc_words", "queries_from")
+
+
+def _llm_settings(args: argparse.Namespace) -> LLMSettings:
+    from engine.llm.client import LLMSettings
+
+    fields: dict[str, Any] = {"model": require_model(args.model),
+                              "base_url": require_endpoint(args.base_url)}
+    if args.concurrency is not None:
+        fields["concurrency"] = args.concurrency
+    if args.timeout is not None:
+        fields["timeout_s"] = args.timeout
+    return LLMSettings(**fields)
+
+
+def _querygen_settings(args: argparse.Namespace) -> QueryGenSettings:
+    from engine.llm.querygen import QueryGenSettings
+
+    d = QueryGenSettings()
+    fields: dict[str, Any] = {"seed": args.seed}
+    for name, attr in (("n_docs", "docs"), ("n_natural", "queries_per_doc"),
+                       ("n_keyword", "keyword_per_doc")):
+        if getattr(args, attr) is not None:
+            fields[name] = getattr(args, attr)
+    if args.min_doc_words is not None:
+        if args.min_doc_words < 1:
+            raise SearchGradeError(f"--min-doc-words of {args.min_doc_words} must be at least 1")
+        # One explicit minimum: the character minimum of the default no longer applies.
+        fields.update(min_words=args.min_doc_words, min_chars=0)
+    return replace(d, **fields)
+
+
+def _run_config(args: argparse.Namespace) -> RunConfig:
+    if not args.qrels and not args.llm:
+        raise SearchGradeError("say how to grade: --qrels (human judgments), --llm (an LLM judge), "
+                               "or --qrels --llm (human grades first, judge-vs-human agreement)")
+    if not args.llm:
+        given = [flag for name, flag in _LLM_ONLY.items() if getattr(args, name) is not None]
+        if given or args.judge_unjudged:
+            raise SearchGradeError(f"{(given or ['--judge-unjudged'])[0]} goes with --llm")
+    elif args.qrels:
+        given = [_LLM_ONLY[name] for name in _QUERYGEN_ONLY if getattr(args, name) is not None]
+        if given:
+            raise SearchGradeError(f"{given[0]} is about generated queries: with --qrels --llm the "
+                                   "collection's queries are used; drop it or drop --qrels")
+    elif args.max_queries is not None:
+        raise SearchGradeError("--max-queries goes with --qrels; with --llm set the number of "
+                               "queries with --docs and --queries-per-doc")
+    llm = _llm_settings(args) if args.llm else None
+    return RunConfig(
+        name=args.name, mode="llm" if args.llm and not args.qrels else "qrels", k=args.k,
+        depth=args.depth, threshold=args.threshold, strategies=strategies(args),
+        max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
+        querygen=_querygen_settings(args) if args.llm and not args.qrels else None,
+        queries_from=args.queries_from, judge_unjudged=args.judge_unjudged,
+        collection_fields={"id_field": args.id_field, "title_field": args.title_field,
+                           "text_field": args.text_field},
+    )
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from engine.pipeline import run_evaluation
+
+    config = _run_config(args)
+    config.validate()
+    store = open_store(args)
+    collection = load(args)
+    bars = Bars()
+    created: list[str] = []
+    try:
+        outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
+                                 on_run_created=created.append, on_usage=bars.set_usage)
+    except KeyboardInterrupt:
+        bars.close()
+        if created:
+            print(f"searchgrade: run {created[0]} interrupted and marked so; continue it with "
+                  f"`searchgrade resume {created[0]}`", file=sys.stderr)
+        raise
+    except SearchGradeError as exc:
+        bars.close()
+        if created:
+            raise SearchGradeError(f"{exc} (run {created[0]} marked failed; after fixing, "
+                                   f"`searchgrade resume {created[0]}`)") from None
+        raise
+    finally:
+        bars.close()
+    return _report_outcome(store, outcome)
+
+
+def _report_outcome(store: Store, outcome: RunOutcome) -> int:
+    """Notes and the metrics table on stderr; the run id alone on stdout's last line."""
+    print_notes(outcome.notes, {})  # the table lists skipped strategies itself
+    print_table(store, outcome.run_id, None, sys.stderr)
+    print(outcome.run_id)
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from engine.pipeline import resume_run
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise SearchGradeError(f"--concurrency of {args.concurrency} must be at least 1")
+    store = open_store(args)
+    run_id = store.get_run(args.run).run_id
+    bars = Bars()
+    try:
+        outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
+                             concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage)
+    except KeyboardInterrupt:
+        bars.close()
+        print(f"searchgrade: run {run_id} interrupted again and marked so", file=sys.stderr)
+        raise
+    finally:
+        bars.close()
+    return _report_outcome(store, outcome)

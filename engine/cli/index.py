@@ -1,0 +1,44 @@
+"""`searchgrade index`: build or reuse the indexes of a collection."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.records import collection_fingerprint
+from engine.cli.options import (
+    add_collection,
+    add_common,
+    add_index_options,
+    index_settings,
+    load,
+    strategies,
+)
+from engine.cli.output import Bars, print_notes
+from engine.paths import data_dir
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="build or reuse the indexes of a collection")
+    add_collection(p)
+    add_index_options(p)
+    add_common(p)
+    p.set_defaults(handler=cmd_index)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from indexes.build import build_searchers
+
+    collection = load(args)
+    bars = Bars()
+    try:
+        built = build_searchers(collection, index_settings(args), data_dir(args.data_dir),
+                                strategies=strategies(args), progress=bars,
+                                collection_fingerprint=collection_fingerprint(collection))
+    finally:
+        bars.close()
+    print_notes(collection.notes, built.skipped)
+    print(f"{collection.name}: {len(collection.documents)} documents; ready: "
+          f"{', '.join(built.searchers) or 'none'}")
+    for stage, seconds in built.timings.items():
+        print(f"  {stage}: {seconds:.1f} s")
+    return 0

@@ -1,0 +1,107 @@
+"""Options several commands share, and turning them into what the engine takes."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from core.records import Collection, SearchGradeError
+from engine.paths import data_dir, resolve_collection
+from engine.strategies import known_strategies, unknown_strategies
+from indexes.settings import IndexSettings
+
+if TYPE_CHECKING:
+    from engine.store import Store
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", help="where runs, indexes and caches live "
+                   "(default: $SEARCHGRADE_HOME, else ./.searchgrade)")
+
+
+def add_collection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("collection", help="a BEIR folder, a .jsonl/.csv/.parquet file, a folder of "
+                   ".txt/.md files, or 'demo' for the bundled demo collection")
+    p.add_argument("--id-field", default="_id", help="id field of a single-file corpus (default: _id)")
+    p.add_argument("--title-field", default="title", help="title field (default: title; optional)")
+    p.add_argument("--text-field", default="text", help="text field (default: text)")
+
+
+def add_index_options(p: argparse.ArgumentParser) -> None:
+    d = IndexSettings()
+    g = p.add_argument_group("indexes")
+    g.add_argument("--embedding-model", default=d.embedding_model,
+                   help=f"sentence-transformers model name or local path (default: {d.embedding_model})")
+    g.add_argument("--ann-index", default=d.ann_index, help="faiss index: flat (exact), hnsw or ivf")
+    g.add_argument("--reranker-model", default=d.reranker_model,
+                   help=f"cross-encoder name or local path (default: {d.reranker_model})")
+    g.add_argument("--rerank-depth", type=int, default=d.rerank_depth,
+                   help=f"candidates the reranker rescores (default: {d.rerank_depth})")
+    g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")
+    g.add_argument("--fusion-depth", type=int, default=d.fusion_depth,
+                   help=f"candidates fused per list in hybrid (default: {d.fusion_depth})")
+    g.add_argument("--bm25-k1", type=float, default=d.bm25_k1, help=f"BM25 k1 (default: {d.bm25_k1})")
+    g.add_argument("--bm25-b", type=float, default=d.bm25_b, help=f"BM25 b (default: {d.bm25_b})")
+    g.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help=f"encoding batch size (default: {d.batch_size})")
+    g.add_argument("--strategies", default=",".join(known_strategies()),
+                   help="comma-separated subset of: " + ", ".join(known_strategies()))
+
+
+def add_llm_options(p: argparse.ArgumentParser) -> None:
+    from engine.llm.querygen import QueryGenSettings
+
+    d = QueryGenSettings()
+    g = p.add_argument_group("LLM (with --llm)")
+    g.add_argument("--model", help="chat model name (default: $SEARCHGRADE_LLM_MODEL)")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 "
+                   "(default: $OPENAI_BASE_URL, else the hosted OpenAI API with $OPENAI_API_KEY)")
+    g.add_argument("--concurrency", type=int, help="LLM requests in flight (default: 4)")
+    g.add_argument("--timeout", type=float, help="seconds per LLM request (default: 60)")
+    g.add_argument("--docs", type=int, help=f"documents to write queries for (default: {d.n_docs})")
+    g.add_argument("--queries-per-doc", type=int,
+                   help=f"natural-language questions per document (default: {d.n_natural})")
+    g.add_argument("--keyword-per-doc", type=int,
+                   help=f"keyword queries per document (default: {d.n_keyword})")
+    g.add_argument("--min-doc-words", type=int, help=f"skip documents shorter than this many words "
+                   f"(default: {d.min_words} words and {d.min_chars} characters)")
+    g.add_argument("--queries-from", metavar="RUN",
+                   help="evaluate the queries stored with RUN instead of generating new ones")
+    g.add_argument("--judge-unjudged", action="store_true",
+                   help="with --qrels --llm: also judge the results the qrels miss and use those grades")
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The run store of --data-dir, with runs whose process died marked interrupted."""
+    from engine.store import Store
+
+    store = Store(data_dir(args.data_dir))
+    store.mark_stale_runs()
+    return store
+
+
+def load(args: argparse.Namespace) -> Collection:
+    """The collection the command names, loaded with its field options."""
+    from engine.collections import load_collection
+
+    return load_collection(resolve_collection(args.collection), id_field=args.id_field,
+                           title_field=args.title_field, text_field=args.text_field)
+
+
+def index_settings(args: argparse.Namespace) -> IndexSettings:
+    return IndexSettings(
+        embedding_model=args.embedding_model, ann_index=args.ann_index,
+        reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
+        fusion_depth=args.fusion_depth, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
+        batch_size=args.batch_size,
+    )
+
+
+def strategies(args: argparse.Namespace) -> tuple[str, ...]:
+    """--strategies as a tuple of known strategy ids."""
+    names = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    unknown = unknown_strategies(names)
+    if unknown or not names:
+        raise SearchGradeError(f"--strategies {args.strategies!r}: unknown {unknown or 'empty list'}; "
+                               f"choose from {', '.join(known_strategies())}")
+    return names

@@ -1,0 +1,30 @@
+"""The run store: one DuckDB file holding every run, its queries, results, grades and metrics.
+
+All SQL of the project lives in this package, one module per concern, composed into ``Store``:
+
+- connection: opening the file (retried while another process holds its lock), transactions,
+  bulk inserts, and applying the migrations at open.
+- migrations: the schema as numbered, forward-only migrations (append-only).
+- runs: a run's lifecycle (``RunRecord``): create, update, finish, list, mark stale, reopen.
+- results: a run's contents written in one transaction, and read back.
+- dashboard: the SQL aggregates the dashboard's view models read.
+- llm_cache: cached LLM replies (generated queries, grades).
+- usage: a run's LLM accounting per stage.
+"""
+
+from __future__ import annotations
+
+from engine.store.connection import DB_FILENAME, StoreConnection
+from engine.store.dashboard import DashboardReadsMixin
+from engine.store.llm_cache import LLMCacheMixin
+from engine.store.migrations import MIGRATIONS
+from engine.store.results import ResultsMixin
+from engine.store.runs import RUN_STATUSES, RunRecord, RunsMixin, new_run_id
+from engine.store.usage import LLMUsageMixin
+
+
+class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, StoreConnection):
+    """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
+
+
+__all__ = ["DB_FILENAME", "MIGRATIONS", "RUN_STATUSES", "RunRecord", "Store", "new_run_id"]

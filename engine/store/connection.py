@@ -1,0 +1,145 @@
+"""Connections to the run store's DuckDB file: one helper for every read and write.
+
+Connections are short-lived (one per operation) so that another process (the CLI while the app is
+open, say) can write between them: DuckDB lets only one process hold a database file open for
+writing. Inside one process, DuckDB shares one database instance between connections, so threads
+are safe with a connection each. A connection is retried while another process holds the lock.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from core.records import SearchGradeError
+from engine.store.migrations import MIGRATIONS
+
+DB_FILENAME = "searchgrade.duckdb"
+
+
+def now_utc() -> datetime:
+    """The current time in UTC, naive (DuckDB TIMESTAMP)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply the migrations this file has not had yet, each in its own transaction."""
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+    )
+    applied = {row[0] for row in con.execute("SELECT version FROM schema_version").fetchall()}
+    for version, sql in MIGRATIONS:
+        if version in applied:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for statement in sql.split(";"):
+                if statement.strip():
+                    con.execute(statement)
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, now_utc()])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+class StoreConnection:
+    """The DuckDB file at ``data_dir/searchgrade.duckdb``, migrated on open."""
+
+    def __init__(self, data_dir: str | Path, *, lock_timeout_s: float = 30.0):
+        self.data_dir = Path(data_dir)
+        self.path = self.data_dir / DB_FILENAME
+        self.lock_timeout_s = lock_timeout_s
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SearchGradeError(
+                f"cannot create the data directory {self.data_dir}: {exc.strerror}; "
+                "pass a writable --data-dir or set SEARCHGRADE_HOME"
+            ) from None
+        with self.connect() as con:
+            migrate(con)
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A fresh connection, retried while another process holds the file's write lock."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                con = duckdb.connect(str(self.path))
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower():
+                    raise SearchGradeError(
+                        f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
+                        "check the file, or point --data-dir elsewhere"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise SearchGradeError(
+                        f"the run store {self.path} is locked by another process for more than "
+                        f"{self.lock_timeout_s:.0f} s; stop the other searchgrade process or use "
+                        "another --data-dir"
+                    ) from None
+                time.sleep(0.2)
+            except duckdb.Error as exc:
+                raise SearchGradeError(
+                    f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
+                    "it may not be a searchgrade DuckDB file: point --data-dir elsewhere"
+                ) from None
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection inside one transaction: all of it lands, or none of it."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+    def _dicts(self, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        with self.connect() as con:
+            cur = con.execute(sql, params)
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def and_equal(sql: str, params: list[Any], filters: dict[str, Any]) -> str:
+    """``sql`` with `` AND column = ?`` for each filter whose value is not None, its value added to
+    ``params``. Column names come from the calling code, never from input."""
+    for column, value in filters.items():
+        if value is not None:
+            sql += f" AND {column} = ?"
+            params.append(value)
+    return sql
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], columns: list[str]) -> None:
+    """Bulk insert through an Arrow table: executemany is far slower for tens of thousands of rows."""
+    if not rows:
+        return
+    import pyarrow as pa
+
+    arrow = pa.table({c: list(col) for c, col in zip(columns, zip(*rows, strict=True), strict=True)})
+    view = f"_insert_{table}"
+    con.register(view, arrow)
+    try:
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM {view}")
+    finally:
+        con.unregister(view)

@@ -1,0 +1,125 @@
+"""The run store's schema, as numbered, forward-only migrations (applied at connect, in
+engine/store/connection.py, each once, recorded in the schema_version table).
+
+Append-only: never edit an applied migration; add the next number at the end of MIGRATIONS.
+"""
+
+from __future__ import annotations
+
+# Numbered, forward-only. Never edit an applied migration: add the next one.
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY,
+            name VARCHAR NOT NULL,
+            collection_name VARCHAR NOT NULL,
+            collection_path VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            finished_at TIMESTAMP,
+            status VARCHAR NOT NULL,
+            stage VARCHAR,
+            mode VARCHAR NOT NULL,
+            label_source VARCHAR NOT NULL,
+            grade_min INTEGER,
+            grade_max INTEGER,
+            threshold INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            depth INTEGER NOT NULL,
+            config JSON NOT NULL,
+            timings JSON,
+            skipped JSON,
+            stats JSON,
+            notes JSON,
+            error VARCHAR,
+            pid INTEGER,
+            host VARCHAR
+        );
+        CREATE TABLE queries (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            query_type VARCHAR NOT NULL,
+            source_doc_id VARCHAR,
+            PRIMARY KEY (run_id, query_id)
+        );
+        CREATE TABLE results (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            score DOUBLE NOT NULL,
+            latency_ms DOUBLE NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id, rank)
+        );
+        CREATE TABLE grades (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            grade INTEGER,
+            source VARCHAR NOT NULL,
+            model VARCHAR,
+            prompt_version VARCHAR,
+            reason VARCHAR,
+            PRIMARY KEY (run_id, query_id, doc_id)
+        );
+        CREATE TABLE documents (
+            run_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            title VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, doc_id)
+        );
+        CREATE TABLE metric_values (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            value DOUBLE NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id, metric, k)
+        );
+        CREATE TABLE metric_summary (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            value DOUBLE NOT NULL,
+            ci_low DOUBLE NOT NULL,
+            ci_high DOUBLE NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (run_id, strategy, metric, k)
+        );
+        """,
+    ),
+    (
+        2,
+        """
+        CREATE TABLE llm_cache (
+            kind VARCHAR NOT NULL,
+            cache_key VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            payload JSON NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (kind, cache_key)
+        );
+        CREATE TABLE llm_usage (
+            run_id VARCHAR NOT NULL,
+            stage VARCHAR NOT NULL,
+            requests BIGINT NOT NULL DEFAULT 0,
+            ok BIGINT NOT NULL DEFAULT 0,
+            failures BIGINT NOT NULL DEFAULT 0,
+            invalid_replies BIGINT NOT NULL DEFAULT 0,
+            retries BIGINT NOT NULL DEFAULT 0,
+            cache_hits BIGINT NOT NULL DEFAULT 0,
+            prompt_tokens BIGINT NOT NULL DEFAULT 0,
+            completion_tokens BIGINT NOT NULL DEFAULT 0,
+            latency_s DOUBLE NOT NULL DEFAULT 0,
+            PRIMARY KEY (run_id, stage)
+        );
+        """,
+    ),
+)
