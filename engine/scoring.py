@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from core.records import Query, SearchHits
 from engine.metrics import compute_metrics
-from engine.statistics import bootstrap_ci
 
 #: Cut-offs stored for every run (those up to its depth), besides the run's own k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
@@ -96,6 +95,9 @@ def summarise(
     rows: Sequence[tuple[str, str, str, int, float]], n_bootstrap: int, seed: int
 ) -> list[tuple[str, str, int, float, float, float, int]]:
     """Mean and 95% bootstrap CI per (strategy, metric, k): rows (strategy, metric, k, mean, lo, hi, n)."""
+    # numpy, imported here: the CLI reads SOURCE_FOUND from this module at start-up.
+    from engine.statistics import bootstrap_ci
+
     groups: dict[tuple[str, str, int], list[float]] = {}
     for strategy, _qid, metric, k, value in rows:
         groups.setdefault((strategy, metric, k), []).append(value)
