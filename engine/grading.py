@@ -182,7 +182,7 @@ def judge_with_qrels(
     hits: dict[str, Sequence[SearchHits]],
     docs_by_id: dict[str, Document],
     human_grades: list[Grade],
-) -> tuple[list[Grade], dict[str, dict[str, int]], dict[str, set[str]]]:
+) -> tuple[list[Grade], Judgments, Failed]:
     """Qrels + LLM: judge the retrieved pairs humans graded (agreement) and, with judge_unjudged,
     the ones they did not (used in the metrics; human grades always win).
 
@@ -203,8 +203,8 @@ def judge_with_qrels(
     ctx.stats["agreement"] = asdict(agreement)
     ctx.store.update_run(ctx.run_id, stats=ctx.stats)
 
-    judgments = {qid: dict(judged) for qid, judged in qrels.items()}
-    failed: dict[str, set[str]] = {}
+    judgments: Judgments = {qid: dict(judged) for qid, judged in qrels.items()}
+    failed: Failed = {}
     merged = list(human_grades)
     if fill:
         binary = (ctx.plan.grade_max or 0) <= 1
