@@ -80,6 +80,8 @@ class Grade(NamedTuple):
     model: str | None = None
     prompt_version: str | None = None
     reason: str | None = None
+    #: The LLM judge's grade of the pair, kept where a human label won over it (agreement, PPI).
+    llm_grade: int | None = None
 
 
 def collection_fingerprint(collection: Collection) -> str:

@@ -205,7 +205,8 @@ def judge_with_qrels(
 
     judgments: Judgments = {qid: dict(judged) for qid, judged in qrels.items()}
     failed: Failed = {}
-    merged = list(human_grades)
+    # The judge's grade stays beside the human one (agreement, trust in the judge).
+    merged = [g._replace(llm_grade=on_shared.get((g.query_id, g.doc_id))) for g in human_grades]
     if fill:
         binary = (ctx.plan.grade_max or 0) <= 1
         for g in grades:

@@ -333,6 +333,7 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     t0 = time.perf_counter()
     docs_by_id = {d.doc_id: d for d in collection.documents}
     grades, judgments, failed = grade_results(ctx, usage, queries, hits, docs_by_id)
+    grades, judgments, failed = _with_people(ctx, queries, docs_by_id, grades, judgments, failed)
     ctx.timings["grade"] = time.perf_counter() - t0
 
     ctx.enter("metrics")
@@ -346,6 +347,7 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     keep = {d.doc_id for hs in hits.values() for h in hs for d in h.docs}
     keep |= {doc_id for judged in plan.qrels.values() for doc_id in judged}
     keep |= {q.source_doc_id for q in queries if q.source_doc_id}
+    keep |= {g.doc_id for g in grades}
     with store.transaction() as con:
         store.clear_run_contents(con, run_id)
         store.write_queries(con, run_id, queries)
@@ -358,3 +360,21 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
     return RunOutcome(run_id, "running", skipped=built.skipped,
                       notes=[*collection.notes, *plan.notes])
+
+
+def _with_people(ctx: RunContext, queries, docs_by_id, grades, judgments, failed):
+    """The collection's human labels win over the run's grades (engine/rescore.py)."""
+    from engine.rescore import judgments_of, label_source_with_people, labels_at_grading
+
+    run = ctx.store.get_run(ctx.run_id)
+    merged, summary, note = labels_at_grading(ctx.store, ctx.collection.name, queries, docs_by_id, grades,
+                                              run.grade_min, run.grade_max)
+    if note is not None:
+        ctx.store.update_run(ctx.run_id, notes=[*run.notes, note])
+    if summary is None:
+        return grades, judgments, failed
+    ctx.stats["labels"] = summary
+    ctx.store.update_run(ctx.run_id, stats=ctx.stats, label_source=label_source_with_people(run.label_source))
+    judgments, failed = judgments_of(merged)
+    return merged, judgments, failed
+

@@ -98,21 +98,36 @@ def bootstrap_ci(
     return _bootstrap_interval(array, confidence, n_resamples, np.random.default_rng(seed))
 
 
-def _sign_flip_p_value(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> float:
+def _sign_flip_p_value(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator,
+                       alternative: str = "two-sided") -> float:
+    """Share of random sign assignments at least as extreme as the observed one.
+
+    "two-sided": |sum| >= |observed sum|; "less": sum <= observed sum (small when the values
+    lean negative).
+    """
     n = len(diffs)
     # Compare sums, with a tolerance so that float noise does not decide ties.
-    observed = abs(diffs.sum())
     tolerance = 1e-9 * max(1.0, float(np.abs(diffs).sum()))
+    if alternative == "two-sided":
+        observed = abs(diffs.sum())
+
+        def extreme(sums: np.ndarray) -> np.ndarray:
+            return np.abs(sums) >= observed - tolerance
+    else:
+        observed = diffs.sum()
+
+        def extreme(sums: np.ndarray) -> np.ndarray:
+            return sums <= observed + tolerance
     if 2**n <= n_resamples:
         # Few queries: enumerate every sign assignment, which gives the exact p-value.
         signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
-        return float(np.mean(np.abs(signs @ diffs) >= observed - tolerance))
-    extreme = 0
+        return float(np.mean(extreme(signs @ diffs)))
+    count = 0
     for rows in _chunks(n_resamples, n):
         signs = rng.choice(np.array([1.0, -1.0]), size=(rows, n))
-        extreme += int(np.count_nonzero(np.abs(signs @ diffs) >= observed - tolerance))
+        count += int(np.count_nonzero(extreme(signs @ diffs)))
     # The observed assignment counts as one of the resamples, so p is never 0.
-    return (extreme + 1) / (n_resamples + 1)
+    return (count + 1) / (n_resamples + 1)
 
 
 def paired_test(
@@ -154,3 +169,80 @@ def paired_test(
     else:
         p_value = _sign_flip_p_value(diffs, n_resamples, np.random.default_rng(test_seed))
     return PairedTest(interval.mean, interval.low, interval.high, p_value, len(diffs))
+
+
+class NonInferiorityTest(NamedTuple):
+    """Is a candidate worse than a baseline by more than a margin, over the same queries?"""
+
+    #: mean(candidate - baseline)
+    diff: float
+    ci_low: float
+    ci_high: float
+    #: One-sided p-value of H0 "diff >= -margin" against H1 "diff < -margin" (the candidate is
+    #: worse by more than the margin).
+    p_value: float
+    n: int
+    margin: float
+
+
+def non_inferiority_test(
+    candidate: Sequence[float],
+    baseline: Sequence[float],
+    margin: float = 0.0,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    *,
+    confidence: float = 0.95,
+) -> NonInferiorityTest:
+    """One-sided paired test: is the candidate worse than the baseline by more than ``margin``?
+
+    With d_i = candidate_i - baseline_i over the same queries (same order), tests H0: mean(d) >=
+    -margin against H1: mean(d) < -margin by a sign-flip randomization test on d_i + margin: the
+    share of random sign assignments whose sum is at most the observed one (exact enumeration
+    when 2**n <= n_resamples, else (extreme + 1) / (n_resamples + 1)). A small p-value says the
+    candidate is significantly worse by more than the margin. The CI is a percentile bootstrap of
+    mean(d). Edge cases: identical values and margin 0 -> p = 1.0.
+
+    Raises:
+        ValueError: lengths differ or are zero, NaN or infinite values, a negative margin,
+            confidence outside (0, 1), or n_resamples < 1.
+    """
+    c = _as_values(candidate, "candidate")
+    b = _as_values(baseline, "baseline")
+    if len(c) != len(b):
+        raise ValueError(f"candidate has {len(c)} values and baseline has {len(b)}: a paired test "
+                         "needs one value per query from each, over the same queries in the same order")
+    if len(c) == 0:
+        raise ValueError("candidate and baseline are empty: a paired test needs at least one query")
+    if not np.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin of {margin} is not a non-negative number: use e.g. 0.01")
+    _check_resampling(confidence, n_resamples)
+    diffs = c - b
+    ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
+    interval = _bootstrap_interval(diffs, confidence, n_resamples, np.random.default_rng(ci_seed))
+    shifted = diffs + margin
+    p_value = 1.0 if not shifted.any() else _sign_flip_p_value(
+        shifted, n_resamples, np.random.default_rng(test_seed), alternative="less")
+    return NonInferiorityTest(interval.mean, interval.low, interval.high, p_value, len(diffs), margin)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given.
+
+    Sorted ascending p_(1) <= ... <= p_(m), the adjusted value of p_(i) is
+    max over j <= i of min(1, (m - j + 1) * p_(j)); rejecting where the adjusted p < alpha keeps
+    the family-wise error rate at alpha. Edge cases: no p-values -> []; one -> itself.
+
+    Raises:
+        ValueError: a p-value outside [0, 1] or NaN.
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.size and (not np.isfinite(p).all() or (p < 0).any() or (p > 1).any()):
+        raise ValueError(f"p-values must lie in [0, 1]; got {list(p_values)}")
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.maximum.accumulate(adjusted) if m else adjusted
+    out = np.empty(m)
+    out[order] = adjusted
+    return [float(x) for x in out]

@@ -15,13 +15,15 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from core.records import SearchGradeError
-from engine.cli import app, evaluate, index, show
+from engine.cli import app, evaluate, gate, index, labels, show
 
 #: Command modules by name, in the order `searchgrade --help` lists their subcommands.
 COMMANDS = {
     "index": index,  # index
     "evaluate": evaluate,  # evaluate, resume
     "show": show,  # runs, show, export
+    "labels": labels,  # labels list|export|import, rescore
+    "gate": gate,  # gate
     "app": app,  # app
 }
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 WEIGHTINGS = ("unweighted", "linear", "quadratic")
 
@@ -124,4 +127,133 @@ def judge_human_agreement(
         kappa_quadratic=cohen_kappa(a, b, "quadratic", labels),
         kappa_binary=cohen_kappa(binarize(a, judge_threshold), binarize(b, human_threshold),
                                  "unweighted", [0, 1]) if a else None,
+    )
+
+
+# ---------------------------------------------------------------- with confidence intervals
+
+#: The judge's scale.
+JUDGE_LABELS = (0, 1, 2, 3)
+
+
+class Estimate(NamedTuple):
+    """A statistic and its bootstrap confidence interval (None where undefined)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+@dataclass(frozen=True)
+class JudgeVsHuman:
+    """The judge against people's grades on the pairs both graded, with 95% bootstrap CIs.
+
+    The CIs resample queries, not pairs: the pairs of one query share its difficulty, so
+    treating them as independent would make the intervals too narrow.
+    """
+
+    n_pairs: int
+    n_queries: int
+    labels: list[int]
+    #: confusion[i][j]: pairs the judge graded labels[i] and people labels[j].
+    confusion: list[list[int]]
+    kappa_linear: Estimate
+    kappa_quadratic: Estimate
+    exact: Estimate
+    #: mean(judge - human): above 0, the judge grades higher than people.
+    bias: Estimate
+    #: share[i][j]: of the pairs people graded labels[j], the share the judge graded labels[i].
+    column_share: list[list[Estimate]]
+
+
+def _kappas(confusions: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted kappa of confusion matrices (..., K, K); NaN where the expected disagreement is 0."""
+    n = confusions.sum(axis=(-2, -1), keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = confusions / n
+        rows, cols = p.sum(axis=-1), p.sum(axis=-2)
+        observed = (weights * p).sum(axis=(-2, -1))
+        expected = (weights * rows[..., :, None] * cols[..., None, :]).sum(axis=(-2, -1))
+        return np.where(expected > 0, 1.0 - observed / expected, np.nan)
+
+
+def _interval(point: float, resampled: np.ndarray, confidence: float) -> Estimate:
+    if point is None or not np.isfinite(point):
+        return Estimate(None, None, None)
+    finite = resampled[np.isfinite(resampled)]
+    if len(finite) == 0:
+        return Estimate(float(point), None, None)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return Estimate(float(point), float(low), float(high))
+
+
+def judge_vs_human(
+    pairs: Sequence[tuple[Hashable, int, int]],
+    labels: Sequence[int] = JUDGE_LABELS,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> JudgeVsHuman:
+    """Judge-vs-human agreement with CIs from a cluster bootstrap over queries.
+
+    Args:
+        pairs: (query key, judge grade, human grade) per pair both graded.
+        labels: The ordered scale; weights use grade distances on it, so 1 vs 3 is twice 1 vs 2
+            whichever grades occur (kappa is scale-invariant in the weights otherwise).
+
+    Raises:
+        ValueError: a grade outside ``labels``.
+    """
+    labels = list(labels)
+    index = {g: i for i, g in enumerate(labels)}
+    size = len(labels)
+    queries: dict[Hashable, int] = {}
+    per_query: list[np.ndarray] = []
+    for query, judge, human in pairs:
+        if judge not in index or human not in index:
+            raise ValueError(f"grade {judge if judge not in index else human!r} is not on the scale {labels}")
+        q = queries.setdefault(query, len(queries))
+        if q == len(per_query):
+            per_query.append(np.zeros((size, size)))
+        per_query[q][index[judge], index[human]] += 1
+    if not per_query:
+        empty = Estimate(None, None, None)
+        return JudgeVsHuman(0, 0, labels, [[0] * size for _ in labels], empty, empty, empty, empty,
+                            [[empty] * size for _ in labels])
+    by_query = np.stack(per_query)  # (Q, K, K)
+    total = by_query.sum(axis=0)
+    rng = np.random.default_rng(seed)
+    n_q = len(by_query)
+    weights_q = rng.multinomial(n_q, np.full(n_q, 1.0 / n_q), size=n_resamples)
+    resampled = np.einsum("bq,qij->bij", weights_q, by_query)  # (B, K, K)
+    values = np.asarray(labels, dtype=float)
+    distance = np.abs(values[:, None] - values[None, :])
+    span = values.max() - values.min() if size > 1 else 1.0
+    linear, quadratic = distance / span, (distance / span) ** 2
+    diff = values[:, None] - values[None, :]  # judge - human per cell
+
+    def both(fn):
+        return fn(total[None])[0], fn(resampled)
+
+    def exact(c):
+        return np.trace(c, axis1=-2, axis2=-1) / c.sum(axis=(-2, -1))
+
+    def bias(c):
+        return (c * diff).sum(axis=(-2, -1)) / c.sum(axis=(-2, -1))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = total / total.sum(axis=0, keepdims=True)
+        resampled_shares = resampled / resampled.sum(axis=1, keepdims=True)
+    column_share = [[_interval(shares[i, j], resampled_shares[:, i, j], confidence) for j in range(size)]
+                    for i in range(size)]
+    return JudgeVsHuman(
+        n_pairs=int(total.sum()), n_queries=n_q, labels=labels,
+        confusion=total.astype(int).tolist(),
+        kappa_linear=_interval(*both(lambda c: _kappas(c, linear)), confidence),
+        kappa_quadratic=_interval(*both(lambda c: _kappas(c, quadratic)), confidence),
+        exact=_interval(*both(exact), confidence),
+        bias=_interval(*both(bias), confidence),
+        column_share=column_share,
     )

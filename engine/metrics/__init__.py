@@ -54,6 +54,14 @@ METRICS: dict[str, MetricFn] = {
 
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 
+#: Metrics where a smaller value is the better one; every other metric grows with quality.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"pct_not_relevant"})
+
+
+def higher_is_better(name: str) -> bool:
+    """Whether a larger value of the metric means better search ("pct_not_relevant": no)."""
+    return name not in LOWER_IS_BETTER
+
 _SYNTAX = re.compile(r"(?P<name>[a-z_]+)(?:@(?P<k>.*))?")
 
 
@@ -126,10 +134,12 @@ def compute_metrics(
 
 
 __all__ = [
+    "LOWER_IS_BETTER",
     "METRICS",
     "METRIC_NAMES",
     "MetricFn",
     "MetricSpec",
     "compute_metrics",
+    "higher_is_better",
     "parse_metric",
 ]

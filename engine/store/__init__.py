@@ -10,12 +10,14 @@ All SQL of the project lives in this package, one module per concern, composed i
 - dashboard: the SQL aggregates the dashboard's view models read.
 - llm_cache: cached LLM replies (generated queries, grades).
 - usage: a run's LLM accounting per stage.
+- labels: human labels of a collection, review queues, per-query lexical overlap.
 """
 
 from __future__ import annotations
 
 from engine.store.connection import DB_FILENAME, StoreConnection
 from engine.store.dashboard import DashboardReadsMixin
+from engine.store.labels import LabelsMixin
 from engine.store.llm_cache import LLMCacheMixin
 from engine.store.migrations import MIGRATIONS
 from engine.store.results import ResultsMixin
@@ -23,7 +25,8 @@ from engine.store.runs import RUN_STATUSES, RunRecord, RunsMixin, new_run_id
 from engine.store.usage import LLMUsageMixin
 
 
-class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, StoreConnection):
+class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
+            StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

@@ -122,4 +122,57 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        3,
+        """
+        CREATE TABLE labels (
+            label_id VARCHAR PRIMARY KEY,
+            collection_name VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            query_text VARCHAR,
+            doc_id VARCHAR NOT NULL,
+            content_hash VARCHAR,
+            grade INTEGER NOT NULL,
+            rater VARCHAR NOT NULL,
+            note VARCHAR,
+            origin VARCHAR NOT NULL,
+            run_id VARCHAR,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE review_queues (
+            queue_id VARCHAR PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            mode VARCHAR NOT NULL,
+            size INTEGER NOT NULL,
+            k INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            created_by VARCHAR
+        );
+        CREATE TABLE review_items (
+            queue_id VARCHAR NOT NULL,
+            position INTEGER NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            stratum VARCHAR,
+            PRIMARY KEY (queue_id, position)
+        );
+        CREATE TABLE review_skips (
+            queue_id VARCHAR NOT NULL,
+            position INTEGER NOT NULL,
+            rater VARCHAR NOT NULL,
+            skipped_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (queue_id, position, rater)
+        );
+        CREATE TABLE query_overlap (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            term_overlap DOUBLE NOT NULL,
+            longest_span INTEGER NOT NULL,
+            PRIMARY KEY (run_id, query_id)
+        );
+        ALTER TABLE runs ADD COLUMN parent_run_id VARCHAR;
+        ALTER TABLE grades ADD COLUMN llm_grade INTEGER
+        """,
+    ),
 )

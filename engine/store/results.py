@@ -40,11 +40,12 @@ class ResultsMixin(StoreConnection):
 
     def write_grades(self, con: duckdb.DuckDBPyConnection, run_id: str, grades: Iterable[Any]) -> None:
         rows = [
-            (run_id, g.query_id, g.doc_id, g.grade, g.source, g.model, g.prompt_version, g.reason)
+            (run_id, g.query_id, g.doc_id, g.grade, g.source, g.model, g.prompt_version, g.reason,
+             g.llm_grade if g.llm_grade is not None else (g.grade if g.source == "llm" else None))
             for g in grades
         ]
-        insert_frame(con, "grades", rows,
-                      ["run_id", "query_id", "doc_id", "grade", "source", "model", "prompt_version", "reason"])
+        insert_frame(con, "grades", rows, ["run_id", "query_id", "doc_id", "grade", "source", "model",
+                                           "prompt_version", "reason", "llm_grade"])
 
     def write_documents(self, con: duckdb.DuckDBPyConnection, run_id: str, documents: Iterable[Any]) -> None:
         rows = [(run_id, d.doc_id, d.title, d.text) for d in documents]
@@ -63,7 +64,8 @@ class ResultsMixin(StoreConnection):
                       ["run_id", "strategy", "metric", "k", "value", "ci_low", "ci_high", "n"])
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-        for table in ("queries", "results", "grades", "documents", "metric_values", "metric_summary"):
+        for table in ("queries", "results", "grades", "documents", "metric_values", "metric_summary",
+                      "query_overlap"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     def metric_summary(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
@@ -100,7 +102,7 @@ class ResultsMixin(StoreConnection):
         return self._dicts(sql + " ORDER BY r.strategy, r.query_id, r.rank", params)
 
     def grades(self, run_id: str, query_id: str | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT query_id, doc_id, grade, source, model, prompt_version, reason FROM grades "
+        sql = ("SELECT query_id, doc_id, grade, source, model, prompt_version, reason, llm_grade FROM grades "
                "WHERE run_id = ?")
         params: list[Any] = [run_id]
         sql = and_equal(sql, params, {"query_id": query_id})
@@ -123,3 +125,19 @@ class ResultsMixin(StoreConnection):
             "WHERE run_id = ?) GROUP BY strategy ORDER BY strategy",
             [run_id],
         )
+
+    def copy_run_contents(self, con: duckdb.DuckDBPyConnection, source_run: str, target_run: str,
+                          tables: Sequence[str]) -> None:
+        """Copy a run's rows of some tables to another run id (re-scoring keeps the search results)."""
+        allowed = {"queries", "results", "documents", "query_overlap"}
+        unknown = set(tables) - allowed
+        if unknown:
+            raise ValueError(f"cannot copy tables {sorted(unknown)}; allowed: {sorted(allowed)}")
+        for table in tables:
+            columns = [row[0] for row in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index",
+                [table]).fetchall()]
+            rest = [c for c in columns if c != "run_id"]
+            # Table and column names come from the allow-list and the catalog, never from input.
+            con.execute(f"INSERT INTO {table} (run_id, {', '.join(rest)}) SELECT ?, {', '.join(rest)} "
+                        f"FROM {table} WHERE run_id = ?", [target_run, source_run])

@@ -45,6 +45,8 @@ class RunRecord:
     stats: dict[str, Any]
     notes: list[str]
     error: str | None
+    #: The run this one was re-scored from (same search results, newer labels).
+    parent_run_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -56,7 +58,7 @@ class RunRecord:
 _RUN_COLUMNS = (
     "run_id, name, collection_name, collection_path, created_at, finished_at, status, stage, "
     "mode, label_source, grade_min, grade_max, threshold, k, depth, config, timings, skipped, "
-    "stats, notes, error"
+    "stats, notes, error, parent_run_id"
 )
 _JSON_DEFAULTS = {"config": {}, "timings": {}, "skipped": {}, "stats": {}, "notes": []}
 
@@ -104,18 +106,19 @@ class RunsMixin(StoreConnection):
         config: dict[str, Any],
         notes: Sequence[str] = (),
         run_id: str | None = None,
+        parent_run_id: str | None = None,
     ) -> str:
         run_id = run_id or new_run_id()
         with self.connect() as con:
             con.execute(
                 "INSERT INTO runs (run_id, name, collection_name, collection_path, created_at, status, "
                 "stage, mode, label_source, grade_min, grade_max, threshold, k, depth, config, timings, "
-                "skipped, stats, notes, pid, host) "
-                "VALUES (?, ?, ?, ?, ?, 'running', 'starting', ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', ?, ?, ?)",
+                "skipped, stats, notes, pid, host, parent_run_id) "
+                "VALUES (?, ?, ?, ?, ?, 'running', 'starting', ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', ?, ?, ?, ?)",
                 [
                     run_id, name, collection_name, collection_path, now_utc(), mode, label_source,
                     grade_min, grade_max, threshold, k, depth, json.dumps(config),
-                    json.dumps(list(notes)), os.getpid(), socket.gethostname(),
+                    json.dumps(list(notes)), os.getpid(), socket.gethostname(), parent_run_id,
                 ],
             )
         return run_id
@@ -123,7 +126,7 @@ class RunsMixin(StoreConnection):
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Set some columns of a run; dicts and lists are stored as JSON."""
         allowed = {"stage", "timings", "skipped", "stats", "notes", "status", "error", "threshold",
-                   "grade_min", "grade_max", "config"}
+                   "grade_min", "grade_max", "config", "label_source"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"cannot update run columns {sorted(unknown)}; allowed: {sorted(allowed)}")
