@@ -12,5 +12,6 @@ navigation = st.navigation([
     st.Page("views/drilldown.py", title="Query drill-down", icon=":material/search:"),
     st.Page("views/trends.py", title="Trends", icon=":material/trending_up:"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("views/review.py", title="Review", icon=":material/rate_review:"),
 ])
 navigation.run()

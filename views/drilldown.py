@@ -9,6 +9,7 @@ import streamlit as st
 
 from engine.strategies import label
 from views._common import (
+    get_store,
     home,
     pick_run,
     plain,
@@ -16,6 +17,7 @@ from views._common import (
     query_detail,
     run_choices,
 )
+from views._rating import rate_query_results
 
 st.title("Query drill-down")
 choices = run_choices(complete_only=True)
@@ -63,6 +65,9 @@ else:
             st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",
                          column_config={"Score": st.column_config.NumberColumn(format="%.4f"),
                                         "Judge's reason": st.column_config.TextColumn(width="large")})
+
+st.subheader("Rate these results")
+rate_query_results(get_store().get_run(run_id), query_id)
 
 st.subheader("Read a document")
 # The source document first, then the relevant ones, then results in rank order.

@@ -29,6 +29,8 @@ from views._common import (
     resume_controls,
     run_choices,
 )
+from views._rating import rate_failed_results, rescore_controls
+from views._trust import trust_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
 
@@ -84,6 +86,7 @@ if panel is not None:
     st.caption(plain(" · ".join(parts)))
 for note in view.notes:
     st.caption(plain(f"Note: {note}"))
+rescore_controls(run, "results")
 
 # -- the main comparison: bars beside the two tables
 st.subheader(f"{name} per strategy, without and with the reranker")
@@ -189,6 +192,8 @@ if panel is not None:
         matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
         matrix_col.dataframe(agreement.confusion, key="results_confusion")
 
+trust_section(run, metric, k)
+
 # -- queries
 st.subheader(f"Best and worst queries by mean relevance@{k} (averaged over strategies)")
 query_config = {"mean_value": st.column_config.NumberColumn("Mean relevance", format="%.2f"),
@@ -224,6 +229,8 @@ if strategies:
     st.markdown(f"**{len(failed)} quer{'y' if len(failed) == 1 else 'ies'}** whose top-1 result from "
                 f"{plain(strategy_label(strategy))} is graded 0")
     st.dataframe(failed, hide_index=True, key="results_failed_table")
+    with st.expander("Rate these results"):
+        rate_failed_results(run, strategy)
 
 with st.expander("Latency per query"):
     st.dataframe(view.latency.drop(columns="strategy"), hide_index=True,

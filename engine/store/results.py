@@ -108,6 +108,15 @@ class ResultsMixin(StoreConnection):
         sql = and_equal(sql, params, {"query_id": query_id})
         return self._dicts(sql + " ORDER BY query_id, doc_id", params)
 
+    def grades_of_queries(self, run_id: str, query_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The grades of some queries of a run (as ``grades``)."""
+        if not query_ids:
+            return []
+        return self._dicts(
+            "SELECT query_id, doc_id, grade, source, model, prompt_version, reason, llm_grade FROM grades "
+            "WHERE run_id = ? AND list_contains(?, query_id) ORDER BY query_id, doc_id",
+            [run_id, list(query_ids)])
+
     def documents(self, run_id: str, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
         if not doc_ids:
             return {}

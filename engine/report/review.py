@@ -1,0 +1,138 @@
+"""The Review screen: blind review queues of a run, the next item for a rater, progress."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from core.records import SearchGradeError
+from engine.labels import check_rater, run_labels
+from engine.report.common import is_llm_run
+from engine.review import MAX_ITEMS, MODES, Occurrence, sample_pairs, sample_queries
+from engine.store import RunRecord, Store
+
+MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries: every result in the top k"}
+
+
+@dataclass(frozen=True)
+class QueueChoice:
+    queue_id: str
+    label: str
+    mode: str
+    items: int
+
+
+@dataclass
+class ReviewItemView:
+    """What a rater sees: the query and the document, nothing of the judge, rank or strategy."""
+
+    position: int
+    query_id: str
+    query_text: str
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass
+class QueueProgress:
+    total: int
+    rated: int
+    skipped: int
+    #: The next item to rate (None: nothing left, skipped ones aside).
+    next: ReviewItemView | None
+    #: Positions rated by this rater, in queue order (to step back to).
+    rated_positions: list[int]
+
+
+def reviewable(run: RunRecord) -> str | None:
+    """Why a run cannot have a review queue (None: it can)."""
+    if run.status != "complete":
+        return f"run {run.run_id} is {run.status}: review a complete run"
+    if not is_llm_run(run):
+        return "this run is graded by human judgments only: a review checks an LLM judge's grades"
+    return None
+
+
+def _occurrences(store: Store, run: RunRecord) -> list[Occurrence]:
+    judge = {(g["query_id"], g["doc_id"]): g["llm_grade"] for g in store.grades(run.run_id)}
+    return [Occurrence(r["strategy"], r["query_id"], r["rank"], r["doc_id"], judge.get((r["query_id"], r["doc_id"])))
+            for r in store.results_with_grades(run.run_id)]
+
+
+def create_queue(store: Store, run_id: str, *, mode: str, size: int, k: int | None = None, seed: int = 0,
+                 created_by: str | None = None) -> str:
+    """A new queue of the run, stored with its items; returns its id.
+
+    Args:
+        mode: "pairs" (size = pairs) or "queries" (size = queries; all their top-k results).
+    """
+    run = store.get_run(run_id)
+    why_not = reviewable(run)
+    if why_not:
+        raise SearchGradeError(why_not)
+    if mode not in MODES:
+        raise SearchGradeError(f"review mode {mode!r} is not one of {', '.join(MODES)}")
+    if not 1 <= size <= MAX_ITEMS:
+        raise SearchGradeError(f"a review of {size} is outside 1..{MAX_ITEMS}: pick a smaller sample")
+    k = k or run.k
+    if not 1 <= k <= run.depth:
+        raise SearchGradeError(f"k of {k} is outside 1..{run.depth} (the results the run kept)")
+    occurrences = _occurrences(store, run)
+    items = sample_pairs([o for o in occurrences if o.rank <= k], size, seed) if mode == "pairs" \
+        else sample_queries(occurrences, size, k, seed)
+    if not items:
+        raise SearchGradeError("the run has no judged result to review")
+    if len(items) > MAX_ITEMS:
+        raise SearchGradeError(f"{size} queries make {len(items)} results to rate, over {MAX_ITEMS}: "
+                               "sample fewer queries")
+    queue_id = uuid.uuid4().hex[:12]
+    store.create_review_queue({"queue_id": queue_id, "run_id": run.run_id, "mode": mode, "size": size,
+                               "k": k, "seed": seed, "created_by": created_by},
+                              [(i.query_id, i.doc_id, i.stratum) for i in items])
+    return queue_id
+
+
+def queue_choices(store: Store, run_id: str) -> list[QueueChoice]:
+    out = []
+    for q in store.review_queues(run_id):
+        what = (f"{q['items']} pairs" if q["mode"] == "pairs"
+                else f"{q['size']} queries, {q['items']} results in their top {q['k']}")
+        by = f" by {q['created_by']}" if q["created_by"] else ""
+        out.append(QueueChoice(q["queue_id"], f"{what} · started {q['created_at']:%Y-%m-%d %H:%M}{by}",
+                               q["mode"], q["items"]))
+    return out
+
+
+def progress(store: Store, queue_id: str, rater: str, *, include_skipped: bool = False) -> QueueProgress:
+    """A rater's progress through a queue, and the next item for them (resumes across sessions)."""
+    rater = check_rater(rater)
+    queue = store.review_queue(queue_id)
+    if queue is None:
+        raise SearchGradeError(f"no review queue {queue_id!r}; start one on the Review page")
+    run = store.get_run(queue["run_id"])
+    items = store.review_items(queue_id)
+    labels = run_labels(store, run, doc_ids=sorted({i["doc_id"] for i in items}))
+    mine = {pair for pair, ratings in labels.ratings.items() if any(r.rater == rater for r in ratings)}
+    skipped = store.review_skips(queue_id, rater)
+    rated = [i["position"] for i in items if (i["query_id"], i["doc_id"]) in mine]
+    todo = [i for i in items if (i["query_id"], i["doc_id"]) not in mine
+            and (include_skipped or i["position"] not in skipped)]
+    return QueueProgress(len(items), len(rated), len(skipped - set(rated)),
+                         item_view(store, run, todo[0]) if todo else None, rated)
+
+
+def item_at(store: Store, queue_id: str, position: int) -> ReviewItemView:
+    queue = store.review_queue(queue_id)
+    run = store.get_run(queue["run_id"])
+    item = next((i for i in store.review_items(queue_id) if i["position"] == position), None)
+    if item is None:
+        raise SearchGradeError(f"review queue {queue_id} has no item {position}")
+    return item_view(store, run, item)
+
+
+def item_view(store: Store, run: RunRecord, item: dict) -> ReviewItemView:
+    texts = {q["query_id"]: q["text"] for q in store.queries(run.run_id)}
+    doc = store.documents(run.run_id, [item["doc_id"]]).get(item["doc_id"], {"title": "", "text": ""})
+    return ReviewItemView(item["position"], item["query_id"], texts.get(item["query_id"], ""), item["doc_id"],
+                          doc["title"], doc["text"])
