@@ -7,6 +7,7 @@ import re
 import streamlit as st
 
 from engine import jobs
+from engine.deploy import is_exposed
 from engine.paths import data_dir
 from engine.report import compare as compare_model
 from engine.report import drilldown as drilldown_model
@@ -35,6 +36,11 @@ def store_for(path: str) -> Store:
 
 def get_store() -> Store:
     return store_for(home())
+
+
+def app_exposed() -> bool:
+    """True when this app server is bound to an address other machines can reach (engine/deploy.py)."""
+    return is_exposed(st.get_option("server.address"))
 
 
 def _clear_caches(job: jobs.Job) -> None:
