@@ -8,7 +8,7 @@ import streamlit as st
 
 from engine import SearchGradeError, jobs
 from engine.llm.accounting import usage_text
-from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
+from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, key_withheld_note, llm_defaults
 from engine.paths import DEMO_DIR
 from engine.report.evaluate import (
     CollectionOverview,
@@ -242,6 +242,9 @@ def _form() -> None:
         key_set = bool(env_api_key())
         st.caption(f"API key: read only from {ENV_API_KEY} in the app server's environment "
                    f"({'set' if key_set else 'not set'}); never asked for here, shown or stored.")
+        withheld = key_withheld_note(st.session_state["evaluate_llm_base_url"].strip())
+        if withheld:
+            st.warning(plain(withheld[0].upper() + withheld[1:] + "."))
     model = st.session_state["evaluate_llm_model"].strip()
     base_url = st.session_state["evaluate_llm_base_url"].strip()
 

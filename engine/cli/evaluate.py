@@ -21,7 +21,7 @@ from engine.cli.options import (
 from engine.cli.output import Bars, print_notes
 from engine.cli.show import print_table
 from engine.config import RunConfig
-from engine.llm.env import require_endpoint, require_model
+from engine.llm.env import operator_urls, require_endpoint, require_model
 from engine.paths import data_dir
 
 if TYPE_CHECKING:
@@ -136,8 +136,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     bars = Bars()
     created: list[str] = []
     try:
-        outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
-                                 on_run_created=created.append, on_usage=bars.set_usage)
+        # The endpoint typed here is the operator's choice: it may get $OPENAI_API_KEY.
+        with operator_urls([args.base_url]):
+            outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
+                                     on_run_created=created.append, on_usage=bars.set_usage)
     except KeyboardInterrupt:
         bars.close()
         if created:
@@ -172,8 +174,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     run_id = store.get_run(args.run).run_id
     bars = Bars()
     try:
-        outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
-                             concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage)
+        with operator_urls([args.base_url]):
+            outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
+                                 concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage)
     except KeyboardInterrupt:
         bars.close()
         print(f"searchgrade: run {run_id} interrupted again and marked so", file=sys.stderr)

@@ -19,11 +19,13 @@ every HTTP request sent is counted: the calls a run reports equal the requests t
 Timeouts, connection errors, 408, 409, 429 and 5xx are retried with exponential backoff, honouring
 ``Retry-After``; a reply that is not valid JSON for its schema is retried with a short correction
 turn, then returned as a failure. 401, 403 and 404 stop everything (they will not get better).
-The API key is never stored in settings, logged or put in a message.
+The API key is never stored in settings, logged or put in a message, and is sent only to an
+endpoint the operator chose (engine/llm/env.py): any other endpoint gets no key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -39,7 +41,14 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ValidationError
 
 from core.records import SearchGradeError
-from engine.llm.env import env_api_key, env_base_url
+from engine.llm.env import (
+    api_key_for,
+    env_api_key,
+    env_base_url,
+    key_allowed,
+    key_withheld_note,
+    normalise_url,
+)
 
 OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 
@@ -175,6 +184,26 @@ class _GaveUp(Exception):
     """Retries exhausted on transient errors."""
 
 
+#: Fields of a GET /models entry that change between calls (llama.cpp's "created" is the time of
+#: the request; vLLM's permission entries carry fresh ids).
+_VOLATILE_MODEL_FIELDS = {"created", "object", "permission", "permissions"}
+
+#: Request headers that carry credentials, never sent to an endpoint the operator did not choose.
+_CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "api-key", "x-api-key",
+                       "openai-organization", "openai-project", "cookie"}
+
+
+def _strip_credentials(request: Any) -> None:
+    """An httpx request hook: drop credential headers, and those $OPENAI_CUSTOM_HEADERS adds."""
+    import os
+
+    custom = {line.split(":", 1)[0].strip().lower()
+              for line in os.environ.get("OPENAI_CUSTOM_HEADERS", "").splitlines() if ":" in line}
+    for name in list(request.headers):
+        if name.lower() in _CREDENTIAL_HEADERS or name.lower() in custom:
+            del request.headers[name]
+
+
 _KEYISH = re.compile(r"\b(sk|pk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 
 
@@ -183,7 +212,8 @@ class LLMClient:
 
     Args:
         settings: Model, endpoint, concurrency, timeouts and retry policy.
-        api_key: The key; None means $OPENAI_API_KEY. A local server (a base URL set) needs none.
+        api_key: The key; None means $OPENAI_API_KEY when the endpoint may have it (the
+            configured one, or one allowed: engine/llm/env.py), else no key. A local server needs none.
         client: Anything with ``chat.completions.create(**kwargs)`` (a stub in tests); None builds
             an ``openai.OpenAI`` with ``max_retries=0``.
         sleep: Called with the seconds to wait between retries (tests pass a recorder).
@@ -206,9 +236,16 @@ class LLMClient:
         self._mode: str | None = settings.output_mode
         self._mode_lock = threading.Lock()
         self._adaptations: dict[str, bool] = {}
-        key = api_key if api_key is not None else env_api_key()
+        self._identity: str | None = None
+        self._identity_lock = threading.Lock()
+        url = settings.resolved_base_url()
+        #: The operator chose this endpoint (engine/llm/env.py), or passed the key explicitly.
+        self.trusted_endpoint = api_key is not None or key_allowed(url)
+        key = api_key if api_key is not None else api_key_for(url)
+        #: Why a key that is set was not sent to this endpoint (said when the endpoint refuses us).
+        self.key_withheld = None if self.trusted_endpoint else key_withheld_note(url)
         # Kept only to scrub it from error text; never in settings, logs or messages.
-        self._secrets = tuple(s for s in (key,) if s and len(s) >= 4)
+        self._secrets = tuple(s for s in (key, env_api_key()) if s and len(s) >= 4)
         self._client = client if client is not None else self._openai_client(key)
 
     def _openai_client(self, key: str | None) -> Any:
@@ -224,13 +261,50 @@ class LLMClient:
                     "OPENAI_BASE_URL / --base-url to a local OpenAI-compatible server"
                 )
             key = "no-key"  # local servers ignore it, the openai package requires one
+        extra: dict[str, Any] = {}
+        if not self.trusted_endpoint:
+            # The openai package also sends credentials of its own from the environment
+            # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): none of it leaves for an
+            # endpoint the operator did not choose.
+            extra["http_client"] = openai.DefaultHttpxClient(
+                event_hooks={"request": [_strip_credentials]})
         return openai.OpenAI(
-            api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s
+            api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s, **extra
         )
 
     @property
     def model(self) -> str:
         return self.settings.model
+
+    @property
+    def judge_identity(self) -> str:
+        """Who answers, for cache keys: the model name and what the endpoint reports about it.
+
+        The same model name can be two different models (llama.cpp serves whatever it loaded,
+        whatever name is asked for), so the name alone must not share cached replies. The endpoint's
+        ``GET /models`` entry for the model (or its only entry) is fingerprinted, without fields
+        that change from call to call; an endpoint that lists nothing usable is identified by its
+        URL instead. A moved endpoint serving the same model keeps its cache.
+        """
+        with self._identity_lock:
+            if self._identity is None:
+                self._identity = f"{self.settings.model}|{self._fingerprint()}"
+            return self._identity
+
+    def _fingerprint(self) -> str:
+        url = "url:" + normalise_url(self.settings.resolved_base_url())
+        try:
+            listing = self._client.models.list()
+            entries = [e if isinstance(e, dict) else e.model_dump() for e in getattr(listing, "data", listing)]
+        except Exception:  # noqa: BLE001 - no listing (404, a stub, a server without it): the URL
+            return url
+        mine = [e for e in entries if e.get("id") == self.settings.model]
+        if not mine and len(entries) == 1:
+            mine = entries  # one model served, whatever name is asked for (llama.cpp)
+        if len(mine) != 1:
+            return url
+        stable = {k: v for k, v in mine[0].items() if k not in _VOLATILE_MODEL_FIELDS}
+        return "models:" + hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
     def output_mode(self) -> str | None:
@@ -360,10 +434,11 @@ class LLMClient:
                     self.usage.add(stage, latency_s=time.perf_counter() - t0)
                     raise _Rejected(f"request rejected ({status}, mode {mode}): {detail}") from None
                 if status not in _TRANSIENT and status < 500:
+                    fix = ("check OPENAI_API_KEY, --model and OPENAI_BASE_URL" if not self.key_withheld
+                           or status not in (401, 403) else self.key_withheld)
                     raise SearchGradeError(
                         f"the LLM endpoint {self.settings.resolved_base_url() or 'api.openai.com'} "
-                        f"answered {status} for model {self.settings.model!r}: {detail}; check "
-                        "OPENAI_API_KEY, --model and OPENAI_BASE_URL"
+                        f"answered {status} for model {self.settings.model!r}: {detail}; {fix}"
                     ) from None
                 error = f"HTTP {status}: {detail}"
                 wait_s = retry_after_seconds(exc.response.headers)

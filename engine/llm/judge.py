@@ -2,7 +2,8 @@
 
 Each unique (query text, document content) pair is judged once, however many strategies
 returned it and whichever query ids share the text. Valid grades are cached across runs under
-sha256(query text, document content, judge model, prompt version, document truncation), so an
+sha256(query text, document content, judge identity (the model name and the endpoint's fingerprint
+of it, engine/llm/client.py), prompt version, document truncation), so an
 unchanged evaluation makes no judge call, and a run stopped half-way resumes with only the
 missing pairs. A reply that fails validation after its retries becomes a failure record
 (grade None, reason "judge failure: ..."), never a grade, and is not cached.
@@ -54,8 +55,9 @@ class JudgeResult:
     failure_reasons: dict[str, int] = field(default_factory=dict)
 
 
-def judge_key(query_text: str, content: str, model: str, prompt_version: str, max_doc_chars: int) -> str:
-    return cache_key(CACHE_KIND, query_text, content, model, prompt_version, max_doc_chars)
+def judge_key(query_text: str, content: str, identity: str, prompt_version: str, max_doc_chars: int) -> str:
+    """The cache key of one grade; ``identity`` is the client's ``judge_identity``."""
+    return cache_key(CACHE_KIND, query_text, content, identity, prompt_version, max_doc_chars)
 
 
 def judge_pairs(
@@ -91,7 +93,8 @@ def judge_pairs(
         ids = (query.query_id, doc.doc_id)
         if ids in key_of:
             continue
-        key = judge_key(query.text, doc.content, model, prompt.version, settings.max_doc_chars)
+        key = judge_key(query.text, doc.content, client.judge_identity, prompt.version,
+                        settings.max_doc_chars)
         key_of[ids] = key
         to_judge.setdefault(key, (query.text, doc.content))
 

@@ -173,7 +173,7 @@ def generate_queries(
 
     def key_of(doc: Document) -> str:
         return cache_key(CACHE_KIND, doc.content, settings.seed, settings.n_natural,
-                         settings.n_keyword, client.model, prompt.version, settings.max_doc_chars)
+                         settings.n_keyword, client.judge_identity, prompt.version, settings.max_doc_chars)
 
     keys = [key_of(d) for d in sample]
     cached = cache.get_many(CACHE_KIND, keys)

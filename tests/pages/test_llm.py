@@ -190,6 +190,7 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
         at.text_input(key="evaluate_path").set_value(str(folder)).run()
         at.text_input(key="evaluate_llm_model").set_value("fake").run()
         at.text_input(key="evaluate_llm_base_url").set_value(server.base_url).run()
+        assert "No API key is sent to this endpoint" in _text(at)
         at.radio(key="evaluate_mode").set_value("llm").run()
         at.multiselect(key="evaluate_strategies").set_value(["fulltext"]).run()
         at.number_input(key="evaluate_llm_docs").set_value(3).run()
@@ -210,7 +211,9 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
     assert run.config["llm"]["model"] == "fake" and run.config["querygen"]["n_docs"] == 3
     assert len(store.queries(run.run_id)) == 6  # 3 documents x (1 natural + 1 keyword)
     assert store.llm_usage(run.run_id)["judge"]["requests"] == recorder.posts["judge"] > 0
-    # The key went to the server in the request header only: not in the store, not on the page.
+    # An endpoint typed in the browser never gets the server's key (engine/llm/env.py); the key is
+    # not in the store nor on the page either.
+    assert server.requests and not [h for _, _, h in server.requests if SECRET in " ".join(h.values())]
     assert SECRET not in (home / "searchgrade.duckdb").read_bytes().decode("latin-1")
     assert SECRET not in _text(at)
 

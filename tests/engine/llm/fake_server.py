@@ -31,6 +31,10 @@ class FakeOpenAIServer:
         self.latency_s = latency_s
         self.posts = 0
         self.bodies: list[dict[str, Any]] = []
+        #: Every request's (method, path, headers), GETs included.
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        #: What GET /v1/models lists.
+        self.models: list[dict[str, Any]] = [{"id": "fake", "object": "model"}]
         self._lock = threading.Lock()
         server = self
 
@@ -45,10 +49,16 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _record(self) -> None:
+                with server._lock:
+                    server.requests.append((self.command, self.path, dict(self.headers.items())))
+
             def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]}, {})
+                self._record()
+                self._send(200, {"object": "list", "data": server.models}, {})
 
             def do_POST(self) -> None:
+                self._record()
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
