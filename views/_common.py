@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import streamlit as st
@@ -147,5 +148,15 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 
 def plain(text: str) -> str:
-    """Text made inert for st.info / st.warning, which read Markdown: every special character escaped."""
+    """Text made inert for st.info / st.warning, which read Markdown: every special character escaped.
+
+    Every string from a user or a collection (names, ids, model names, errors quoting them) that
+    goes into Markdown (st.markdown, st.caption, st.info and the like, widget labels, tabs, expander
+    labels, st.metric) goes through this first: a name must not become a link or an image.
+    """
     return _MARKDOWN.sub(r"\\\1", text)
+
+
+def chart_text(text: str) -> str:
+    """Text made inert for Plotly, which reads a subset of HTML (links included) in names and labels."""
+    return html.escape(str(text), quote=False)

@@ -13,7 +13,7 @@ from engine.report.common import (
     metric_label,
     metric_names,
 )
-from views._common import compare_runs, home, plain, run_choices
+from views._common import chart_text, compare_runs, home, plain, run_choices
 
 st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
 
@@ -49,7 +49,7 @@ for note in result.notes:
 st.subheader(f"Change in {name}, run B minus run A ({result.n_shared} shared queries)")
 deltas = result.deltas
 figure = go.Figure()
-figure.add_bar(x=deltas["Strategy"].tolist(), y=deltas["Change"].tolist(),
+figure.add_bar(x=[chart_text(s) for s in deltas["Strategy"]], y=deltas["Change"].tolist(),
                error_y={"type": "data", "array": (deltas["CI high"] - deltas["Change"]).tolist(),
                         "arrayminus": (deltas["Change"] - deltas["CI low"]).tolist()},
                marker_color=["#2a8a3e" if c > 0 else "#c0392b" for c in deltas["Change"]],

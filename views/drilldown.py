@@ -40,9 +40,9 @@ detail = query_detail(home(), run_id, query_id)
 
 st.subheader("Query")
 st.text(detail.text)
-st.caption(f"Type: {detail.query_type} · id {detail.query_id}")
+st.caption(plain(f"Type: {detail.query_type} · id {detail.query_id}"))
 if detail.source is not None:
-    with st.expander(f"Source document {detail.source['doc_id']} (the query was written from it)",
+    with st.expander(plain(f"Source document {detail.source['doc_id']} (the query was written from it)"),
                      expanded=True):
         st.text(detail.source["title"])
         st.text(detail.source["text"])
@@ -59,7 +59,7 @@ st.subheader("Results per strategy")
 if not detail.results:
     st.info("No strategy returned results for this query.")
 else:
-    tabs = st.tabs([label(s) for s in detail.results])
+    tabs = st.tabs([plain(label(s)) for s in detail.results])
     for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
         with tab:
             st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",

@@ -20,6 +20,7 @@ from engine.strategies import color as strategy_color
 from engine.strategies import label as strategy_label
 from views._common import (
     SERIES_COLORS,
+    chart_text,
     failed_queries,
     get_store,
     home,
@@ -69,12 +70,12 @@ a, b, c = st.columns(3)
 if head is not None:
     a.metric(f"Best {head.metric}", f"{head.value:.2f}",
              help=f"95% CI {head.ci_low:.2f} to {head.ci_high:.2f}", border=True)
-    b.metric("Recommended strategy", head.label, border=True)
+    b.metric("Recommended strategy", plain(head.label), border=True)
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
 LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
           "human+llm": "human labels, LLM judge grades where they miss a result"}
-st.caption(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = grade ≥ "
-           f"{run.threshold}) · k = {run.k}, {run.depth} results kept per query · run {run.run_id}")
+st.caption(plain(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = "
+                 f"grade ≥ {run.threshold}) · k = {run.k}, {run.depth} results kept per query · run {run.run_id}"))
 panel = view.llm
 if panel is not None:
     parts = [f"Judge: {panel.judge_model or 'unknown model'}"
@@ -95,7 +96,7 @@ figure = go.Figure()
 for series, frame in bar_series(view.metric_summary).items():
     figure.add_bar(
         # Plain lists, not arrays: the figure's JSON then holds the numbers as they are stored.
-        name=series, x=frame["Strategy"].tolist(), y=frame["value"].tolist(),
+        name=series, x=[chart_text(s) for s in frame["Strategy"]], y=frame["value"].tolist(),
         marker_color=SERIES_COLORS[series],
         error_y={"type": "data", "array": frame["err_plus"].tolist(),
                  "arrayminus": frame["err_minus"].tolist(), "visible": True},
@@ -129,7 +130,7 @@ st.subheader(f"Mean relevance by position (1..{k})")
 figure = go.Figure()
 for strategy, frame in view.by_position.groupby("strategy", sort=False):
     figure.add_scatter(x=frame["rank"].tolist(), y=frame["mean_grade"].tolist(), mode="lines+markers",
-                       name=strategy_label(strategy), line={"color": strategy_color(strategy)})
+                       name=chart_text(strategy_label(strategy)), line={"color": strategy_color(strategy)})
 figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade", height=340, margin={"t": 20},
                      xaxis={"dtick": 1}, meta={"chart": "position"})
 st.plotly_chart(figure, key="results_position_chart")

@@ -15,7 +15,7 @@ from engine.report.common import (
 )
 from engine.strategies import color as strategy_color
 from engine.strategies import label as strategy_label
-from views._common import home, run_choices, trend, trend_cutoffs
+from views._common import chart_text, home, run_choices, trend, trend_cutoffs
 
 st.session_state.setdefault("trends_metric", PRIMARY_METRIC)
 st.session_state.setdefault("trends_collection", "All collections")
@@ -46,7 +46,7 @@ figure = go.Figure()
 for strategy, rows in frame.groupby("strategy", sort=False):
     color = strategy_color(strategy) or "#888888"
     band = "rgba({}, {}, {}, 0.18)".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
-    label = strategy_label(strategy)
+    label = chart_text(strategy_label(strategy))
     x = [t.isoformat() for t in rows["created_at"]]
     value, low, high = rows["value"].tolist(), rows["ci_low"].tolist(), rows["ci_high"].tolist()
     # The CI band: the upper edge, then the lower edge filled up to it.
@@ -60,7 +60,8 @@ for strategy, rows in frame.groupby("strategy", sort=False):
                        error_y={"type": "data", "array": [h - v for h, v in zip(high, value, strict=True)],
                                 "arrayminus": [v - lo for v, lo in zip(value, low, strict=True)],
                                 "thickness": 1, "width": 3},
-                       customdata=rows[["name", "ci_low", "ci_high"]].values.tolist(),
+                       customdata=[[chart_text(n), lo, hi] for n, lo, hi in zip(
+                           rows["name"], rows["ci_low"], rows["ci_high"], strict=True)],
                        hovertemplate=("%{customdata[0]}<br>" + label + ": %{y:.3f} (95% CI "
                                       "%{customdata[1]:.3f} to %{customdata[2]:.3f})<extra></extra>"))
 times = frame["created_at"]
