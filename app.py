@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from views._login import require_login
+
 st.set_page_config(page_title="searchgrade", page_icon=":mag:", layout="wide")
+# Nothing of the app (not even its navigation) exists for a visitor who has not logged in.
+require_login()
 
 navigation = st.navigation([
     st.Page("views/evaluate.py", title="Evaluate", icon=":material/play_circle:", default=True),

@@ -1,4 +1,9 @@
-"""`searchgrade app`: start the dashboard (Streamlit)."""
+"""`searchgrade app`: start the dashboard (Streamlit).
+
+The command checks what it can before starting (an exposed address needs a login: engine/auth.py),
+then replaces itself with the Streamlit server (exec), so that the process a supervisor, a
+container or `kill` sees is the server itself, and its signals reach it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+from core.records import SearchGradeError
+from engine import auth
 from engine.cli.options import add_common
+from engine.deploy import is_exposed
 from engine.paths import data_dir
 
 #: The Streamlit entry point, at the root of the source tree.
@@ -17,23 +25,55 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("app", help="start the dashboard (Streamlit)")
     p.add_argument("--port", type=int, default=8501)
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default: 127.0.0.1, this machine only); any other address "
+                   f"needs a login: ${auth.ENV_PASSWORD} or st.login in .streamlit/secrets.toml")
+    p.add_argument("--no-auth", action="store_true",
+                   help="serve an exposed app (--host other than loopback) with no login: anyone who "
+                   "reaches the port can use it, its data and its LLM endpoint")
     add_common(p)
     p.set_defaults(handler=cmd_app)
 
 
-def cmd_app(args: argparse.Namespace) -> int:
-    import subprocess
+def streamlit_command(args: argparse.Namespace) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port),
+            "--server.address", args.host, "--server.headless", "true",
+            # Streamlit would otherwise watch every module file under the app's folder,
+            # .venv included (torch and all): polling thousands of files slows a run ~4x.
+            "--server.fileWatcherType", "none",
+            "--browser.gatherUsageStats", "false"]
 
+
+def check_login(host: str, no_auth: bool, environ: dict[str, str]) -> str:
+    """How visitors will log in ("password", "oidc", "none"); raises when an exposed app has no way."""
+    secret = auth.password(environ)
+    if secret is not None:
+        auth.check_password_strength(secret)
+        auth.session_seconds(environ)
+    oidc = auth.oidc_status(auth.secrets_files(APP.parent))
+    if oidc.present and not oidc.ready and secret is None:
+        raise SearchGradeError(f"st.login is configured but cannot work: {oidc.problem}")
+    method = auth.login_method(environ, oidc)
+    if method is None and is_exposed(host) and not no_auth:
+        raise SearchGradeError(auth.exposed_without_login_message(host))
+    return method or "none"
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    if not 0 < args.port < 65536:
+        raise SearchGradeError(f"--port {args.port} is not a TCP port (1-65535)")
     env = dict(os.environ, SEARCHGRADE_HOME=str(data_dir(args.data_dir).resolve()))
-    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port),
-               "--server.address", args.host, "--server.headless", "true",
-               # Streamlit would otherwise watch every module file under the app's folder,
-               # .venv included (torch and all): polling thousands of files slows a run ~4x.
-               "--server.fileWatcherType", "none",
-               "--browser.gatherUsageStats", "false"]
-    print(f"searchgrade app on http://{args.host}:{args.port} (Ctrl-C to stop)", file=sys.stderr)
-    try:
-        return subprocess.call(command, env=env)
-    except KeyboardInterrupt:
-        return 0
+    method = check_login(args.host, args.no_auth, env)
+    if args.no_auth:
+        env[auth.ENV_NO_AUTH] = "1"
+    else:
+        env.pop(auth.ENV_NO_AUTH, None)
+    login = {"password": "password login", "oidc": "OIDC login (st.login)"}.get(method, "no login")
+    if method == "none" and is_exposed(args.host):
+        login += ", as asked with --no-auth: anyone who reaches the port can use it"
+    print(f"searchgrade app on http://{args.host}:{args.port} ({login}; Ctrl-C to stop)", file=sys.stderr)
+    sys.stderr.flush()
+    sys.stdout.flush()
+    command = streamlit_command(args)
+    os.execve(command[0], command, env)
+    return 1  # not reached: exec replaced this process

@@ -75,7 +75,7 @@ def app(tmp_path):
     log = open(tmp_path / "streamlit.log", "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )

@@ -14,6 +14,19 @@ APP = str(ROOT / "app.py")
 LLM_ENVIRONMENT = ("SEARCHGRADE_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
+@pytest.fixture(autouse=True)
+def loopback_app(monkeypatch):
+    """The app as `searchgrade app` starts it by default: on 127.0.0.1, with no login configured."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")
+    for name in ("SEARCHGRADE_APP_PASSWORD", "SEARCHGRADE_APP_NO_AUTH"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    config.set_option("server.address", before)
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
     """A fresh data directory the app under test uses (SEARCHGRADE_HOME), no LLM configured."""

@@ -1,0 +1,95 @@
+"""`searchgrade app`: refuses to expose the app without a login, and is the Streamlit server itself."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SEARCHGRADE = [sys.executable, "-m", "engine.cli"]
+
+
+def _env(tmp_path, **extra) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SEARCHGRADE_APP_PASSWORD", "SEARCHGRADE_APP_NO_AUTH")}
+    # HOME elsewhere: no secrets.toml of the machine's user is read.
+    return dict(env, PYTHONPATH=str(ROOT), HOME=str(tmp_path), SEARCHGRADE_HOME=str(tmp_path / "home"),
+                **extra)
+
+
+def _refused(tmp_path, *args, **env) -> str:
+    proc = subprocess.run([*SEARCHGRADE, "app", *args], capture_output=True, text=True, timeout=120,
+                          env=_env(tmp_path, **env), cwd=tmp_path)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+def test_binding_every_interface_without_a_login_exits_with_one_line(tmp_path):
+    line = _refused(tmp_path, "--host", "0.0.0.0")
+    assert "reachable from other machines (0.0.0.0)" in line
+    assert "SEARCHGRADE_APP_PASSWORD" in line and "--no-auth" in line and "[auth]" in line
+
+
+def test_a_short_password_is_refused_before_anything_starts(tmp_path):
+    line = _refused(tmp_path, "--host", "0.0.0.0", SEARCHGRADE_APP_PASSWORD="hunter2")
+    assert "has 7 characters; use at least 12" in line and "hunter2" not in line
+
+
+def test_half_configured_oidc_is_refused_with_what_is_missing(tmp_path):
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "secrets.toml").write_text(
+        '[auth]\nredirect_uri = "http://localhost:8501/oauth2callback"\ncookie_secret = "xyz"\n')
+    line = _refused(tmp_path, "--host", "0.0.0.0")
+    assert "st.login is configured but cannot work" in line and "client_id" in line and "xyz" not in line
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"searchgrade app exited: {proc.stderr.read()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("the app did not answer")
+
+
+@pytest.mark.slow
+def test_the_app_command_is_the_server_so_kill_stops_it(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([*SEARCHGRADE, "app", "--port", str(port), "--host", "0.0.0.0", "--no-auth"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=_env(tmp_path), cwd=tmp_path)
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}", proc)
+        # The process started is the Streamlit server itself (exec), not a parent of it.
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"streamlit" in cmdline and b"run" in cmdline
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0, "something still serves the port"
+    assert "no login, as asked with --no-auth" in proc.stderr.read()
