@@ -89,8 +89,7 @@ class UsageSink:
             counters = self.usage.snapshot().get(stage)
             if counters is not None:
                 self.ctx.on_usage(stage, counters)
-        if self.ctx.progress is not None:
-            self.ctx.progress(stage, done, total)
+        self.ctx.report(stage, done, total)
 
 
 def llm_queries(ctx: RunContext, usage: UsageSink) -> list[Query]:

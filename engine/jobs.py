@@ -8,9 +8,13 @@ run; closing a tab stops nothing. While a job is active, starting another return
 a second click never starts a duplicate run (the machine has few cores, and two runs would only
 slow each other down).
 
-A stopped run (interrupted or failed) is resumed the same way, in a worker
+A stopped run (interrupted, failed or cancelled) is resumed the same way, in a worker
 (:func:`start_resume`, over :func:`engine.pipeline.resume_run`). LLM stages report their calls and
-tokens so far into the job (``Job.usage``), for the live progress.
+tokens so far into the job (``Job.usage``), for the live progress. :func:`cancel` stops a job at
+its next progress step; the run is marked cancelled and keeps what it did, for resume.
+
+The registry's lock guards only the in-memory jobs: it is never held while the store (DuckDB,
+which may wait seconds for another process's file lock) is read or written.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from core.records import SearchGradeError
+from engine.lifecycle import RunCancelled, RunTakenOver
 
-#: Job states; "starting" and "running" are active.
+#: Job states; "starting" and "running" are active. A job ends "complete", "failed", "cancelled"
+#: or "interrupted" (another process resumed its run).
 ACTIVE_STATES = ("starting", "running")
 
 
@@ -61,6 +67,8 @@ class Job:
     kind: str = "evaluate"
     #: LLM stage -> its counters so far in this job (requests, tokens, cache_hits, failures, ...).
     usage: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Cancel was asked: the worker stops at its next progress step.
+    cancel_requested: bool = False
 
     @property
     def active(self) -> bool:
@@ -155,7 +163,7 @@ def start_resume(
     base_url: str | None = None,
     resume: Callable[..., Any] | None = None,
 ) -> tuple[Job, bool]:
-    """Resume a stopped (interrupted or failed) run in a worker thread, unless a job is active.
+    """Resume a stopped (interrupted, failed or cancelled) run in a worker thread, unless a job is active.
 
     Args:
         run_id: The run to continue.
@@ -191,6 +199,25 @@ def _start(label: str, kind: str, body: Callable[[_Reporter], Any], store: Any) 
         return _copy(job), True
 
 
+def cancel(job_id: str, store: Any) -> Job | None:
+    """Ask a job to stop; its run ends 'cancelled' (what was done is kept for resume).
+
+    The worker stops at its next progress step; the run row is also asked to cancel, so the
+    heartbeat of whichever process holds it sees it. Returns the job's snapshot (None if unknown).
+    """
+    with _LOCK:
+        job = _JOBS.get(job_id)
+        if job is None:
+            return None
+        if job.active:
+            job.cancel_requested = True
+        run_id = job.run_id if job.active else None
+        snap = _copy(job)
+    if run_id is not None:
+        store.request_cancel(run_id)
+    return snap
+
+
 def wait(job_id: str, timeout_s: float | None = None) -> Job | None:
     """Block until a job's worker ends (tests, the CLI); returns its final snapshot."""
     thread = _THREADS.get(job_id)
@@ -210,6 +237,9 @@ class _Reporter:
             job = _JOBS[self.job_id]
             job.stages[stage] = StageProgress(stage, int(done), int(total))
             job.current_stage = stage
+            cancelled = job.cancel_requested
+        if cancelled:
+            raise RunCancelled(f"job {self.job_id} was cancelled")
 
     def created(self, run_id: str) -> None:
         with _LOCK:
@@ -233,6 +263,10 @@ def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
             job.run_id = outcome.run_id
             job.skipped = dict(outcome.skipped)
             job.state = "complete" if outcome.status == "complete" else outcome.status
+    except RunCancelled:
+        _fail(job_id, "cancelled: what was done is kept; resume the run to finish it", state="cancelled")
+    except RunTakenOver as exc:
+        _fail(job_id, str(exc), state="interrupted")
     except SearchGradeError as exc:
         _fail(job_id, str(exc))
     except BaseException as exc:  # noqa: BLE001 - a worker must record every failure, not die silently
@@ -240,17 +274,24 @@ def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
         _fail(job_id, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "))
     finally:
         with _LOCK:
+            run_id = _JOBS[job_id].run_id
+            needs_skipped = bool(run_id) and not _JOBS[job_id].skipped
+        # A run skipped strategies: show the reasons even when it failed later. Read outside the
+        # lock: the store may wait on another process.
+        skipped: dict[str, str] = {}
+        if needs_skipped:
+            try:
+                skipped = dict(store.get_run(run_id).skipped)
+            except Exception:  # noqa: BLE001, S110 - best effort, the store may be what failed
+                pass
+        with _LOCK:
             job = _JOBS[job_id]
             if job.active:
                 job.state = "failed"
                 job.error = job.error or "the run stopped without a result"
             job.finished_at = time.time()
-            # A run skipped strategies: show the reasons even when it failed later.
-            if job.run_id and not job.skipped:
-                try:
-                    job.skipped = dict(store.get_run(job.run_id).skipped)
-                except Exception:  # noqa: BLE001, S110 - best effort, the store may be what failed
-                    pass
+            if skipped and not job.skipped:
+                job.skipped = skipped
             final = _copy(job)
             listeners = list(_LISTENERS)
         for listener in listeners:
@@ -260,10 +301,10 @@ def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
                 traceback.print_exc()
 
 
-def _fail(job_id: str, message: str) -> None:
+def _fail(job_id: str, message: str, state: str = "failed") -> None:
     with _LOCK:
         job = _JOBS[job_id]
-        job.state = "failed"
+        job.state = state
         job.error = message
 
 

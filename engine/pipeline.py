@@ -1,9 +1,10 @@
 """The evaluation pipeline: queries -> search -> grades -> metrics, stored as one run.
 
 A run is created as 'running' before any work and ends 'complete' only after its last write; a
-failure ends it 'failed' and Ctrl-C 'interrupted', each with what it completed (stage timings and
-the error). Results, grades and metrics of a run land in one transaction, so a run that did not
-finish never holds half of them.
+failure ends it 'failed', and Ctrl-C or Cancel in the app 'cancelled', each with what it completed
+(stage timings and the error). While it runs, its heartbeat is kept (engine/lifecycle.py): a run
+whose process dies is seen 'interrupted' once the heartbeat is stale. Results, grades and metrics
+of a run land in one transaction, so a run that did not finish never holds half of them.
 
 What a run does is its ``RunConfig`` (engine/config.py); how results are graded, by qrels, the LLM
 judge or both, is engine/grading.py; how they are scored, engine/scoring.py.
@@ -33,6 +34,7 @@ from engine.collections import default_threshold, grade_scale, load_collection
 from engine.config import JUDGE_THRESHOLD, RunConfig
 from engine.grading import UsageSink, flush_quietly, grade_results, llm_queries
 from engine.llm.client import LLMClient
+from engine.lifecycle import RunCancelled, RunGuard, RunTakenOver
 from engine.llm.env import settings_from_env
 from engine.scoring import (
     per_query_metrics,
@@ -40,7 +42,7 @@ from engine.scoring import (
     stored_cutoffs,
     summarise,
 )
-from engine.store import Store
+from engine.store import Store, heartbeat_timeout_s, new_owner
 from indexes.build import build_searchers
 from indexes.settings import IndexSettings
 
@@ -181,6 +183,7 @@ def run_evaluation(
     plan = _plan(collection, config, store)
     client = _client(config)
     name = config.name or f"{collection.name} {time.strftime('%Y-%m-%d %H:%M')}"
+    owner = new_owner()
     run_id = store.create_run(
         name=name,
         collection_name=collection.name,
@@ -194,11 +197,12 @@ def run_evaluation(
         depth=config.retrieval_depth,
         config=config.to_json(),
         notes=[*collection.notes, *plan.notes],
+        owner=owner,
     )
     if on_run_created is not None:
         on_run_created(run_id)
     return _execute(RunContext(collection, config, store, Path(data_dir), run_id, plan, client,
-                               progress, on_usage))
+                               progress, on_usage, owner=owner))
 
 
 def resume_run(
@@ -212,7 +216,7 @@ def resume_run(
     progress: Progress | None = None,
     on_usage: UsageCallback | None = None,
 ) -> RunOutcome:
-    """Continue an interrupted or failed run with its stored config; only missing work is done.
+    """Continue an interrupted, cancelled or failed run with its stored config; only missing work is done.
 
     Stored queries are reused, completed LLM replies come from the cache (none is asked again),
     and the run's results, grades and metrics are written once, at the end, as for a new run.
@@ -223,14 +227,14 @@ def resume_run(
         base_url, concurrency: Override the stored LLM endpoint or concurrency (the model and
             prompts stay, or the cache would not apply).
     """
-    store.mark_stale_runs()
     run = store.get_run(run_id)
     if run.status == "complete":
         raise SearchGradeError(f"run {run.run_id} is already complete; start a new one with "
                                "`searchgrade evaluate`")
     if run.status == "running":
-        raise SearchGradeError(f"run {run.run_id} is still running (process {store.run_pid(run.run_id)}); "
-                               "stop that process first")
+        raise SearchGradeError(
+            f"run {run.run_id} is still running ({store.running_where(run.run_id)}); stop or cancel "
+            f"it first, or wait: without a heartbeat for {heartbeat_timeout_s():g} s it counts as interrupted")
     config = RunConfig.from_json(run.config)
     if config.llm is not None and (base_url is not None or concurrency is not None):
         overrides: dict[str, Any] = {}
@@ -244,9 +248,11 @@ def resume_run(
     config = _prepare(config)
     plan = _plan(collection, config, store)
     client = _client(config)
-    store.reopen_run(run.run_id)
+    owner = new_owner()
+    store.reopen_run(run.run_id, owner)
     return _execute(RunContext(collection, config, store, Path(data_dir), run.run_id, plan, client,
-                               progress, on_usage, timings=dict(run.timings), stats=dict(run.stats)))
+                               progress, on_usage, owner=owner, timings=dict(run.timings),
+                               stats=dict(run.stats)))
 
 
 @dataclass
@@ -262,39 +268,62 @@ class RunContext:
     client: LLMClient | None
     progress: Progress | None
     on_usage: UsageCallback | None
+    #: This process's token for the run (engine.store.new_owner).
+    owner: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     stage: str = "starting"
+    guard: RunGuard | None = None
+
+    def check(self) -> None:
+        """Stop here if the run was cancelled or taken over (engine/lifecycle.py)."""
+        if self.guard is not None:
+            self.guard.check()
+
+    def report(self, stage: str, done: int, total: int) -> None:
+        """Progress, and a point where a cancel takes effect."""
+        self.check()
+        if self.progress is not None:
+            self.progress(stage, done, total)
 
     def enter(self, stage: str) -> None:
+        self.check()
         self.stage = stage
         self.store.update_run(self.run_id, stage=stage, timings=self.timings)
 
 
 def _execute(ctx: RunContext) -> RunOutcome:
     usage = UsageSink(ctx) if ctx.client is not None else None
-    try:
-        outcome = _run_stages(ctx, usage)
-    except KeyboardInterrupt:
-        flush_quietly(usage)
-        ctx.store.update_run(ctx.run_id, timings=ctx.timings, stats=ctx.stats)
-        ctx.store.finish_run(ctx.run_id, "interrupted",
-                             f"interrupted by the user (Ctrl-C) during {ctx.stage}")
-        raise
-    except BaseException as exc:
-        flush_quietly(usage)
-        ctx.store.update_run(ctx.run_id, timings=ctx.timings, stats=ctx.stats)
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        ctx.store.finish_run(ctx.run_id, "failed", f"{type(exc).__name__}: {message}")
-        raise
-    ctx.store.finish_run(ctx.run_id, "complete")
+    with RunGuard(ctx.store, ctx.run_id, ctx.owner or "") as ctx.guard:
+        try:
+            outcome = _run_stages(ctx, usage)
+        except RunTakenOver:
+            # Another process resumed the run: its status and contents are that process's now.
+            flush_quietly(usage)
+            raise
+        except (KeyboardInterrupt, RunCancelled) as exc:
+            flush_quietly(usage)
+            how = "by the user (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else "from the app"
+            _stop(ctx, "cancelled", f"cancelled {how} during {ctx.stage}; what was done is kept for resume")
+            raise
+        except BaseException as exc:
+            flush_quietly(usage)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            _stop(ctx, "failed", f"{type(exc).__name__}: {message}")
+            raise
+        ctx.store.finish_run(ctx.run_id, "complete", owner=ctx.owner)
     outcome.status = "complete"
     return outcome
 
 
+def _stop(ctx: RunContext, status: str, error: str) -> None:
+    ctx.store.update_run(ctx.run_id, timings=ctx.timings, stats=ctx.stats)
+    ctx.store.finish_run(ctx.run_id, status, error, owner=ctx.owner)
+
+
 def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     config, store, run_id, collection = ctx.config, ctx.store, ctx.run_id, ctx.collection
-    report = ctx.progress or (lambda stage, done, total: None)
+    report = ctx.report
     plan = ctx.plan
 
     if config.mode == "llm":
@@ -348,7 +377,10 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     keep |= {doc_id for judged in plan.qrels.values() for doc_id in judged}
     keep |= {q.source_doc_id for q in queries if q.source_doc_id}
     keep |= {g.doc_id for g in grades}
+    ctx.check()
     with store.transaction() as con:
+        if ctx.owner is not None and not store.owns(con, run_id, ctx.owner):
+            raise RunTakenOver(f"run {run_id} was resumed by another process; this one stops")
         store.clear_run_contents(con, run_id)
         store.write_queries(con, run_id, queries)
         for strategy, strategy_hits in hits.items():

@@ -17,7 +17,7 @@ from engine.report import results as results_model
 from engine.report import runs as runs_model
 from engine.report import trends as trends_model
 from engine.report.common import WITH, WITHOUT
-from engine.store import Store
+from engine.store import STOPPED_STATUSES, Store
 
 #: The two series of the with/without reranker bars.
 SERIES_COLORS = {WITHOUT: "#9db8d2", WITH: "#1f5f99"}
@@ -102,7 +102,7 @@ def resume_controls(run, key: str) -> None:
 
     The run continues in the background worker; the page switches to Evaluate to show it.
     """
-    if run.status not in ("interrupted", "failed"):
+    if run.status not in STOPPED_STATUSES:
         return
     stored = (run.config.get("llm") or {}).get("base_url") or ""
     st.caption("Resuming continues with the run's stored configuration: its queries are reused, "
@@ -119,6 +119,34 @@ def resume_controls(run, key: str) -> None:
         st.session_state["evaluate_job_id"] = job.job_id
         st.session_state["evaluate_form"] = False
         st.switch_page("views/evaluate.py")
+
+
+def running_controls(run, key: str) -> None:
+    """A running run (from this app or another process): its stage, a Cancel button, and a watch
+    that reruns the page when the run stops (complete, or interrupted once its heartbeat is stale).
+    """
+    st.info(plain(f"This run is still running (stage: {run.stage or 'starting'}). "
+                  "Its results appear when it completes."))
+    if st.session_state.get(f"{key}_asked") == run.run_id:
+        st.caption("Cancel asked: the run stops at its next step and keeps what it did, for resume.")
+    elif st.button("Cancel this run", key=f"{key}_cancel",
+                   help="Stop the run, wherever it runs (this app or the command line); what it did is "
+                   "kept and Resume continues it"):
+        active = jobs.active_job()
+        if active is not None and active.run_id == run.run_id:
+            jobs.cancel(active.job_id, get_store())
+        else:
+            get_store().request_cancel(run.run_id)
+        st.session_state[f"{key}_asked"] = run.run_id
+        st.rerun()
+    _watch_status(run.run_id, run.status)
+
+
+@st.fragment(run_every=2.0)
+def _watch_status(run_id: str, status: str) -> None:
+    # A fresh read each time: a stale heartbeat turns the run interrupted on this read.
+    if get_store().get_run(run_id).status != status:
+        st.rerun()
 
 
 def run_choices(*, complete_only: bool = False) -> list[runs_model.RunChoice]:

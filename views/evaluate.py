@@ -74,7 +74,14 @@ def _live(job_id: str) -> None:
     st.markdown(f"**{verb}** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
                 f"{job.elapsed_s:.0f} s")
     _stage_table(job)
-    st.caption("The run continues if you close or refresh this tab.")
+    if job.cancel_requested:
+        st.caption("Cancelling: the run stops at its next step and keeps what it did, for resume.")
+    else:
+        st.caption("The run continues if you close or refresh this tab.")
+        if st.button("Cancel run", key="evaluate_cancel",
+                     help="Stop the run; what it did is kept and Resume continues it"):
+            jobs.cancel(job_id, get_store())
+            st.rerun(scope="fragment")
 
 
 def _show_job(job_id: str) -> None:
@@ -89,7 +96,8 @@ def _show_job(job_id: str) -> None:
         st.success(plain(f"Run complete: {run.name} ({job.elapsed_s:.0f} s)"))
         _stage_table(job)
     else:
-        st.error(plain(f"The run {job.state}: {job.error}"))
+        show = st.warning if job.state == "cancelled" else st.error
+        show(plain(f"The run {job.state}: {job.error}"))
         _stage_table(job)
         if job.run_id:
             resume_controls(get_store().get_run(job.run_id), "evaluate_resume")

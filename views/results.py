@@ -29,6 +29,7 @@ from views._common import (
     results_view,
     resume_controls,
     run_choices,
+    running_controls,
 )
 from views._rating import rate_failed_results, rescore_controls
 from views._trust import trust_section
@@ -46,7 +47,7 @@ run_id = pick_run(choices, "results_run")
 run = get_store().get_run(run_id)
 if run.status != "complete":
     if run.status == "running":
-        st.info(f"This run is still running (stage: {run.stage}). Its results appear when it completes.")
+        running_controls(run, "results_running")
     else:
         st.error(plain(f"This run is {run.status}: {run.error or 'no error recorded'}"))
         resume_controls(run, "results_resume")

@@ -21,6 +21,7 @@ from engine.cli.options import (
 from engine.cli.output import Bars, print_notes
 from engine.cli.show import print_table
 from engine.config import RunConfig
+from engine.lifecycle import RunCancelled, RunTakenOver
 from engine.llm.env import operator_urls, require_endpoint, require_model
 from engine.paths import data_dir
 
@@ -52,13 +53,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=cmd_evaluate)
 
-    p = sub.add_parser("resume", help="continue an interrupted or failed run; only missing work is done")
+    p = sub.add_parser("resume",
+                       help="continue an interrupted, cancelled or failed run; only missing work is done")
     p.add_argument("run", help="run id (or an unambiguous prefix)")
     p.add_argument("--base-url", help="the LLM endpoint, if it moved (default: the run's)")
     p.add_argument("--concurrency", type=int, help="LLM requests in flight (default: the run's)")
     add_common(p)
     p.set_defaults(handler=cmd_resume)
 
+
+#: The exit status of a run stopped by Ctrl-C or Cancel in the app (as for SIGINT).
+EXIT_CANCELLED = 130
 
 #: Options that only mean something with --llm (name -> flag).
 _LLM_ONLY = {"model": "--model", "base_url": "--base-url", "concurrency": "--concurrency",
@@ -140,12 +145,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         with operator_urls([args.base_url]):
             outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
                                      on_run_created=created.append, on_usage=bars.set_usage)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
         if created:
-            print(f"searchgrade: run {created[0]} interrupted and marked so; continue it with "
-                  f"`searchgrade resume {created[0]}`", file=sys.stderr)
-        raise
+            how = "by Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "from the app"
+            print(f"searchgrade: run {created[0]} cancelled {how}; what was done is kept: continue "
+                  f"it with `searchgrade resume {created[0]}`", file=sys.stderr)
+            return EXIT_CANCELLED
+        raise KeyboardInterrupt from None
+    except RunTakenOver as exc:
+        raise SearchGradeError(str(exc)) from None
     except SearchGradeError as exc:
         bars.close()
         if created:
@@ -177,10 +186,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
         with operator_urls([args.base_url]):
             outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
                                  concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
-        print(f"searchgrade: run {run_id} interrupted again and marked so", file=sys.stderr)
-        raise
+        how = "by Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "from the app"
+        print(f"searchgrade: run {run_id} cancelled {how} again; `searchgrade resume {run_id}` "
+              "continues it", file=sys.stderr)
+        return EXIT_CANCELLED
+    except RunTakenOver as exc:
+        bars.close()
+        raise SearchGradeError(str(exc)) from None
     finally:
         bars.close()
     return _report_outcome(store, outcome)

@@ -5,7 +5,8 @@ All SQL of the project lives in this package, one module per concern, composed i
 - connection: opening the file (retried while another process holds its lock), transactions,
   bulk inserts, and applying the migrations at open.
 - migrations: the schema as numbered, forward-only migrations (append-only).
-- runs: a run's lifecycle (``RunRecord``): create, update, finish, list, mark stale, reopen.
+- runs: a run's lifecycle (``RunRecord``): create, update, heartbeat, cancel, finish, list, mark
+  stale, reopen.
 - results: a run's contents written in one transaction, and read back.
 - dashboard: the SQL aggregates the dashboard's view models read.
 - llm_cache: cached LLM replies (generated queries, grades).
@@ -21,7 +22,16 @@ from engine.store.labels import LabelsMixin
 from engine.store.llm_cache import LLMCacheMixin
 from engine.store.migrations import MIGRATIONS
 from engine.store.results import ResultsMixin
-from engine.store.runs import RUN_STATUSES, RunRecord, RunsMixin, new_run_id
+from engine.store.runs import (
+    RUN_STATUSES,
+    STOPPED_STATUSES,
+    Beat,
+    RunRecord,
+    RunsMixin,
+    heartbeat_timeout_s,
+    new_owner,
+    new_run_id,
+)
 from engine.store.usage import LLMUsageMixin
 
 
@@ -30,4 +40,5 @@ class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsag
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 
-__all__ = ["DB_FILENAME", "MIGRATIONS", "RUN_STATUSES", "RunRecord", "Store", "new_run_id"]
+__all__ = ["DB_FILENAME", "MIGRATIONS", "RUN_STATUSES", "STOPPED_STATUSES", "Beat", "RunRecord", "Store",
+           "heartbeat_timeout_s", "new_owner", "new_run_id"]

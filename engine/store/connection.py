@@ -3,11 +3,15 @@
 Connections are short-lived (one per operation) so that another process (the CLI while the app is
 open, say) can write between them: DuckDB lets only one process hold a database file open for
 writing. Inside one process, DuckDB shares one database instance between connections, so threads
-are safe with a connection each. A connection is retried while another process holds the lock.
+are safe with a connection each; but opening and closing connections to one file from several
+threads at once races in DuckDB's Python client (a connection may get an instance whose Arrow scan
+is not registered yet: "python_arrow_scan does not exist"), so opening and closing are serialised
+in this process (``_OPEN_CLOSE``). A connection is retried while another process holds the lock.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +25,10 @@ from core.records import SearchGradeError
 from engine.store.migrations import MIGRATIONS
 
 DB_FILENAME = "searchgrade.duckdb"
+
+#: Held while a connection is opened or closed (never while it is used, nor while waiting for
+#: another process's lock): see the module docstring.
+_OPEN_CLOSE = threading.Lock()
 
 
 def now_utc() -> datetime:
@@ -72,7 +80,8 @@ class StoreConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
-                con = duckdb.connect(str(self.path))
+                with _OPEN_CLOSE:
+                    con = duckdb.connect(str(self.path))
                 break
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
@@ -95,7 +104,8 @@ class StoreConnection:
         try:
             yield con
         finally:
-            con.close()
+            with _OPEN_CLOSE:
+                con.close()
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

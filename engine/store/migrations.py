@@ -175,4 +175,15 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         ALTER TABLE grades ADD COLUMN llm_grade INTEGER
         """,
     ),
+    (
+        4,
+        # The run lifecycle: whoever runs a run beats its heartbeat and owns it by a token; a run
+        # whose heartbeat stops is interrupted; another process (the app) may ask it to cancel.
+        """
+        ALTER TABLE runs ADD COLUMN heartbeat_at TIMESTAMP;
+        ALTER TABLE runs ADD COLUMN owner VARCHAR;
+        ALTER TABLE runs ADD COLUMN cancel_requested BOOLEAN DEFAULT false;
+        UPDATE runs SET heartbeat_at = coalesce(finished_at, created_at), cancel_requested = false;
+        """,
+    ),
 )

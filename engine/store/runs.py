@@ -1,8 +1,14 @@
 """A run's lifecycle in the store: created 'running', updated as stages advance, finished once.
 
-A run ends 'complete', 'failed' or 'interrupted'; one whose process died without saying so (kill -9)
-is marked interrupted by the next process that looks (``mark_stale_runs``). A stopped run can be
-reopened to resume it.
+A run ends 'complete', 'failed', 'cancelled' (Ctrl-C, or Cancel in the app) or 'interrupted' (its
+process died). Whatever process runs a run owns it by a token (``owner``) and beats its heartbeat
+(``heartbeat_at``, engine/lifecycle.py); a run still 'running' whose heartbeat is older than the
+timeout ($SEARCHGRADE_HEARTBEAT_TIMEOUT_S, default 60 s) is marked interrupted by whoever looks
+next (every read of a run does), on any host, with no restart and no process ids (which a
+container reuses). A stopped run can be reopened, by one process only, to resume it.
+
+Every status change is one conditional UPDATE (… WHERE status/owner …  RETURNING): two processes
+cannot both reopen a run, and a process that lost its run (taken over by a resume) cannot finish it.
 """
 
 from __future__ import annotations
@@ -10,16 +16,56 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from core.records import SearchGradeError
 from engine.store.connection import StoreConnection, now_utc
 
-RUN_STATUSES = ("running", "complete", "failed", "interrupted")
+RUN_STATUSES = ("running", "complete", "failed", "interrupted", "cancelled")
+#: The statuses a run can be resumed from.
+STOPPED_STATUSES = ("interrupted", "failed", "cancelled")
+
+ENV_HEARTBEAT_TIMEOUT = "SEARCHGRADE_HEARTBEAT_TIMEOUT_S"
+DEFAULT_HEARTBEAT_TIMEOUT_S = 60.0
+
+#: DuckDB refuses two concurrent updates of one row ("Conflict on update"): run rows are written
+#: by one thread at a time in this process (other processes wait for the file lock anyway).
+_ROW_WRITES = threading.RLock()
+
+
+def heartbeat_timeout_s(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds without a heartbeat after which a running run counts as interrupted."""
+    raw = (os.environ if environ is None else environ).get(ENV_HEARTBEAT_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_HEARTBEAT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise SearchGradeError(f"{ENV_HEARTBEAT_TIMEOUT}={raw!r} is not a positive number of seconds; "
+                               f"unset it for the default of {DEFAULT_HEARTBEAT_TIMEOUT_S:g}")
+    return value
+
+
+def new_owner() -> str:
+    """A token naming one process's work on a run (a resume gets a new one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class Beat:
+    """What a heartbeat learned: whether the run is still this owner's, and whether to cancel."""
+
+    #: The run is still owned by the caller (False: another process resumed it, or it is gone).
+    owned: bool
+    #: Someone asked the run to stop (Cancel in the app).
+    cancel: bool = False
 
 
 @dataclass
@@ -63,16 +109,6 @@ _RUN_COLUMNS = (
 _JSON_DEFAULTS = {"config": {}, "timings": {}, "skipped": {}, "stats": {}, "notes": []}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time to the second, then random hex."""
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
@@ -107,18 +143,22 @@ class RunsMixin(StoreConnection):
         notes: Sequence[str] = (),
         run_id: str | None = None,
         parent_run_id: str | None = None,
+        owner: str | None = None,
     ) -> str:
+        """A new run, 'running', owned by ``owner`` (engine/lifecycle.py beats its heartbeat)."""
         run_id = run_id or new_run_id()
+        now = now_utc()
         with self.connect() as con:
             con.execute(
                 "INSERT INTO runs (run_id, name, collection_name, collection_path, created_at, status, "
                 "stage, mode, label_source, grade_min, grade_max, threshold, k, depth, config, timings, "
-                "skipped, stats, notes, pid, host, parent_run_id) "
-                "VALUES (?, ?, ?, ?, ?, 'running', 'starting', ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', ?, ?, ?, ?)",
+                "skipped, stats, notes, pid, host, parent_run_id, heartbeat_at, owner, cancel_requested) "
+                "VALUES (?, ?, ?, ?, ?, 'running', 'starting', ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', "
+                "?, ?, ?, ?, ?, ?, false)",
                 [
-                    run_id, name, collection_name, collection_path, now_utc(), mode, label_source,
+                    run_id, name, collection_name, collection_path, now, mode, label_source,
                     grade_min, grade_max, threshold, k, depth, json.dumps(config),
-                    json.dumps(list(notes)), os.getpid(), socket.gethostname(), parent_run_id,
+                    json.dumps(list(notes)), os.getpid(), socket.gethostname(), parent_run_id, now, owner,
                 ],
             )
         return run_id
@@ -133,39 +173,70 @@ class RunsMixin(StoreConnection):
         # Column names come from the fixed allow-list above, never from user input.
         assignments = ", ".join(f"{column} = ?" for column in fields)
         values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in fields.values()]
-        with self.connect() as con:
+        with _ROW_WRITES, self.connect() as con:
             con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", [*values, run_id])
 
-    def finish_run(self, run_id: str, status: str, error: str | None = None) -> None:
-        if status not in RUN_STATUSES:
-            raise ValueError(f"status {status!r} is not one of {RUN_STATUSES}")
-        with self.connect() as con:
-            con.execute(
-                "UPDATE runs SET status = ?, error = ?, finished_at = ?, stage = ? WHERE run_id = ?",
-                [status, error, now_utc(), "done" if status == "complete" else None, run_id],
-            )
+    def finish_run(self, run_id: str, status: str, error: str | None = None, *,
+                   owner: str | None = None) -> bool:
+        """End a run with ``status``; with ``owner``, only if that owner still holds it.
+
+        Returns whether the run was changed (False: another process took it over).
+        """
+        if status not in RUN_STATUSES or status == "running":
+            raise ValueError(f"status {status!r} is not one of {RUN_STATUSES[1:]}")
+        sql = ("UPDATE runs SET status = ?, error = ?, finished_at = ?, stage = ?, cancel_requested = false "
+               "WHERE run_id = ?")
+        params: list[Any] = [status, error, now_utc(), "done" if status == "complete" else None, run_id]
+        if owner is not None:
+            sql += " AND owner = ?"
+            params.append(owner)
+        with _ROW_WRITES, self.connect() as con:
+            return bool(con.execute(sql + " RETURNING run_id", params).fetchall())
+
+    def heartbeat(self, run_id: str, owner: str) -> Beat:
+        """Say that ``owner`` is still working on the run; learn whether to cancel.
+
+        A run marked interrupted while its owner was alive but slow (a stalled machine) is
+        running again: nobody else holds it, and its owner is about to finish it.
+        """
+        with _ROW_WRITES, self.connect() as con:
+            rows = con.execute(
+                "UPDATE runs SET heartbeat_at = ?, status = 'running', finished_at = NULL, "
+                "error = CASE WHEN status = 'interrupted' THEN NULL ELSE error END "
+                "WHERE run_id = ? AND owner = ? AND status IN ('running', 'interrupted') "
+                "RETURNING cancel_requested",
+                [now_utc(), run_id, owner],
+            ).fetchall()
+        if not rows:
+            return Beat(owned=False)
+        return Beat(owned=True, cancel=bool(rows[0][0]))
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask the process running a run to stop it (it marks it cancelled); False if not running."""
+        with _ROW_WRITES, self.connect() as con:
+            return bool(con.execute(
+                "UPDATE runs SET cancel_requested = true WHERE run_id = ? AND status = 'running' "
+                "RETURNING run_id", [run_id]).fetchall())
 
     def mark_stale_runs(self) -> int:
-        """Mark as interrupted the runs still 'running' whose process on this host has died.
+        """Mark as interrupted the runs still 'running' whose heartbeat is older than the timeout.
 
         A process killed with SIGKILL cannot mark its own run; the next process to look does.
+        Returns how many runs it marked.
         """
-        host = socket.gethostname()
-        with self.connect() as con:
-            rows = con.execute(
-                "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ?", [host]
-            ).fetchall()
-            stale = [run_id for run_id, pid in rows if pid is None or not _pid_alive(pid)]
-            for run_id in stale:
-                con.execute(
-                    "UPDATE runs SET status = 'interrupted', finished_at = ?, "
-                    "error = coalesce(error, 'the process running it stopped (killed or crashed)') "
-                    "WHERE run_id = ?",
-                    [now_utc(), run_id],
-                )
-        return len(stale)
+        timeout = heartbeat_timeout_s()
+        now = now_utc()
+        with _ROW_WRITES, self.connect() as con:
+            return len(con.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, cancel_requested = false, "
+                "error = coalesce(error, ?) "
+                "WHERE status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < ?) RETURNING run_id",
+                [now, f"the process running it stopped (killed or crashed): no heartbeat for more "
+                      f"than {timeout:g} s", now - timedelta(seconds=timeout)],
+            ).fetchall())
 
     def get_run(self, run_id: str) -> RunRecord:
+        self.mark_stale_runs()
         with self.connect() as con:
             row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", [run_id]).fetchone()
             if row is None:
@@ -183,6 +254,7 @@ class RunsMixin(StoreConnection):
 
     def list_runs(self, collection_name: str | None = None) -> list[RunRecord]:
         """Runs, newest first."""
+        self.mark_stale_runs()
         sql = f"SELECT {_RUN_COLUMNS} FROM runs"
         params: list[Any] = []
         if collection_name is not None:
@@ -193,26 +265,39 @@ class RunsMixin(StoreConnection):
             rows = con.execute(sql, params).fetchall()
         return [_run_record(row) for row in rows]
 
-    def reopen_run(self, run_id: str) -> None:
-        """Mark a stopped run 'running' again, owned by this process (`searchgrade resume`).
+    def reopen_run(self, run_id: str, owner: str | None = None) -> None:
+        """Mark a stopped run 'running' again, owned by ``owner`` (`searchgrade resume`).
 
-        Only an interrupted or failed run can be reopened; what it completed stays.
+        Only an interrupted, failed or cancelled run can be reopened, and only by one process:
+        the check and the change are one statement. What the run completed stays.
         """
-        with self.connect() as con:
-            row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
-            if row is None or row[0] not in ("interrupted", "failed"):
+        with _ROW_WRITES, self.connect() as con:
+            reopened = con.execute(
+                "UPDATE runs SET status = 'running', stage = 'resuming', error = NULL, finished_at = NULL, "
+                "pid = ?, host = ?, owner = ?, heartbeat_at = ?, cancel_requested = false "
+                "WHERE run_id = ? AND status IN ('interrupted', 'failed', 'cancelled') RETURNING run_id",
+                [os.getpid(), socket.gethostname(), owner, now_utc(), run_id],
+            ).fetchall()
+            if not reopened:
+                row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()
                 status = row[0] if row else "missing"
                 raise SearchGradeError(
-                    f"run {run_id} is {status}; only an interrupted or failed run can be resumed"
+                    f"run {run_id} is {status}; only an interrupted, failed or cancelled run can be resumed"
                 )
-            con.execute(
-                "UPDATE runs SET status = 'running', stage = 'resuming', error = NULL, "
-                "finished_at = NULL, pid = ?, host = ? WHERE run_id = ?",
-                [os.getpid(), socket.gethostname(), run_id],
-            )
 
-    def run_pid(self, run_id: str) -> int | None:
-        """The id of the process that last ran a run (None if unknown)."""
+    def owns(self, con: Any, run_id: str, owner: str) -> bool:
+        """Whether ``owner`` still holds the run, read inside the caller's transaction."""
+        row = con.execute("SELECT owner FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        return row is not None and row[0] == owner
+
+    def running_where(self, run_id: str) -> str:
+        """Where a running run runs, for messages: "process 123 on host h, heartbeat 4 s ago"."""
         with self.connect() as con:
-            row = con.execute("SELECT pid FROM runs WHERE run_id = ?", [run_id]).fetchone()
-        return row[0] if row else None
+            row = con.execute("SELECT pid, host, heartbeat_at FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if row is None:
+            return "unknown process"
+        pid, host, beat = row
+        where = f"process {pid} on host {host}"
+        if beat is not None:
+            where += f", last heartbeat {max(0.0, (now_utc() - beat).total_seconds()):.0f} s ago"
+        return where

@@ -137,7 +137,7 @@ def _sigint_as_at_a_terminal() -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
+def test_ctrl_c_in_the_cli_marks_the_run_cancelled(tmp_path):
     data_dir = tmp_path / "d"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     # Cranfield with ANN: embedding 1,400 documents takes long enough to interrupt.
@@ -161,19 +161,22 @@ def test_ctrl_c_in_the_cli_marks_the_run_interrupted(tmp_path):
     err = "".join(stderr)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert Store(data_dir).get_run(run_id).status == "interrupted"
+    assert f"run {run_id} cancelled by Ctrl-C" in err and f"searchgrade resume {run_id}" in err
+    assert Store(data_dir).get_run(run_id).status == "cancelled"
 
 
 @pytest.mark.slow
 def test_kill_9_leaves_a_run_that_the_next_command_marks_interrupted(tmp_path):
     data_dir = tmp_path / "d"
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+               SEARCHGRADE_HEARTBEAT_TIMEOUT_S="2")
     proc = subprocess.Popen([*SEARCHGRADE, "evaluate", str(CRANFIELD), "--qrels", "--data-dir",
                              str(data_dir), "--strategies", "ann"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     run_id = _wait_for_running_run(data_dir, proc)
     proc.kill()
     proc.communicate(timeout=60)
+    time.sleep(2.5)  # the heartbeat timeout
     out = subprocess.run([*SEARCHGRADE, "runs", "--data-dir", str(data_dir)], capture_output=True,
                          text=True, env=env, check=True).stdout
     assert run_id in out and "interrupted" in out

@@ -149,19 +149,22 @@ def _judge_cache_size(data_dir: Path) -> int:
 
 @pytest.mark.slow
 def test_kill_9_during_judging_then_resume_completes_with_no_duplicate_and_no_lost_grade(
-    tmp_path, tiny_beir, capsys
+    tmp_path, tiny_beir, capsys, monkeypatch
 ):
     data_dir = tmp_path / "d"
     recorder = Recorder()
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     env["PYTHONPATH"] = str(REPO)
+    # A dead process's run counts as interrupted after 3 s without a heartbeat (default 60).
+    env["SEARCHGRADE_HEARTBEAT_TIMEOUT_S"] = "3"
+    monkeypatch.setenv("SEARCHGRADE_HEARTBEAT_TIMEOUT_S", "3")
     with FakeOpenAIServer(recorder, latency_s=0.1) as server:
         proc = subprocess.Popen(
             [*SEARCHGRADE, *llm_args(tiny_beir, data_dir, server.base_url, "--concurrency", "2",
                                      "--strategies", "fulltext,hybrid")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         # Kill once judging is well under way (the cache is written every 16 grades).
         while recorder.posts["judge"] < 24:
             assert proc.poll() is None, proc.communicate()[1]
@@ -173,8 +176,13 @@ def test_kill_9_during_judging_then_resume_completes_with_no_duplicate_and_no_lo
         sent_before = recorder.posts["judge"]
         cached = _judge_cache_size(data_dir)
         assert 16 <= cached <= sent_before
+        killed = time.monotonic()
         (run,) = Store(data_dir).list_runs()
-        assert run.status == "running"  # nobody could mark it: the next command does
+        # Nobody could mark it at once: whoever looks after the heartbeat timeout sees it interrupted.
+        while Store(data_dir).get_run(run.run_id).status == "running":
+            assert time.monotonic() - killed < 30, "still running long after the heartbeat timeout"
+            time.sleep(0.2)
+        assert "no heartbeat" in Store(data_dir).get_run(run.run_id).error
 
         assert main(["resume", run.run_id, "--data-dir", str(data_dir)]) == 0
         assert capsys.readouterr().out.strip().splitlines()[-1] == run.run_id

@@ -5,7 +5,7 @@ import pytest
 from core.records import SearchGradeError
 from engine.collections import load_collection
 from engine.config import RunConfig
-from engine.pipeline import run_evaluation
+from engine.pipeline import resume_run, run_evaluation
 from engine.store import Store
 from engine.strategies import known_strategies
 from indexes.settings import IndexSettings
@@ -80,19 +80,26 @@ def test_failure_mid_run_marks_the_run_failed_and_stores_no_results(tmp_path, ti
     assert store.metric_summary(run.run_id) == []
 
 
-def test_ctrl_c_marks_the_run_interrupted(tmp_path, tiny_beir, monkeypatch):
+def test_ctrl_c_marks_the_run_cancelled_and_resume_finishes_it(tmp_path, tiny_beir, monkeypatch):
     import indexes.fulltext
+
+    search = indexes.fulltext.FulltextSearcher.search
 
     def interrupted(self, queries, k):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search", interrupted)
     store = Store(tmp_path / "data")
+    collection = load_collection(tiny_beir)
     with pytest.raises(KeyboardInterrupt):
-        run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("fulltext",)),
-                       store, tmp_path / "data")
+        run_evaluation(collection, _config(tmp_path, strategies=("fulltext",)), store, tmp_path / "data")
     (run,) = store.list_runs()
-    assert run.status == "interrupted" and "search" in run.error
+    assert run.status == "cancelled" and "Ctrl-C" in run.error and "search" in run.error
+    assert "index" in run.timings  # what was done is kept
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search", search)
+    outcome = resume_run(run.run_id, store, tmp_path / "data", collection=collection)
+    assert outcome.status == "complete" == store.get_run(run.run_id).status
+    assert store.metric_summary(run.run_id)
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import time
 
 import duckdb
@@ -69,28 +68,6 @@ def test_results_and_grades_round_trip(tmp_path):
     assert rows[0]["latency_ms"] == pytest.approx(5.0)
     by_rank = store.position_means(run_id, 10)
     assert [(r["rank"], r["mean_grade"]) for r in by_rank] == [(1, 0.0), (2, 1.0)]
-
-
-def _hold_and_die(data_dir, ready):
-    store = Store(data_dir)
-    run_id = _new_run(store)
-    ready.put(run_id)
-    time.sleep(60)
-
-
-def test_run_of_a_killed_process_is_marked_interrupted(tmp_path):
-    ctx = multiprocessing.get_context("spawn")
-    ready = ctx.Queue()
-    proc = ctx.Process(target=_hold_and_die, args=(str(tmp_path), ready))
-    proc.start()
-    run_id = ready.get(timeout=60)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join()
-    store = Store(tmp_path)
-    assert store.get_run(run_id).status == "running"
-    assert store.mark_stale_runs() == 1
-    run = store.get_run(run_id)
-    assert run.status == "interrupted" and "killed" in run.error
 
 
 def test_a_file_that_is_not_a_database_gets_a_one_line_error(tmp_path):
