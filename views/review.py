@@ -65,8 +65,8 @@ queue_id = st.selectbox("Review", ids, format_func=labels.get, key="review_queue
 include_skipped = st.session_state["review_include_skipped"]
 progress = review_model.progress(store, queue_id, rater, include_skipped=include_skipped)
 st.progress(progress.rated / progress.total if progress.total else 0.0,
-            text=f"{progress.rated} of {progress.total} rated by {rater}"
-            + (f" · {progress.skipped} skipped" if progress.skipped else ""))
+            text=plain(f"{progress.rated} of {progress.total} rated by {rater}"
+                       + (f" · {progress.skipped} skipped" if progress.skipped else "")))
 message = st.session_state.pop("review_message", None)
 if message:
     (st.error if message.startswith("!") else st.success)(plain(message.lstrip("!")))
