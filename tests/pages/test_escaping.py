@@ -44,5 +44,5 @@ def test_hostile_collection_names_and_ids_are_escaped_on_results_and_drilldown(s
     drill.selectbox(key="drilldown_query").set_value(f"q1{IMAGE}").run()
     assert not drill.exception, [e.message for e in drill.exception]
     _assert_inert(drill)
-    assert any(c.value.startswith("Type: natural") and "evil" in c.value for c in drill.caption)
+    assert any(c.value.replace("\\", "").startswith("Type: natural") and "evil" in c.value for c in drill.caption)
     assert any("evil" in e.label for e in drill.expander)  # the source document, named as text
