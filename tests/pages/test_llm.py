@@ -143,7 +143,7 @@ def test_drilldown_of_a_generated_query_shows_its_type_source_and_the_judges_rea
     query = store.queries(run_id)[0]
     at = open_page("views/drilldown.py", state={"app_open_run": run_id})
     at.selectbox(key="drilldown_query").set_value(query["query_id"]).run()
-    assert any(f"Type: {query['query_type']}" in c.value for c in at.caption)
+    assert any(f"Type: {query['query_type']}" in c.value.replace("\\", "") for c in at.caption)
     source = store.documents(run_id, [query["source_doc_id"]])[query["source_doc_id"]]
     assert source["text"] in [t.value for t in at.text]
     results = _frame_with(at, "Judge's reason")
