@@ -15,12 +15,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.records import Query, SearchHits
-from engine.metrics import compute_metrics
+from engine.metrics import HIGHER_IS_BETTER, compute_metrics
 
 #: Cut-offs stored for every run (those up to its depth), besides the run's own k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
 #: Metric name of "source found@k": 1 if the query's source document is in the top k.
 SOURCE_FOUND = "source_found"
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` is better (every metric of a run, source found included).
+
+    Raises:
+        ValueError: an unknown metric name.
+    """
+    if metric == SOURCE_FOUND:
+        return True
+    if metric not in HIGHER_IS_BETTER:
+        raise ValueError(f"unknown metric {metric!r}: use one of {', '.join([*HIGHER_IS_BETTER, SOURCE_FOUND])}")
+    return HIGHER_IS_BETTER[metric]
+
+
 #: Metrics computed over graded results only (a failed judgment is left out, not counted as 0).
 GRADED_ONLY_METRICS = ("mean_relevance", "pct_highly_relevant", "pct_relevant", "pct_not_relevant")
 
@@ -94,15 +109,18 @@ def source_found_metrics(
 def summarise(
     rows: Sequence[tuple[str, str, str, int, float]], n_bootstrap: int, seed: int
 ) -> list[tuple[str, str, int, float, float, float, int]]:
-    """Mean and 95% bootstrap CI per (strategy, metric, k): rows (strategy, metric, k, mean, lo, hi, n)."""
+    """Mean and 95% bootstrap CI per (strategy, metric, k): rows (strategy, metric, k, mean, lo, hi, n).
+
+    One resample index matrix for the whole run (per number of values: a metric a query has no
+    value for leaves a shorter column), shared by every strategy, metric and cut-off; each CI is
+    the one ``bootstrap_ci(values, n_resamples=n_bootstrap, seed=seed)`` gives.
+    """
     # numpy, imported here: the CLI reads SOURCE_FOUND from this module at start-up.
-    from engine.statistics import bootstrap_ci
+    from engine.statistics import bootstrap_cis
 
     groups: dict[tuple[str, str, int], list[float]] = {}
     for strategy, _qid, metric, k, value in rows:
         groups.setdefault((strategy, metric, k), []).append(value)
-    out = []
-    for (strategy, metric, k), values in groups.items():
-        ci = bootstrap_ci(values, n_resamples=n_bootstrap, seed=seed)
-        out.append((strategy, metric, k, ci.mean, ci.low, ci.high, len(values)))
-    return out
+    intervals = bootstrap_cis(list(groups.values()), n_resamples=n_bootstrap, seed=seed)
+    return [(strategy, metric, k, ci.mean, ci.low, ci.high, len(values))
+            for ((strategy, metric, k), values), ci in zip(groups.items(), intervals, strict=True)]

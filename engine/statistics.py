@@ -1,6 +1,13 @@
-"""Confidence intervals and paired significance tests over per-query metric values.
+"""Confidence intervals, paired significance tests (two-sided; one-sided non-inferiority) and the
+Holm correction over per-query values.
 
 Pure numpy, vectorised, seeded: the same inputs and seed give the same numbers.
+
+``bootstrap_ci`` and ``paired_test`` treat one column or one pair. ``bootstrap_cis`` and
+``paired_tests`` treat many at once with the very same resamples (a generator seeded alike, drawn
+alike): the resample index matrix is drawn once per number of queries and every column's
+resampled means come from it through one matrix product, so a run's hundreds of (strategy, metric,
+k) columns, or a page's paired tests, cost one draw instead of one each.
 """
 
 from __future__ import annotations
@@ -13,6 +20,9 @@ import numpy as np
 
 #: Largest resample matrix held at once (rows x queries), so a run with many queries stays small.
 _MAX_CELLS = 2_000_000
+#: Resample cells (rows x queries) the batched functions draw and use at once: small enough for
+#: the CPU cache. numpy's generator hands out the same numbers whatever the block sizes.
+_BLOCK_CELLS = 65_536
 
 
 class Interval(NamedTuple):
@@ -246,3 +256,146 @@ def holm(p_values: Sequence[float]) -> list[float]:
     out = np.empty(m)
     out[order] = adjusted
     return [float(x) for x in out]
+
+
+def _as_columns(columns: Sequence[Sequence[float]], name: str) -> list[np.ndarray]:
+    arrays = [_as_values(c, f"{name}[{i}]") for i, c in enumerate(columns)]
+    for i, array in enumerate(arrays):
+        if array.size == 0:
+            raise ValueError(f"{name}[{i}] is empty: a confidence interval needs at least one value")
+    return arrays
+
+
+def _by_length(arrays: Sequence[np.ndarray]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for i, array in enumerate(arrays):
+        groups.setdefault(len(array), []).append(i)
+    return groups
+
+
+def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The bootstrap means of every row of ``matrix`` (columns x n): an (n_resamples, columns) array.
+
+    Resample r is row r of ``rng.integers(0, n, size=(n_resamples, n))``, drawn block by block
+    (numpy hands out the same numbers as in one draw, or in bootstrap_ci's blocks); the mean of a
+    column under it is (counts_r . values) / n, with counts_r how often each query was drawn: one
+    matrix product per block for all columns.
+    """
+    n = matrix.shape[1]
+    rows = max(1, _BLOCK_CELLS // n)
+    offsets = (np.arange(rows) * n)[:, None]
+    means = np.empty((n_resamples, matrix.shape[0]))
+    for start in range(0, n_resamples, rows):
+        block = min(rows, n_resamples - start)
+        index = rng.integers(0, n, size=(block, n))
+        index += offsets[:block]
+        counts = np.bincount(index.ravel(), minlength=block * n).reshape(block, n)
+        means[start:start + block] = counts @ matrix.T
+    means /= n
+    return means
+
+
+def _percentile_intervals(matrix: np.ndarray, confidence: float, n_resamples: int,
+                          rng: np.random.Generator) -> list[Interval]:
+    """Each row's mean and percentile bootstrap interval, all rows under the same resamples."""
+    centre = matrix.mean(axis=1)
+    if matrix.shape[1] == 1:
+        return [Interval(float(m), float(m), float(m)) for m in centre]
+    alpha = 1 - confidence
+    low, high = np.percentile(_resampled_means(matrix, n_resamples, rng),
+                              [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    out = []
+    for row, mean, lo, hi in zip(matrix, centre, low, high, strict=True):
+        if (row == row[0]).all():
+            # Every resample of a constant column is that constant: no rounding noise around it.
+            out.append(Interval(float(mean), float(mean), float(mean)))
+        else:
+            out.append(Interval(float(mean), float(lo), float(hi)))
+    return out
+
+
+def bootstrap_cis(
+    columns: Sequence[Sequence[float]],
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> list[Interval]:
+    """``bootstrap_ci`` of each column, drawing the resample index matrix once per column length.
+
+    Every column of one length is resampled with the same index matrix, the one ``bootstrap_ci``
+    draws for that length and seed, so each interval equals ``bootstrap_ci(column, confidence,
+    n_resamples, seed)`` up to the order in which the resampled means are summed (~1e-16).
+
+    Raises:
+        ValueError: a column is empty or holds NaN or infinite values, confidence is outside
+            (0, 1), or n_resamples < 1.
+    """
+    arrays = _as_columns(columns, "columns")
+    _check_resampling(confidence, n_resamples)
+    out: list[Interval | None] = [None] * len(arrays)
+    for indices in _by_length(arrays).values():
+        matrix = np.stack([arrays[i] for i in indices])
+        intervals = _percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(seed))
+        for i, interval in zip(indices, intervals, strict=True):
+            out[i] = interval
+    return out  # type: ignore[return-value]
+
+
+def _sign_flip_p_values(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """``_sign_flip_p_value`` of every row of ``diffs`` (pairs x n), under the same sign draws."""
+    n = diffs.shape[1]
+    observed = np.abs(diffs.sum(axis=1))
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(diffs).sum(axis=1))
+    if 2**n <= n_resamples:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+        return np.mean(np.abs(signs @ diffs.T) >= observed - tolerance, axis=0)
+    extreme = np.zeros(len(diffs), dtype=np.int64)
+    rows = max(1, _BLOCK_CELLS // n)
+    for start in range(0, n_resamples, rows):
+        block = min(rows, n_resamples - start)
+        signs = rng.choice(np.array([1.0, -1.0]), size=(block, n))
+        extreme += np.count_nonzero(np.abs(signs @ diffs.T) >= observed - tolerance, axis=0)
+    return (extreme + 1) / (n_resamples + 1)
+
+
+def paired_tests(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    *,
+    confidence: float = 0.95,
+) -> list[PairedTest]:
+    """``paired_test`` of each (a, b) pair, drawing the resamples and sign flips once per length.
+
+    Equal to ``[paired_test(a, b, n_resamples, seed, confidence=confidence) for a, b in pairs]``
+    up to the order in which resampled sums are added (~1e-16; the p-values' comparison carries
+    paired_test's tolerance), at the cost of one paired test per distinct number of queries.
+
+    Raises:
+        ValueError: as paired_test, naming the pair.
+    """
+    _check_resampling(confidence, n_resamples)
+    diffs = []
+    for i, (a, b) in enumerate(pairs):
+        a_values, b_values = _as_values(a, f"pair {i}: a"), _as_values(b, f"pair {i}: b")
+        if len(a_values) != len(b_values):
+            raise ValueError(
+                f"pair {i}: a has {len(a_values)} values and b has {len(b_values)}: a paired test "
+                "needs one value per query from each, over the same queries in the same order"
+            )
+        if len(a_values) == 0:
+            raise ValueError(f"pair {i}: a and b are empty: a paired test needs at least one query")
+        diffs.append(a_values - b_values)
+    out: list[PairedTest | None] = [None] * len(diffs)
+    for n, indices in _by_length(diffs).items():
+        matrix = np.stack([diffs[i] for i in indices])
+        ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
+        intervals = _percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(ci_seed))
+        p_values = np.ones(len(indices))
+        moving = matrix.any(axis=1)
+        if moving.any():
+            p_values[moving] = _sign_flip_p_values(matrix[moving], n_resamples,
+                                                   np.random.default_rng(test_seed))
+        for i, interval, p in zip(indices, intervals, p_values, strict=True):
+            out[i] = PairedTest(interval.mean, interval.low, interval.high, float(p), n)
+    return out  # type: ignore[return-value]

@@ -8,6 +8,9 @@ Every metric has the signature ``fn(grades, pool, k, threshold) -> float``:
   strategies): the ideal ranking for NDCG and the relevant count for recall and MAP.
 - ``threshold``: a result is relevant when its grade >= threshold.
 
+Beside each metric, ``HIGHER_IS_BETTER`` says which way is better: what "best", "recommended" and
+"beats" follow (the share of results not relevant is the one where less is better).
+
 Names follow one syntax, ``name`` or ``name@k`` (``"dcg@10"``, ``"mrr"``), parsed by
 :func:`parse_metric`.
 """
@@ -54,8 +57,27 @@ METRICS: dict[str, MetricFn] = {
 
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
 
+#: Metric name -> whether a larger value is better; one entry beside each registered metric.
+HIGHER_IS_BETTER: dict[str, bool] = {
+    "dcg": True,
+    "ndcg": True,
+    "precision": True,
+    "recall": True,
+    "recall_single_hit": True,
+    "mrr": True,
+    "map": True,
+    "mean_relevance": True,
+    # More judged results make the figures more complete, not the search better, but a larger
+    # share is still the one to prefer.
+    "judged": True,
+    "pct_highly_relevant": True,
+    "pct_relevant": True,
+    "pct_not_relevant": False,
+}
+if set(HIGHER_IS_BETTER) != set(METRICS):
+    raise RuntimeError("every metric in METRICS needs its direction in HIGHER_IS_BETTER, and only those")
 #: Metrics where a smaller value is the better one; every other metric grows with quality.
-LOWER_IS_BETTER: frozenset[str] = frozenset({"pct_not_relevant"})
+LOWER_IS_BETTER: frozenset[str] = frozenset(name for name, higher in HIGHER_IS_BETTER.items() if not higher)
 
 
 def higher_is_better(name: str) -> bool:
@@ -134,6 +156,7 @@ def compute_metrics(
 
 
 __all__ = [
+    "HIGHER_IS_BETTER",
     "LOWER_IS_BETTER",
     "METRICS",
     "METRIC_NAMES",
