@@ -1,0 +1,147 @@
+"""Every metric of many rankings at once: numpy twins of the per-query functions.
+
+The dashboard recomputes a run at a cut-off the run did not store, over tens of thousands of
+rankings. ``metric_arrays`` gives, ranking by ranking, what ``engine.scoring.per_query_metrics``
+gives (failed judgments included), with the same arithmetic in the same order: sums run rank by
+rank, divisions are of the same integers, so the values are equal to the last bit, not only close.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.metrics.relevance import HIGHLY_RELEVANT
+
+@dataclass
+class RankedGrades:
+    """The top k of many rankings, one row each, as (rankings, k) arrays, rank 1 first.
+
+    Attributes:
+        grade: The result's grade; 0 where none is known or no result holds the place.
+        present: A result holds the place (a ranking may be shorter than k).
+        known: The result has a grade (unjudged and failed results have none).
+        failed: The result's judgment failed: 0 in the rank metrics, left out of mean relevance
+            and the relevance distribution.
+        pool_values: The positive grades known anywhere, largest first (V of them).
+        pool_counts: (rankings, V): how many of the query's known grades equal each of them (the
+            ideal ranking of NDCG).
+        pool_relevant: (rankings,): how many of the query's known grades reach the threshold (the
+            denominator of recall and AP).
+    """
+
+    grade: np.ndarray
+    present: np.ndarray
+    known: np.ndarray
+    failed: np.ndarray
+    pool_values: np.ndarray
+    pool_counts: np.ndarray
+    pool_relevant: np.ndarray
+
+
+def _discounted_gain(gains: np.ndarray) -> np.ndarray:
+    """Row-wise sum of gains[:, i] / log2(i + 2), added rank by rank as dcg.discounted_gain does."""
+    total = np.zeros(len(gains))
+    for i in range(gains.shape[1]):
+        total = total + gains[:, i] / math.log2(i + 2)
+    return total
+
+
+def _ideal_gains(r: RankedGrades, k: int) -> np.ndarray:
+    """Per ranking, the k largest of its query's positive grades (0-padded), each grade value as
+    many times as the pool or the top k holds it (ndcg's multiset union)."""
+    top = np.stack([(r.present & (r.grade == v)).sum(axis=1) for v in r.pool_values], axis=1) \
+        if len(r.pool_values) else np.zeros((len(r.grade), 0), dtype=np.int64)
+    ends = np.cumsum(np.maximum(r.pool_counts, top), axis=1)
+    gains = np.zeros((len(r.grade), k), dtype=np.int64)
+    if not len(r.pool_values):
+        return gains
+    for i in range(k):
+        # The grade at place i is the first value whose cumulative count passes i.
+        beyond = ends > i
+        gains[:, i] = np.where(beyond[:, -1], r.pool_values[beyond.argmax(axis=1)], 0)
+    return gains
+
+
+def _share(hits: np.ndarray, counted: np.ndarray, any_failed: np.ndarray) -> np.ndarray:
+    """hits / counted; where nothing is counted, 0.0, or NaN if failed judgments emptied it."""
+    out = np.divide(hits, counted, out=np.zeros(len(hits)), where=counted > 0)
+    out[(counted == 0) & any_failed] = np.nan
+    return out
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0.0 where the denominator is 0."""
+    return np.divide(numerator, denominator, out=np.zeros(len(numerator)), where=denominator > 0)
+
+
+class _TopK:
+    """One cut-off's view of the rankings, and what several metrics share."""
+
+    def __init__(self, r: RankedGrades, k: int, threshold: int):
+        self.r, self.k, self.threshold = r, k, threshold
+        self.grade = r.grade[:, :k]
+        self.present = r.present[:, :k]
+        self.relevant = self.present & (self.grade >= threshold)
+        self.hits = self.relevant.sum(axis=1)
+        self.n_present = self.present.sum(axis=1)
+        # What mean relevance and the distribution count: the results, failed judgments left out.
+        self.counted = self.present & ~r.failed[:, :k]
+        self.n_counted = self.counted.sum(axis=1)
+        self.any_failed = (self.present & r.failed[:, :k]).any(axis=1)
+        self.dcg = _discounted_gain(self.grade)
+        # Relevant documents known for the query (the top k's count if larger): recall and AP.
+        self.total_relevant = np.maximum(r.pool_relevant, self.hits)
+
+    def graded_share(self, hit: np.ndarray) -> np.ndarray:
+        return _share((self.counted & hit).sum(axis=1), self.n_counted, self.any_failed)
+
+
+def _ndcg(t: _TopK) -> np.ndarray:
+    return _ratio(t.dcg, _discounted_gain(_ideal_gains(t.r, t.k)))
+
+
+def _average_precision(t: _TopK) -> np.ndarray:
+    found = np.zeros(len(t.hits), dtype=np.int64)
+    precision_sum = np.zeros(len(t.hits))
+    for i in range(t.grade.shape[1]):
+        found = found + t.relevant[:, i]
+        precision_sum = np.where(t.relevant[:, i], precision_sum + found / (i + 1), precision_sum)
+    return _ratio(precision_sum, t.total_relevant)
+
+
+#: Metric name -> its value for every ranking (the array twin of engine.metrics.METRICS).
+ARRAY_METRICS: dict[str, Callable[[_TopK], np.ndarray]] = {
+    "dcg": lambda t: t.dcg,
+    "ndcg": _ndcg,
+    "precision": lambda t: t.hits / t.k,
+    "recall": lambda t: _ratio(t.hits, t.total_relevant),
+    "recall_single_hit": lambda t: (t.hits > 0).astype(float),
+    "mrr": lambda t: np.where(t.hits > 0, 1.0 / (t.relevant.argmax(axis=1) + 1), 0.0),
+    "map": _average_precision,
+    "mean_relevance": lambda t: _share(np.where(t.counted, t.grade, 0).sum(axis=1), t.n_counted,
+                                       t.any_failed),
+    "judged": lambda t: _ratio((t.present & t.r.known[:, :t.k]).sum(axis=1), t.n_present),
+    "pct_highly_relevant": lambda t: t.graded_share(t.grade >= HIGHLY_RELEVANT),
+    "pct_relevant": lambda t: t.graded_share(t.grade >= t.threshold),
+    "pct_not_relevant": lambda t: t.graded_share(t.grade < t.threshold),
+}
+
+
+def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
+
+    NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
+    ranking whose every top-k result failed judging.
+
+    Raises:
+        ValueError: a name without an array form.
+    """
+    unknown = [name for name in names if name not in ARRAY_METRICS]
+    if unknown:
+        raise ValueError(f"no array form of metric(s) {', '.join(unknown)}: use {', '.join(ARRAY_METRICS)}")
+    topk = _TopK(r, k, threshold)
+    return {name: ARRAY_METRICS[name](topk) for name in names}
