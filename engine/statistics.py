@@ -12,7 +12,9 @@ k) columns, or a page's paired tests, cost one draw instead of one each.
 
 from __future__ import annotations
 
+import functools
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -23,6 +25,19 @@ _MAX_CELLS = 2_000_000
 #: Resample cells (rows x queries) the batched functions draw and use at once: small enough for
 #: the CPU cache. numpy's generator hands out the same numbers whatever the block sizes.
 _BLOCK_CELLS = 65_536
+
+
+@functools.cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """The batched products are thin (a few resamples x the queries, times the columns): BLAS
+    threads cost more than they give on them (20x slower measured on 2 busy cores)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 class Interval(NamedTuple):
@@ -333,12 +348,18 @@ def bootstrap_cis(
     arrays = _as_columns(columns, "columns")
     _check_resampling(confidence, n_resamples)
     out: list[Interval | None] = [None] * len(arrays)
+    with _one_blas_thread():
+        _fill_intervals(arrays, out, confidence, n_resamples, seed)
+    return out  # type: ignore[return-value]
+
+
+def _fill_intervals(arrays: list[np.ndarray], out: list[Interval | None], confidence: float,
+                    n_resamples: int, seed: int) -> None:
     for indices in _by_length(arrays).values():
         matrix = np.stack([arrays[i] for i in indices])
         intervals = _percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(seed))
         for i, interval in zip(indices, intervals, strict=True):
             out[i] = interval
-    return out  # type: ignore[return-value]
 
 
 def _sign_flip_p_values(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -387,15 +408,26 @@ def paired_tests(
             raise ValueError(f"pair {i}: a and b are empty: a paired test needs at least one query")
         diffs.append(a_values - b_values)
     out: list[PairedTest | None] = [None] * len(diffs)
+    with _one_blas_thread():
+        _fill_tests(diffs, out, confidence, n_resamples, seed)
+    return out  # type: ignore[return-value]
+
+
+def _fill_tests(diffs: list[np.ndarray], out: list[PairedTest | None], confidence: float,
+                n_resamples: int, seed: int) -> None:
     for n, indices in _by_length(diffs).items():
         matrix = np.stack([diffs[i] for i in indices])
         ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
-        intervals = _percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(ci_seed))
         p_values = np.ones(len(indices))
         moving = matrix.any(axis=1)
-        if moving.any():
-            p_values[moving] = _sign_flip_p_values(matrix[moving], n_resamples,
-                                                   np.random.default_rng(test_seed))
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The sign flips and the resamples come from two generators: draw them side by side
+            # (numpy draws and multiplies without holding the GIL).
+            flips = (pool.submit(_sign_flip_p_values, matrix[moving], n_resamples,
+                                 np.random.default_rng(test_seed))
+                     if moving.any() else None)
+            intervals = _percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(ci_seed))
+            if flips is not None:
+                p_values[moving] = flips.result()
         for i, interval, p in zip(indices, intervals, p_values, strict=True):
             out[i] = PairedTest(interval.mean, interval.low, interval.high, float(p), n)
-    return out  # type: ignore[return-value]
