@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from views._login import require_login
+from views._common import get_store
 
 st.set_page_config(page_title="searchgrade", page_icon=":mag:", layout="wide")
 # Nothing of the app (not even its navigation) exists for a visitor who has not logged in.
@@ -18,4 +19,6 @@ navigation = st.navigation([
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("views/review.py", title="Review", icon=":material/rate_review:"),
 ])
-navigation.run()
+# One open database for every read of this rerun (the file is free for other processes after).
+with get_store().session():
+    navigation.run()

@@ -13,6 +13,8 @@ from engine.report.common import (
     metric_label,
     metric_names,
 )
+from engine.report.significance import format_p
+from engine.scoring import higher_is_better
 from views._common import chart_text, compare_runs, home, plain, run_choices
 
 st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
@@ -46,24 +48,37 @@ except SearchGradeError as exc:
 name = metric_label(metric, int(k))
 for note in result.notes:
     st.caption(plain(note))
+if result.refusal is not None:
+    st.warning(plain(result.refusal))
+    st.stop()
 st.subheader(f"Change in {name}, run B minus run A ({result.n_shared} shared queries)")
+st.caption("Queries paired by " + ("their id (the collection's own queries)" if result.paired_on == "query_id"
+                                   else "their text (generated query ids name different questions in "
+                                        "different runs)"))
 deltas = result.deltas
 figure = go.Figure()
 figure.add_bar(x=[chart_text(s) for s in deltas["Strategy"]], y=deltas["Change"].tolist(),
                error_y={"type": "data", "array": (deltas["CI high"] - deltas["Change"]).tolist(),
                         "arrayminus": (deltas["Change"] - deltas["CI low"]).tolist()},
-               marker_color=["#2a8a3e" if c > 0 else "#c0392b" for c in deltas["Change"]],
+               marker_color=["#2a8a3e" if (c > 0) == higher_is_better(metric) else "#c0392b"
+                             for c in deltas["Change"]],
                text=[f"{c:+.2f}" for c in deltas["Change"]])
 figure.update_layout(yaxis_title=f"Δ {name}", height=340, margin={"t": 20}, meta={"chart": "compare"})
 st.plotly_chart(figure, key="compare_chart")
 for row in deltas.to_dict("records"):
-    p = "p < 0.001" if row["p-value"] < 0.001 else f"p = {row['p-value']:.3f}"
+    p = format_p(row["p-value"])
+    if len(deltas) > 1:
+        p += f", {format_p(row['Adjusted p (Holm)'], 'Holm-adjusted p')}"
     word = ("a real change" if row["Verdict"] == "significant"
             else "not distinguishable from no change")
     st.write(plain(f"{row['Strategy']}: {row['Run A']:.3f} → {row['Run B']:.3f} "
                    f"({row['Change']:+.3f}, {p}): {word}."))
+if len(deltas) > 1:
+    st.caption(f"p-values are Holm-adjusted over the {len(deltas)} strategies compared; a real change "
+               "means an adjusted p-value below 0.05.")
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}
 fmt.update({c: st.column_config.NumberColumn(format="%+.3f") for c in ("Change", "CI low", "CI high")})
+fmt.update({c: st.column_config.NumberColumn(format="%.4f") for c in ("p-value", "Adjusted p (Holm)")})
 st.dataframe(deltas.drop(columns="strategy"), hide_index=True, column_config=fmt)
 st.subheader("Queries that changed most")
 st.dataframe(result.changed, hide_index=True, column_config=fmt)

@@ -1,21 +1,26 @@
-"""What every screen's view model shares: the headline metric, labels, cut-off checks, sentences."""
+"""What every screen's view model shares: the headline metric, labels, cut-off checks, sentences,
+the direction of each metric, and one open database per view."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Concatenate, ParamSpec, TypeVar
 
 import pandas as pd
 
 from core.records import SearchGradeError
 from engine.metrics import METRIC_NAMES
-from engine.scoring import SOURCE_FOUND
+from engine.scoring import SOURCE_FOUND, higher_is_better
 from engine.store import RunRecord, Store
 from engine.strategies import display_rank, label
 
 #: The headline metric: DCG at 10 (or at the run's depth when it retrieved fewer).
 PRIMARY_METRIC = "dcg"
 PRIMARY_K = 10
-#: A paired difference with p below this is called significant.
+#: A paired difference whose Holm-adjusted p-value (over the comparisons a page shows) is below
+#: this is called significant.
 ALPHA = 0.05
 #: Resamples of the paired tests the dashboard runs (the stored CIs use the run's own setting).
 PAIRED_RESAMPLES = 5_000
@@ -63,7 +68,7 @@ def primary_k(run: RunRecord) -> int:
 
 
 def stored_cutoffs(store: Store, run_id: str) -> list[int]:
-    return sorted({r["k"] for r in store.metric_summary(run_id)})
+    return store.stored_cutoffs(run_id)
 
 
 def check_cutoff(run: RunRecord, k: int) -> None:
@@ -75,13 +80,36 @@ def check_cutoff(run: RunRecord, k: int) -> None:
         )
 
 
+def best_row(rows: pd.DataFrame, metric: str) -> pd.Series:
+    """The row with the best value of ``metric``: the largest, or the smallest where lower is
+    better; ties go to the row listed first (baselines before rerankers: the cheaper choice)."""
+    return rows.loc[rows["value"].idxmax() if higher_is_better(metric) else rows["value"].idxmin()]
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def one_session(view: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """Run a view model's reads over one open database (``Store.session``): one file open per
+    view instead of one per read."""
+
+    @functools.wraps(view)
+    def wrapper(store: Store, *args: P.args, **kwargs: P.kwargs) -> R:
+        with store.session():
+            return view(store, *args, **kwargs)
+
+    return wrapper
+
+
 def metric_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
     """One metric's rows of a summary table, in display order, with each strategy's label."""
-    rows = table[table["metric"] == metric].drop(columns="metric").copy()
-    rows["order"] = rows["strategy"].map(display_rank)
-    rows = rows.sort_values(["order", "strategy"]).drop(columns="order").reset_index(drop=True)
-    rows.insert(1, "label", rows["strategy"].map(label))
-    return rows
+    others = [c for c in table.columns if c not in ("strategy", "metric")]
+    rows = sorted((r for r in table.to_dict("records") if r["metric"] == metric),
+                  key=lambda r: (display_rank(r["strategy"]), r["strategy"]))
+    return pd.DataFrame([{"strategy": r["strategy"], "label": label(r["strategy"]),
+                          **{c: r[c] for c in others}} for r in rows],
+                        columns=["strategy", "label", *others])
 
 
 @dataclass

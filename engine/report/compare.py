@@ -1,19 +1,31 @@
-"""The Compare screen: run B against run A per strategy, paired over their shared queries."""
+"""The Compare screen: run B against run A per strategy, paired over the queries both evaluated.
+
+Which queries are "the same" depends on where they came from. A collection's own queries (qrels
+mode) keep their ids from run to run, so they pair by id. Generated queries (LLM mode) do not:
+``g-<doc>-n1`` names whatever question the model wrote for that document, a different one when
+the model, the prompt or the sample changed, so they pair by their text; runs that share no
+question are refused with the way to get a comparable run (``--queries-from``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from core.records import SearchGradeError
-from engine.report.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC
-from engine.report.drilldown import query_choices
-from engine.report.recompute import per_query_values
+from engine.report.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC, one_session, plural
+from engine.report.recompute import Figures
 from engine.report.significance import verdict
-from engine.statistics import paired_test
+from engine.scoring import higher_is_better
+from engine.statistics import holm, paired_tests
 from engine.store import RunRecord, Store
 from engine.strategies import label, strategy_order
+
+DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
+                 "Adjusted p (Holm)", "Verdict", "Queries"]
+CHANGED_COLUMNS = ["Strategy", "Query id", "Query", "Run A", "Run B", "Change"]
 
 
 @dataclass
@@ -23,52 +35,145 @@ class RunComparison:
     metric: str
     k: int
     n_shared: int
-    #: Strategy, Run A, Run B, Change, CI low, CI high, p-value, Verdict, Queries
+    #: Strategy, Run A, Run B, Change, CI low, CI high, p-value, Adjusted p (Holm), Verdict, Queries
     deltas: pd.DataFrame
     #: strategy label, query id, text, Run A, Run B, Change (largest |change| first)
     changed: pd.DataFrame
     notes: list[str]
+    #: "query_id" or "text": what made two queries the same.
+    paired_on: str = "query_id"
+    #: Why nothing could be compared (no shared query), with what to do; None when compared.
+    refusal: str | None = None
 
 
+@dataclass
+class PairedValues:
+    """One metric of runs A and B over the queries both evaluated: rows are the shared queries
+    (in run A's id order), columns the strategies both ran (by name), NaN where a run has no value."""
+
+    strategies: list[str]
+    query_ids: np.ndarray
+    texts: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    paired_on: str
+    notes: list[str]
+    refusal: str | None
+
+    def pair(self, strategy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One strategy's shared queries with a value in both runs: (row indices, A's, B's)."""
+        j = self.strategies.index(strategy)
+        rows = np.flatnonzero(~(np.isnan(self.a[:, j]) | np.isnan(self.b[:, j])))
+        return rows, self.a[rows, j], self.b[rows, j]
+
+    def frame(self) -> pd.DataFrame:
+        """Long form: strategy, query_id (run A's), text, value_a, value_b; by strategy and query id."""
+        parts = []
+        for strategy in self.strategies:
+            rows, a, b = self.pair(strategy)
+            parts.append(pd.DataFrame({"strategy": strategy, "query_id": self.query_ids[rows],
+                                       "text": self.texts[rows], "value_a": a, "value_b": b}))
+        columns = ["strategy", "query_id", "text", "value_a", "value_b"]
+        return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
+def pairing_key(run_a: RunRecord, run_b: RunRecord) -> str:
+    """"query_id" when both runs evaluated a collection's own queries, else "text"."""
+    return "query_id" if run_a.mode != "llm" and run_b.mode != "llm" else "text"
+
+
+def paired_values(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int) -> PairedValues:
+    """One metric of runs A and B per strategy over the queries both evaluated (see the module)."""
+    on = pairing_key(a, b)
+    queries_a, queries_b = store.query_table(a.run_id), store.query_table(b.run_id)
+    notes = []
+    if on == "text":
+        repeated = int(queries_a["repeated"].sum() + queries_b["repeated"].sum())
+        if repeated:
+            notes.append(f"{plural(repeated, 'query is', 'queries are')} left out: the same text "
+                         "appears twice in one run, so it cannot be paired.")
+        queries_a, queries_b = queries_a[~queries_a["repeated"]], queries_b[~queries_b["repeated"]]
+    shared = queries_a[["query_id", "text"]].merge(queries_b[["query_id", "text"]], on=on,
+                                                   suffixes=("", "_b"))
+    if on == "query_id":
+        shared["query_id_b"] = shared["query_id"]
+    shared = shared.sort_values("query_id", kind="stable")
+    if shared.empty:
+        empty = np.empty((0, 0))
+        return PairedValues([], np.array([], dtype=object), np.array([], dtype=object), empty, empty, on,
+                            notes, _refusal(a, b, on, queries_a, queries_b))
+    wide_a = Figures(store, a, k).wide(metric).reindex(shared["query_id"])
+    wide_b = Figures(store, b, k).wide(metric).reindex(shared["query_id_b"])
+    strategies = sorted(set(wide_a.columns) & set(wide_b.columns))
+    if not strategies:
+        empty = np.empty((0, 0))
+        return PairedValues([], np.array([], dtype=object), np.array([], dtype=object), empty, empty, on, notes,
+                            f"These runs have no strategy in common (run A: {', '.join(map(label, wide_a.columns))}; "
+                            f"run B: {', '.join(map(label, wide_b.columns))}): nothing to compare.")
+    return PairedValues(strategies, shared["query_id"].to_numpy(dtype=object),
+                        shared["text"].to_numpy(dtype=object), wide_a[strategies].to_numpy(dtype=float),
+                        wide_b[strategies].to_numpy(dtype=float), on, notes, None)
+
+
+def _refusal(a: RunRecord, b: RunRecord, on: str, queries_a: pd.DataFrame, queries_b: pd.DataFrame) -> str:
+    counts = f"run A has {len(queries_a):,} queries, run B {len(queries_b):,}"
+    if on == "text":
+        return (f"These runs share no query text ({counts}): generated queries differ whenever the "
+                "model, the prompt or the document sample changes, so there is nothing to pair. "
+                f"Evaluate the new configuration on run A's questions: `searchgrade evaluate "
+                f"{a.collection_name} --llm --queries-from {a.run_id}` (on the Evaluate page: "
+                "reuse the queries of run A), then compare that run with A.")
+    return (f"These runs share no query id ({counts}): a paired comparison needs the same queries. "
+            "Compare runs of the same collection and query set (the same --max-queries sample).")
+
+
+@one_session
 def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_METRIC,
                  k: int = PRIMARY_K, n_changed: int = 20) -> RunComparison:
-    """Run B against run A per strategy, paired over the queries (by id) both evaluated."""
+    """Run B against run A per strategy, paired over the queries both evaluated, with the
+    p-values Holm-adjusted over the strategies compared."""
     a, b = store.get_run(run_a), store.get_run(run_b)
-    notes = []
     for run in (a, b):
         if k > run.depth:
             raise SearchGradeError(f"k of {k} is above the depth of run {run.run_id} ({run.depth}); "
                                    "pick a k both runs kept")
+    notes = []
     if a.collection_name != b.collection_name:
         notes.append(f"The runs evaluate different collections ({a.collection_name}, "
-                     f"{b.collection_name}): only queries with the same id are paired.")
-    rows = store.paired_metric_values(a.run_id, b.run_id, metric, k)
-    frame = pd.DataFrame(rows, columns=["strategy", "query_id", "text", "value_a", "value_b"])
-    if frame.empty:
-        values_a = per_query_values(store, a, metric, k)
-        values_b = per_query_values(store, b, metric, k)
-        texts = query_choices(store, a.run_id)[["query_id", "text"]]
-        frame = values_a.merge(values_b, on=["strategy", "query_id"], suffixes=("_a", "_b")).merge(
-            texts, on="query_id")
-    deltas = []
-    for strategy in strategy_order(frame["strategy"].unique().tolist()):
-        pair = frame[frame["strategy"] == strategy]
-        test = paired_test(pair["value_b"].to_numpy(), pair["value_a"].to_numpy(),
-                           n_resamples=PAIRED_RESAMPLES, seed=0)
-        deltas.append({"Strategy": label(strategy), "strategy": strategy,
-                       "Run A": float(pair["value_a"].mean()), "Run B": float(pair["value_b"].mean()),
-                       "Change": test.diff, "CI low": test.ci_low, "CI high": test.ci_high,
-                       "p-value": test.p_value, "Verdict": verdict(test.p_value), "Queries": test.n})
-    frame["Change"] = frame["value_b"] - frame["value_a"]
-    changed = frame.reindex(frame["Change"].abs().sort_values(ascending=False, kind="stable").index)
-    changed = changed[changed["Change"].abs() > 1e-12].head(n_changed)
+                     f"{b.collection_name}): only queries with the same "
+                     f"{'id' if pairing_key(a, b) == 'query_id' else 'text'} are paired.")
+    paired = paired_values(store, a, b, metric, k)
+    notes += paired.notes
+    if paired.refusal is not None:
+        return RunComparison(a, b, metric, k, 0, pd.DataFrame(columns=DELTA_COLUMNS),
+                             pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal)
+    pairs = {s: paired.pair(s) for s in paired.strategies}
+    shown = [s for s in strategy_order(pairs) if len(pairs[s][0])]
+    tests = paired_tests([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES, seed=0)
+    adjusted = holm([t.p_value for t in tests])
+    deltas = [{"Strategy": label(s), "strategy": s, "Run A": float(pairs[s][1].mean()),
+               "Run B": float(pairs[s][2].mean()), "Change": t.diff, "CI low": t.ci_low,
+               "CI high": t.ci_high, "p-value": t.p_value, "Adjusted p (Holm)": p,
+               "Verdict": verdict(p), "Queries": t.n}
+              for s, t, p in zip(shown, tests, adjusted, strict=True)]
+    # The queries that changed most: by strategy name and query id, then the largest |change| first.
+    strategy_of = np.concatenate([np.full(len(pairs[s][0]), s, dtype=object) for s in paired.strategies])
+    rows = np.concatenate([pairs[s][0] for s in paired.strategies])
+    value_a = np.concatenate([pairs[s][1] for s in paired.strategies])
+    value_b = np.concatenate([pairs[s][2] for s in paired.strategies])
+    change = value_b - value_a
+    order = np.argsort(-np.abs(change), kind="stable")
+    top = order[np.abs(change[order]) > 1e-12][:n_changed]
     changed = pd.DataFrame({
-        "Strategy": changed["strategy"].map(label), "Query id": changed["query_id"],
-        "Query": changed["text"], "Run A": changed["value_a"], "Run B": changed["value_b"],
-        "Change": changed["Change"],
-    })
-    n_shared = int(frame["query_id"].nunique())
-    only = {len(store.queries(a.run_id)), len(store.queries(b.run_id))}
-    if only != {n_shared}:
-        notes.append(f"{n_shared} queries are in both runs; the others are left out of the paired tests.")
-    return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas), changed, notes)
+        "Strategy": [label(strategy_of[i]) for i in top], "Query id": paired.query_ids[rows[top]],
+        "Query": paired.texts[rows[top]], "Run A": value_a[top], "Run B": value_b[top], "Change": change[top],
+    }, columns=CHANGED_COLUMNS)
+    n_shared = len(np.unique(rows))
+    if {store.query_count(a.run_id), store.query_count(b.run_id)} != {n_shared}:
+        notes.append(f"{n_shared} queries are in both runs (paired on query "
+                     f"{'id' if paired.paired_on == 'query_id' else 'text'}); the others are left "
+                     "out of the paired tests.")
+    if not higher_is_better(metric):
+        notes.append("Lower is better for this metric: a negative change is an improvement.")
+    return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas, columns=DELTA_COLUMNS), changed,
+                         notes, paired.paired_on)

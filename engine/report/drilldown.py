@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from core.records import SearchGradeError
+from engine.report.common import one_session
 from engine.store import Store
 from engine.strategies import label, strategy_order
 
@@ -27,17 +28,25 @@ class QueryDetail:
     source_ranks: dict[str, int | None] = field(default_factory=dict)
 
 
+def _frame(rows: list[dict[str, Any]], integers: list[str]) -> pd.DataFrame:
+    """Rows as a frame, the ``integers`` columns as nullable integers (a missing grade or rank
+    stays missing, not NaN), built column by column."""
+    return pd.DataFrame({name: pd.array([r[name] for r in rows], dtype="Int64") if name in integers
+                         else [r[name] for r in rows] for name in rows[0]})
+
+
+@one_session
 def query_choices(store: Store, run_id: str) -> pd.DataFrame:
     """The run's queries: query_id, text, query_type."""
-    return pd.DataFrame(store.queries(run_id), columns=["query_id", "text", "query_type", "source_doc_id"])
+    return store.query_table(run_id)[["query_id", "text", "query_type"]]
 
 
+@one_session
 def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     run = store.get_run(run_id)
-    queries = {q["query_id"]: q for q in store.queries(run.run_id)}
-    if query_id not in queries:
+    query = store.query(run.run_id, query_id)
+    if query is None:
         raise SearchGradeError(f"query {query_id!r} is not in run {run.run_id}; pick one from the list")
-    query = queries[query_id]
     results = store.results_with_grades(run.run_id, query_id=query_id)
     grades = store.grades(run.run_id, query_id)
     relevant = [g for g in grades if g["grade"] is not None and g["grade"] >= run.threshold]
@@ -69,9 +78,8 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     return QueryDetail(
         query_id=query_id, text=query["text"], query_type=query["query_type"],
         source=docs.get(query["source_doc_id"]) if query["source_doc_id"] else None,
-        results={s: pd.DataFrame(by_strategy[s]).astype({"Grade": "Int64"}) for s in strategies},
-        relevant=pd.DataFrame(relevant_rows).astype(
-            {label(s): "Int64" for s in strategies} if relevant_rows else {}),
+        results={s: _frame(by_strategy[s], ["Grade"]) for s in strategies},
+        relevant=_frame(relevant_rows, [label(s) for s in strategies]) if relevant_rows else pd.DataFrame(),
         documents=docs,
         source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
         if query["source_doc_id"] else {},

@@ -112,9 +112,7 @@ def llm_panel(store: Store, run: RunRecord, table: pd.DataFrame) -> LLMPanel:
     in_metrics = run.mode == "llm" or bool(run.config.get("judge_unjudged"))
     count = len(failures) if (in_metrics and run.status == "complete") else int(judge.get("judge_failures", 0))
     found = metric_rows(table, SOURCE_FOUND) if not table.empty else pd.DataFrame()
-    types: dict[str, int] = {}
-    for q in store.queries(run.run_id):
-        types[q["query_type"]] = types.get(q["query_type"], 0) + 1
+    types = store.query_type_counts(run.run_id)
     llm_config = run.config.get("llm") or {}
     return LLMPanel(
         judge_model=judge.get("model") or llm_config.get("model"),

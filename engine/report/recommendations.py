@@ -5,47 +5,39 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from engine.report.common import ALPHA, Sentence, metric_label, plural
+from engine.report.common import ALPHA, Sentence, best_row, metric_label, plural
 from engine.report.llm_panel import kappa_reading
 from engine.report.runs import skipped_messages
 from engine.report.significance import format_p
+from engine.scoring import higher_is_better
 from engine.store import RunRecord, Store
 from engine.strategies import base_strategies, label, reranked_of
 
 if TYPE_CHECKING:
+    from engine.report.recompute import Figures
     from engine.report.results import ResultsView
 
 
-def recommendations(store: Store, run: RunRecord, view: ResultsView) -> list[Sentence]:
-    """What to do next, drawn from patterns in the results."""
+def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures) -> list[Sentence]:
+    """What to do next, drawn from patterns in the results (``figures``: the run at the view's k)."""
     out: list[Sentence] = []
     k = view.k
     rows = view.metric_summary
     name = metric_label(view.metric, k)
+    higher = higher_is_better(view.metric)
     if view.headline is not None and not rows.empty:
-        best = rows.loc[rows["value"].idxmax()]
+        best = best_row(rows, view.metric)
         ties = [s.subject for s in view.significance if s.subject and s.kind == "info"]
-        text = (f"Use {best['label']}: the highest {name} ({best['value']:.3f}, 95% CI "
-                f"{best['ci_low']:.3f} to {best['ci_high']:.3f}).")
+        text = (f"Use {best['label']}: the {'highest' if higher else 'lowest'} {name} "
+                f"({best['value']:.3f}, 95% CI {best['ci_low']:.3f} to {best['ci_high']:.3f}).")
         if ties:
             text += (f" {len(ties)} other strateg{'y is' if len(ties) == 1 else 'ies are'} not "
-                     f"distinguishable from it ({', '.join(label(s) for s in ties)}): "
-                     "prefer the cheapest of those if latency matters.")
+                     f"distinguishable from it on these queries ({', '.join(label(s) for s in ties)}): "
+                     "this run cannot rank them against it.")
         out.append(Sentence(text, "good"))
-    out.extend(_query_type_findings(store, run, view.metric, k))
+    out.extend(_query_type_findings(store, run, view.metric, figures))
     for r in view.reranker_table.to_dict("records"):
-        change, p = r["Change"], r["p-value"]
-        if p < ALPHA:
-            word = "adds" if change > 0 else "costs"
-            out.append(Sentence(
-                f"On {r['Strategy']}, the reranker {word} {change:+.3f} {name} ({format_p(p)}, significant; "
-                f"{r['Queries improved']} queries improved, {r['Queries hurt']} hurt).",
-                "good" if change > 0 else "warn", reranked_of(r["strategy"])))
-        else:
-            out.append(Sentence(
-                f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f}, not "
-                f"distinguishable from no reranker ({format_p(p)}): it is not worth its latency here.",
-                "info", reranked_of(r["strategy"])))
+        out.append(_reranker_finding(r, name, higher))
     missing = store.unretrieved_relevant(run.run_id, run.threshold)
     if missing["never_retrieved"]:
         share = missing["never_retrieved"] / missing["relevant"]
@@ -69,8 +61,38 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView) -> list[Sen
     return out
 
 
-def _query_type_findings(store: Store, run: RunRecord, metric: str, k: int) -> list[Sentence]:
-    rows = [r for r in store.metric_by_query_type(run.run_id, metric, k) if r["strategy"] in base_strategies()]
+def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:
+    """One baseline-vs-reranker row in words: significant (Holm-adjusted) or not distinguishable."""
+    change, p, adjusted = r["Change"], r["p-value"], r["Adjusted p (Holm)"]
+    subject = reranked_of(r["strategy"])
+    counts = f"{r['Queries improved']} queries improved, {r['Queries hurt']} hurt"
+    holm = "" if adjusted == p else f"; {format_p(adjusted, 'Holm-adjusted p')}"
+    if adjusted >= ALPHA:
+        return Sentence(
+            f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f}, not distinguishable "
+            f"from no reranker on these queries ({format_p(p)}{holm}; {counts}).", "info", subject)
+    if higher:
+        words = f"{'adds' if change > 0 else 'costs'} {change:+.3f} {name}"
+    else:
+        words = f"{'raises' if change > 0 else 'lowers'} {name} by {abs(change):.3f} (lower is better)"
+    better = (change > 0) == higher
+    return Sentence(f"On {r['Strategy']}, the reranker {words} ({format_p(p)}, significant{holm}; {counts}).",
+                    "good" if better else "warn", subject)
+
+
+def _query_type_findings(store: Store, run: RunRecord, metric: str, figures: Figures) -> list[Sentence]:
+    if not higher_is_better(metric):
+        # "Does poorly" reads the ratio of a better-is-larger value; the same pattern shows on
+        # the metric's larger-is-better twin (share relevant for share not relevant).
+        return []
+    k = figures.k
+    if figures.stored:
+        rows = store.metric_by_query_type(run.run_id, metric, k)
+    else:
+        typed = figures.per_query(metric).merge(store.query_table(run.run_id)[["query_id", "query_type"]],
+                                                on="query_id")
+        rows = typed.groupby(["strategy", "query_type"])["value"].mean().reset_index().to_dict("records")
+    rows = [r for r in rows if r["strategy"] in base_strategies()]
     types = sorted({r["query_type"] for r in rows})
     if len(types) < 2:
         return []

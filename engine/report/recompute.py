@@ -1,67 +1,145 @@
 """Metric values at any cut-off: read when the run stored them, else recomputed from its stored
-results and grades with the pipeline's own scoring (never by searching or judging again)."""
+results and grades (never by searching or judging again).
+
+A recomputation reads every ranking's top k with its grades in one query and computes every
+metric for all rankings at once (engine.metrics.arrays: the same values as the pipeline's
+per-query scoring, to the last bit); the confidence intervals come from one bootstrap index
+matrix shared by all strategies and metrics (engine.statistics.bootstrap_cis).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
-from core.records import ScoredDoc, SearchHits
 from engine.metrics import METRIC_NAMES
-from engine.report.common import RECOMPUTE_RESAMPLES, check_cutoff, stored_cutoffs
-from engine.scoring import SOURCE_FOUND, per_query_metrics
-from engine.statistics import bootstrap_ci
+from engine.metrics.arrays import RankedGrades, metric_arrays
+from engine.report.common import RECOMPUTE_RESAMPLES, check_cutoff
+from engine.scoring import SOURCE_FOUND
+from engine.statistics import bootstrap_cis
 from engine.store import RunRecord, Store
 from engine.strategies import strategy_order
+
+SUMMARY_COLUMNS = ["strategy", "metric", "value", "ci_low", "ci_high", "n"]
+
+
+class Recomputed:
+    """Metrics of every ranking of a run at one cut-off, computed from its stored grades.
+
+    ``values[metric]`` is a (strategies, queries) array, strategies in display order and queries
+    in id order; NaN where a ranking has no value (mean relevance when every top-k judgment
+    failed; source found for a query without a source document).
+    """
+
+    def __init__(self, store: Store, run: RunRecord, metrics: Sequence[str], k: int):
+        ranked = store.ranked_grades(run.run_id, k)
+        self.strategies = strategy_order(ranked.strategies)
+        self.query_ids = ranked.query_ids
+        n_strategies, n_queries = len(self.strategies), len(self.query_ids)
+        rows = ranked.rows
+        # Ranking row of each result: its strategy's place in display order, then its query.
+        place = np.array([self.strategies.index(s) for s in ranked.strategies], dtype=np.int64)
+        row = (place[rows["si"]] * n_queries + rows["qi"]) if n_strategies else np.empty(0, np.int64)
+        shape = (n_strategies * n_queries, k)
+        grade = np.zeros(shape, dtype=np.int64)
+        present, known, failed = (np.zeros(shape, dtype=bool) for _ in range(3))
+        grade[row, rows["pos"]] = rows["grade"]
+        present[row, rows["pos"]] = True
+        known[row, rows["pos"]] = rows["known"]
+        failed[row, rows["pos"]] = rows["failed"]
+        pool = store.pool_grades(run.run_id)
+        pool_values = np.unique(pool["grade"][pool["grade"] > 0])[::-1]
+        counts = np.zeros((n_queries, len(pool_values)), dtype=np.int64)
+        for j, value in enumerate(pool_values):
+            counts[:, j] = np.bincount(pool["qi"][pool["grade"] == value], minlength=n_queries)
+        relevant = np.bincount(pool["qi"][pool["grade"] >= run.threshold], minlength=n_queries)
+        query_of = np.tile(np.arange(n_queries), n_strategies)
+        arrays = metric_arrays(RankedGrades(grade, present, known, failed, pool_values, counts[query_of],
+                                            relevant[query_of]),
+                               k, run.threshold, [m for m in metrics if m != SOURCE_FOUND])
+        self.values = {m: v.reshape(n_strategies, n_queries) for m, v in arrays.items()}
+        if SOURCE_FOUND in metrics and ranked.has_source.any():
+            found = np.bincount(row, weights=rows["is_source"], minlength=shape[0]) > 0
+            self.values[SOURCE_FOUND] = np.where(ranked.has_source, found.reshape(n_strategies, n_queries),
+                                                 np.nan)
+
+    def frame(self, metrics: Sequence[str]) -> pd.DataFrame:
+        """Long form: strategy, query_id, then one column per metric."""
+        n = len(self.query_ids)
+        frame = pd.DataFrame({"strategy": np.repeat(np.array(self.strategies, dtype=object), n),
+                              "query_id": np.tile(np.array(self.query_ids, dtype=object), len(self.strategies))})
+        for metric in metrics:
+            frame[metric] = self.values[metric].ravel()
+        return frame
+
+
+class Figures:
+    """One run's metrics at one cut-off: read where the run stored them, else recomputed once."""
+
+    def __init__(self, store: Store, run: RunRecord, k: int):
+        check_cutoff(run, k)
+        self.store, self.run, self.k = store, run, k
+        self.stored = k in store.stored_cutoffs(run.run_id)
+        self._recomputed: Recomputed | None = None
+
+    def recomputed(self) -> Recomputed:
+        """Every metric (and source found) recomputed: a cut-off the run did not store."""
+        if self._recomputed is None:
+            self._recomputed = Recomputed(self.store, self.run, [*METRIC_NAMES, SOURCE_FOUND], self.k)
+        return self._recomputed
+
+    def per_query(self, metric: str) -> pd.DataFrame:
+        """One metric per strategy and query: columns strategy, query_id, value (queries without
+        a value left out, as the stored rows leave them out)."""
+        if self.stored:
+            return self.store.metric_frame(self.run.run_id, metric, self.k)
+        recomputed = self.recomputed()
+        if metric not in recomputed.values:
+            return pd.DataFrame(columns=["strategy", "query_id", "value"])
+        frame = recomputed.frame([metric]).rename(columns={metric: "value"})
+        return frame if metric != SOURCE_FOUND else frame.dropna(subset=["value"]).reset_index(drop=True)
+
+    def wide(self, metric: str) -> pd.DataFrame:
+        """One metric as one column per strategy, one row per query (indexed by id, in id order),
+        NaN where a strategy has no value for it."""
+        if self.stored:
+            strategies, query_ids, matrix = self.store.metric_matrix(self.run.run_id, metric, self.k)
+            return pd.DataFrame(matrix, index=pd.Index(query_ids, name="query_id"),
+                                columns=pd.Index(strategies, name="strategy"))
+        recomputed = self.recomputed()
+        values = recomputed.values.get(metric)
+        if values is None:
+            return pd.DataFrame()
+        wide = pd.DataFrame(values.T, index=pd.Index(recomputed.query_ids, name="query_id"),
+                            columns=pd.Index(recomputed.strategies, name="strategy"))
+        return wide.dropna(how="all")
+
+    def summary(self) -> pd.DataFrame:
+        """Every metric per strategy with its 95% CI: strategy, metric, value, ci_low, ci_high, n."""
+        if self.stored:
+            rows = self.store.metric_summary(self.run.run_id, self.k)
+            return pd.DataFrame(rows, columns=["strategy", "metric", "k", *SUMMARY_COLUMNS[2:]])[
+                SUMMARY_COLUMNS]
+        recomputed = self.recomputed()
+        columns, keys = [], []
+        for i, strategy in enumerate(recomputed.strategies):
+            for metric, values in recomputed.values.items():
+                # Left out where a query has no value (every judgment failed; no source document).
+                column = values[i][~np.isnan(values[i])]
+                if len(column):
+                    columns.append(column)
+                    keys.append((strategy, metric))
+        intervals = bootstrap_cis(columns, n_resamples=RECOMPUTE_RESAMPLES, seed=0)
+        return pd.DataFrame([(s, m, ci.mean, ci.low, ci.high, len(c))
+                             for (s, m), ci, c in zip(keys, intervals, columns, strict=True)],
+                            columns=SUMMARY_COLUMNS)
 
 
 def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
     """One metric per strategy and query: columns strategy, query_id, value."""
-    check_cutoff(run, k)
-    rows = store.metric_values(run.run_id, metric, k)
-    if rows or k in stored_cutoffs(store, run.run_id):
-        return pd.DataFrame(rows, columns=["strategy", "query_id", "metric", "k", "value"])[
-            ["strategy", "query_id", "value"]]
-    if metric == SOURCE_FOUND:
-        return pd.DataFrame(store.source_found_values(run.run_id, k),
-                            columns=["strategy", "query_id", "value"])
-    return recompute_values(store, run, [metric], k)[["strategy", "query_id", metric]].rename(
-        columns={metric: "value"})
-
-
-def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: int) -> pd.DataFrame:
-    """Metrics at cut-off k recomputed from the stored results and grades: one row per strategy and query.
-
-    The pipeline's own per-query function does it, so a failed judgment (grade NULL) counts as
-    the stored metrics count it: 0 in the rank metrics, left out of mean relevance and the
-    relevance distribution (NaN where every top-k result failed). A query a strategy returned
-    nothing for gets the metrics of an empty ranking.
-    """
-    check_cutoff(run, k)
-    judgments: dict[str, dict[str, int]] = {}
-    failed: dict[str, set[str]] = {}
-    for g in store.grades(run.run_id):
-        if g["grade"] is None:
-            failed.setdefault(g["query_id"], set()).add(g["doc_id"])
-        else:
-            judgments.setdefault(g["query_id"], {})[g["doc_id"]] = g["grade"]
-    ranked = {(r["strategy"], r["query_id"]): r["doc_ids"] for r in store.ranked_doc_ids(run.run_id, k)}
-    query_ids = [q["query_id"] for q in store.queries(run.run_id)]
-    hits = {
-        strategy: [SearchHits([ScoredDoc(d, 0.0, rank) for rank, d in enumerate(ranked.get((strategy, q), []), 1)],
-                              0.0) for q in query_ids]
-        for strategy in strategy_order(store.result_strategies(run.run_id))
-    }
-    wanted = set(metrics)
-    values: dict[tuple[str, str], dict[str, float]] = {}
-    for strategy, qid, metric, _k, value in per_query_metrics(hits, query_ids, judgments, run.threshold,
-                                                               [k], failed=failed):
-        if metric in wanted:
-            values.setdefault((strategy, qid), {})[metric] = value
-    rows = [{"strategy": strategy, "query_id": qid, **values.get((strategy, qid), {})}
-            for strategy in hits for qid in query_ids]
-    return pd.DataFrame(rows, columns=["strategy", "query_id", *metrics])
+    return Figures(store, run, k).per_query(metric)
 
 
 def summary(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
@@ -69,23 +147,16 @@ def summary(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
 
     Stored summaries are read; a cut-off the run did not store is recomputed from stored grades.
     """
+    return Figures(store, run, k).summary()
+
+
+def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: int) -> pd.DataFrame:
+    """Metrics at cut-off k recomputed from the stored results and grades: one row per strategy and query.
+
+    Counted as the pipeline counts them: a failed judgment (grade NULL) is 0 in the rank metrics
+    and left out of mean relevance and the relevance distribution (NaN where every top-k result
+    failed); a query a strategy returned nothing for gets the metrics of an empty ranking.
+    Rows: strategies in display order, each over the run's queries in id order.
+    """
     check_cutoff(run, k)
-    columns = ["strategy", "metric", "value", "ci_low", "ci_high", "n"]
-    rows = store.metric_summary(run.run_id, k)
-    if rows:
-        return pd.DataFrame(rows)[columns]
-    values = recompute_values(store, run, METRIC_NAMES, k)
-    found = pd.DataFrame(store.source_found_values(run.run_id, k), columns=["strategy", "query_id", "value"])
-    if not found.empty:
-        values = values.merge(found.rename(columns={"value": SOURCE_FOUND}), how="left",
-                              on=["strategy", "query_id"])
-    out = []
-    for strategy, group in values.groupby("strategy", sort=False):
-        for metric in [m for m in values.columns if m not in ("strategy", "query_id")]:
-            # Left out where a query has no value (every judgment failed; no source document).
-            column = group[metric].dropna().to_numpy(dtype=float)
-            if len(column) == 0:
-                continue
-            ci = bootstrap_ci(column, n_resamples=RECOMPUTE_RESAMPLES, seed=0)
-            out.append((strategy, metric, ci.mean, ci.low, ci.high, len(column)))
-    return pd.DataFrame(out, columns=columns)
+    return Recomputed(store, run, metrics, k).frame(metrics)

@@ -14,16 +14,17 @@ from engine.report.common import (
     WITH,
     WITHOUT,
     Sentence,
-    check_cutoff,
+    best_row,
     is_llm_run,
     metric_label,
     metric_rows,
+    one_session,
     primary_k,
 )
 from engine.report.llm_panel import LLMPanel, llm_panel
 from engine.report.recommendations import recommendations
-from engine.report.recompute import per_query_values, summary
-from engine.report.significance import reranker_tests, significance
+from engine.report.recompute import Figures
+from engine.report.significance import paired_comparisons, reranker_tests, results_pairs, significance
 from engine.store import RunRecord, Store
 from engine.strategies import (
     base_strategies,
@@ -74,25 +75,22 @@ class ResultsView:
     llm: LLMPanel | None = None
 
 
+@one_session
 def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int | None = None,
                  n_queries: int = 10) -> ResultsView:
     """The results page for one run at metric@k (k defaults to the headline's k)."""
     run = store.get_run(run_id)
     k = k if k is not None else primary_k(run)
-    check_cutoff(run, k)
-    table = summary(store, run, k)
+    figures = Figures(store, run, k)
+    table = figures.summary()
     strategies = strategy_order(table["strategy"].unique().tolist())
     selected = metric_rows(table, metric)
     hk = primary_k(run)
-    head_table = table if hk == k else summary(store, run, hk)
-    headline = _headline(head_table, hk, len(store.queries(run.run_id)))
-    tests = reranker_tests(store, run, metric, k)
-    means = query_means(store, run, "mean_relevance", k)
-    # A small run lists each query once: at most half are "best", the worst come from the rest.
-    best = means.sort_values(["mean_value", "query_id"], ascending=[False, True]).head(
-        min(n_queries, (len(means) + 1) // 2))
-    worst = means[~means["query_id"].isin(best["query_id"])].sort_values(["mean_value", "query_id"]).head(
-        n_queries)
+    head_table = table if hk == k else Figures(store, run, hk).summary()
+    headline = _headline(head_table, hk, store.query_count(run.run_id))
+    wide = figures.wide(metric)
+    tested = paired_comparisons(wide, results_pairs(selected, metric, wide))
+    best, worst = best_and_worst_queries(store, figures, n_queries)
     view = ResultsView(
         run=run,
         metric=metric,
@@ -105,16 +103,16 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         by_position=relevance_by_position(store, run, k),
         best_queries=best,
         worst_queries=worst,
-        reranker_table=tests,
+        reranker_table=reranker_tests(wide, tested, metric),
         distribution=relevance_distribution(table, run),
         failed_counts=failed_counts(store, run),
-        significance=significance(store, run, metric, k, selected),
+        significance=significance(selected, metric, k, tested),
         recommendations=[],
         latency=latency(store, run),
         notes=list(run.notes),
         llm=llm_panel(store, run, table) if is_llm_run(run) else None,
     )
-    view.recommendations = recommendations(store, run, view)
+    view.recommendations = recommendations(store, run, view, figures)
     return view
 
 
@@ -123,7 +121,7 @@ def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:
     if rows.empty:
         return None
     # Ties go to the strategy listed first: baselines before rerankers, the cheaper choice.
-    best = rows.loc[rows["value"].idxmax()]
+    best = best_row(rows, PRIMARY_METRIC)
     return Headline(metric_label(PRIMARY_METRIC, k), float(best["value"]), float(best["ci_low"]),
                     float(best["ci_high"]), best["strategy"], best["label"], n_queries)
 
@@ -162,65 +160,90 @@ def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def relevance_by_position(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
     """Mean grade at each rank per strategy: unjudged as 0, failed judgments left out (as in the
     stored mean relevance); columns strategy, rank, mean_grade, n, judge_failed, label."""
-    frame = pd.DataFrame(store.position_means(run.run_id, k),
-                         columns=["strategy", "rank", "mean_grade", "n", "judge_failed"])
-    frame["order"] = frame["strategy"].map(display_rank)
-    frame = frame.sort_values(["order", "strategy", "rank"]).drop(columns="order").reset_index(drop=True)
-    frame["label"] = frame["strategy"].map(label)
-    return frame
+    rows = sorted(store.position_means(run.run_id, k),
+                  key=lambda r: (display_rank(r["strategy"]), r["strategy"], r["rank"]))
+    return pd.DataFrame([{**r, "label": label(r["strategy"])} for r in rows],
+                        columns=["strategy", "rank", "mean_grade", "n", "judge_failed", "label"])
 
 
-def query_means(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
-    """Per query: the metric averaged over strategies, and the best and worst strategy for it."""
-    rows = store.query_metric_means(run.run_id, metric, k)
-    columns = ["query_id", "mean_value", "text", "query_type", "max_value", "best_strategy",
-               "min_value", "worst_strategy"]
-    if rows:
-        frame = pd.DataFrame(rows)[columns]
+QUERY_COLUMNS = ["query_id", "mean_value", "text", "query_type", "max_value", "best_strategy",
+                 "min_value", "worst_strategy"]
+
+
+def best_and_worst_queries(store: Store, figures: Figures, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The best and worst queries by mean relevance at the figures' k, averaged over strategies.
+
+    Best: the n highest means (ties by query id), at most half of the queries (rounded up) so a
+    small run lists each query once; worst: the n lowest among the rest. Ranked in SQL where the
+    run stored k, else from the recomputed values.
+    """
+    if figures.stored:
+        rows = store.query_extremes(figures.run.run_id, "mean_relevance", figures.k, n)
+        best = [r for r in rows if r["is_best"]]
+        worst = [r for r in rows if not r["is_best"]]
     else:
-        values = per_query_values(store, run, metric, k)
-        queries = pd.DataFrame(store.queries(run.run_id), columns=["query_id", "text", "query_type",
-                                                                  "source_doc_id"])
-        if values.empty:
-            return pd.DataFrame(columns=columns)
-        grouped = values.groupby("query_id")["value"]
-        frame = pd.DataFrame({
-            "mean_value": grouped.mean(), "max_value": grouped.max(), "min_value": grouped.min(),
-            "best_strategy": values.loc[grouped.idxmax(), ["query_id", "strategy"]].set_index(
-                "query_id")["strategy"],
-            "worst_strategy": values.loc[grouped.idxmin(), ["query_id", "strategy"]].set_index(
-                "query_id")["strategy"],
-        }).reset_index().merge(queries, on="query_id")[columns]
-    frame["best_strategy"] = frame["best_strategy"].map(label)
-    frame["worst_strategy"] = frame["worst_strategy"].map(label)
-    return frame
+        means = query_means(store, figures.run, "mean_relevance", figures.k, figures)
+        best_frame = means.sort_values(["mean_value", "query_id"], ascending=[False, True]).head(
+            min(n, (len(means) + 1) // 2))
+        worst_frame = means[~means["query_id"].isin(best_frame["query_id"])].sort_values(
+            ["mean_value", "query_id"]).head(n)
+        best, worst = best_frame.to_dict("records"), worst_frame.to_dict("records")
+    return _labelled(best), _labelled(worst)
+
+
+def _labelled(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame([{**r, "best_strategy": label(r["best_strategy"]),
+                          "worst_strategy": label(r["worst_strategy"])} for r in rows],
+                        columns=QUERY_COLUMNS)
+
+
+def query_means(store: Store, run: RunRecord, metric: str, k: int,
+                figures: Figures | None = None) -> pd.DataFrame:
+    """Per query: the metric averaged over strategies, and the best and worst strategy for it
+    (strategy ids, not labels)."""
+    figures = figures or Figures(store, run, k)
+    if figures.stored:
+        rows = store.query_metric_means(run.run_id, metric, k)
+        return pd.DataFrame(rows, columns=[*QUERY_COLUMNS, "n_strategies"])[QUERY_COLUMNS]
+    # A query whose every top-k judgment failed has no mean relevance: it has no place here.
+    values = figures.per_query(metric).dropna(subset=["value"])
+    if values.empty:
+        return pd.DataFrame(columns=QUERY_COLUMNS)
+    queries = store.query_table(run.run_id)[["query_id", "text", "query_type"]]
+    grouped = values.groupby("query_id")["value"]
+    return pd.DataFrame({
+        "mean_value": grouped.mean(), "max_value": grouped.max(), "min_value": grouped.min(),
+        "best_strategy": values.loc[grouped.idxmax(), ["query_id", "strategy"]].set_index(
+            "query_id")["strategy"],
+        "worst_strategy": values.loc[grouped.idxmin(), ["query_id", "strategy"]].set_index(
+            "query_id")["strategy"],
+    }).reset_index().merge(queries, on="query_id")[QUERY_COLUMNS]
 
 
 def relevance_distribution(table: pd.DataFrame, run: RunRecord) -> pd.DataFrame:
     """Per strategy: share of top-k results highly relevant (3), relevant (>= threshold), not relevant."""
-    wide = table.pivot(index="strategy", columns="metric", values="value")
+    values = {(r["strategy"], r["metric"]): r["value"] for r in table.to_dict("records")}
     columns = {"pct_relevant": f"% relevant (grade ≥ {run.threshold})",
                "pct_not_relevant": f"% not relevant (grade < {run.threshold})",
                "judged": "% judged"}
     if run.grade_max is None or run.grade_max >= 3:
         columns = {"pct_highly_relevant": "% highly relevant (grade 3)", **columns}
-    out = pd.DataFrame({"Strategy": [label(s) for s in strategy_order(wide.index.tolist())]})
-    ordered = strategy_order(wide.index.tolist())
-    for metric, title in columns.items():
-        if metric in wide:
-            out[title] = [100.0 * wide.loc[s, metric] for s in ordered]
-    return out
+    ordered = strategy_order(s for s, _ in values)
+    present = [m for m in columns if any(metric == m for _, metric in values)]
+    out = {"Strategy": [label(s) for s in ordered]}
+    for metric in present:
+        out[columns[metric]] = [100.0 * values[(s, metric)] if (s, metric) in values else float("nan")
+                                for s in ordered]
+    return pd.DataFrame(out, columns=["Strategy", *(columns[m] for m in present)])
 
 
 def failed_counts(store: Store, run: RunRecord) -> pd.DataFrame:
-    frame = pd.DataFrame(store.failed_top1_counts(run.run_id),
-                         columns=["strategy", "failed", "unjudged", "judge_failed", "n"])
-    frame["order"] = frame["strategy"].map(display_rank)
-    frame = frame.sort_values("order").drop(columns="order").reset_index(drop=True)
-    frame.insert(0, "Strategy", frame["strategy"].map(label))
-    return frame
+    rows = sorted(store.failed_top1_counts(run.run_id), key=lambda r: display_rank(r["strategy"]))
+    return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in rows],
+                        columns=["Strategy", "strategy", "failed", "unjudged", "judge_failed", "n"])
 
 
+@one_session
 def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     """Queries whose top-1 result from `strategy` is graded 0 (or unjudged, counted as 0).
 
@@ -257,6 +280,5 @@ def _result_cell(grade: Any, title: Any, doc_id: str, judge_failed: bool = False
 
 
 def latency(store: Store, run: RunRecord) -> pd.DataFrame:
-    frame = pd.DataFrame(store.latency_summary(run.run_id), columns=["strategy", "p50_ms", "p95_ms", "n"])
-    frame.insert(0, "Strategy", frame["strategy"].map(label))
-    return frame
+    return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in store.latency_summary(run.run_id)],
+                        columns=["Strategy", "strategy", "p50_ms", "p95_ms", "n"])

@@ -1,7 +1,19 @@
-"""Paired significance tests between strategies, and baseline vs reranker, said in words."""
+"""Paired significance tests between strategies, and baseline vs reranker, said in words.
+
+A page tests several differences at once (the best strategy against each other one, each
+strategy against its reranked twin). Each test's p-value is adjusted with Holm's method over all
+the distinct comparisons the page shows, and "significant" means the adjusted p-value is below
+ALPHA: a page of five comparisons at 0.05 would otherwise call one of them significant by chance
+about one time in four. A difference that is not significant is said to be not distinguishable,
+and nothing more: it is not evidence that the two are equal.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
 import pandas as pd
 
 from engine.report.common import (
@@ -10,44 +22,109 @@ from engine.report.common import (
     WITH,
     WITHOUT,
     Sentence,
+    best_row,
     metric_label,
-    metric_rows,
 )
-from engine.report.recompute import per_query_values, summary
-from engine.statistics import paired_test
-from engine.store import RunRecord, Store
+from engine.scoring import higher_is_better
+from engine.statistics import PairedTest, holm, paired_tests
 from engine.strategies import base_strategies, label, reranked_of
+
+RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
+                    "Adjusted p (Holm)", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
+
+
+class Tested(NamedTuple):
+    """One paired comparison (a - b over the queries both have a value for), and its p-value
+    adjusted over the comparisons shown with it."""
+
+    test: PairedTest
+    adjusted_p: float
+    #: How many distinct comparisons the adjustment was over.
+    family: int
 
 
 def verdict(p_value: float) -> str:
-    """"significant" below ALPHA, else "not distinguishable"."""
+    """"significant" below ALPHA, else "not distinguishable" (give it the adjusted p-value)."""
     return "significant" if p_value < ALPHA else "not distinguishable"
 
 
-def format_p(p_value: float) -> str:
+def format_p(p_value: float, name: str = "p") -> str:
     """ "p < 0.001", "p = 0.042"."""
-    return "p < 0.001" if p_value < 0.001 else f"p = {p_value:.3f}"
+    return f"{name} < 0.001" if p_value < 0.001 else f"{name} = {p_value:.3f}"
 
 
-def significance(store: Store, run: RunRecord, metric: str, k: int,
-                 rows: pd.DataFrame | None = None) -> list[Sentence]:
+def p_values_text(tested: Tested) -> str:
+    """The p-value, and the adjusted one when other comparisons were shown with it."""
+    text = format_p(tested.test.p_value)
+    if tested.family > 1:
+        text += (f", {format_p(tested.adjusted_p, 'Holm-adjusted p')} over "
+                 f"{tested.family} comparisons")
+    return text
+
+
+def _pair(wide: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Strategies a's and b's values over the queries both have one for, in query order."""
+    va, vb = wide[a].to_numpy(dtype=float), wide[b].to_numpy(dtype=float)
+    both = ~(np.isnan(va) | np.isnan(vb))
+    return va[both], vb[both]
+
+
+def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Tested]:
+    """Paired tests of (a, b) pairs of strategies, over the queries both have a value for.
+
+    ``wide``: one column per strategy, one row per query. All the tests share one draw of
+    resamples and sign flips; their p-values are Holm-adjusted over the distinct comparisons (a
+    pair and its reverse are one). Pairs with a strategy missing, or no query in common, are
+    left out.
+    """
+    kept: list[tuple[str, str]] = []
+    columns = []
+    for a, b in dict.fromkeys(pairs):
+        if a not in wide or b not in wide:
+            continue
+        va, vb = _pair(wide, a, b)
+        if len(va):
+            kept.append((a, b))
+            columns.append((va, vb))
+    tests = paired_tests(columns, n_resamples=PAIRED_RESAMPLES, seed=0)
+    family = list(dict.fromkeys(frozenset(pair) for pair in kept))
+    p_of = {frozenset(pair): test.p_value for pair, test in zip(kept, tests, strict=True)}
+    adjusted = dict(zip(family, holm([p_of[f] for f in family]), strict=True))
+    return {pair: Tested(test, adjusted[frozenset(pair)], len(family))
+            for pair, test in zip(kept, tests, strict=True)}
+
+
+def results_pairs(rows: pd.DataFrame, metric: str, wide: pd.DataFrame) -> list[tuple[str, str]]:
+    """The comparisons the Results page shows: the best strategy against each other one, and each
+    retrieval strategy against its reranked twin."""
+    pairs = []
+    if len(rows) >= 2:
+        best = best_row(rows, metric)["strategy"]
+        pairs += [(best, other) for other in rows["strategy"] if other != best]
+    for base in base_strategies():
+        reranked = reranked_of(base)
+        if reranked is not None and base in wide and reranked in wide:
+            pairs.append((reranked, base))
+    return pairs
+
+
+def significance(rows: pd.DataFrame, metric: str, k: int,
+                 tested: dict[tuple[str, str], Tested]) -> list[Sentence]:
     """The best strategy against every other one, each said in words with its paired test."""
-    rows = rows if rows is not None else metric_rows(summary(store, run, k), metric)
     if len(rows) < 2:
         return [Sentence("Only one strategy was evaluated: nothing to compare.")]
-    values = per_query_values(store, run, metric, k)
-    wide = values.pivot(index="query_id", columns="strategy", values="value")
-    best = rows.loc[rows["value"].idxmax(), "strategy"]
+    best = best_row(rows, metric)["strategy"]
     name = metric_label(metric, k)
+    direction = "" if higher_is_better(metric) else "; lower is better"
     out = []
     for other in rows["strategy"]:
-        if other == best or other not in wide:
+        if other == best or (best, other) not in tested:
             continue
-        pair = wide[[best, other]].dropna()
-        test = paired_test(pair[best].to_numpy(), pair[other].to_numpy(),
-                           n_resamples=PAIRED_RESAMPLES, seed=0)
-        gap = f"{test.diff:+.3f} {name} (95% CI {test.ci_low:+.3f} to {test.ci_high:+.3f}, {format_p(test.p_value)}, {test.n} queries)"
-        if test.p_value < ALPHA:
+        result = tested[(best, other)]
+        test = result.test
+        gap = (f"{test.diff:+.3f} {name} (95% CI {test.ci_low:+.3f} to {test.ci_high:+.3f}, "
+               f"{p_values_text(result)}, {test.n} queries{direction})")
+        if result.adjusted_p < ALPHA:
             out.append(Sentence(f"{label(best)} beats {label(other)} by {gap}: "
                                 "a real difference.", "good", other))
         else:
@@ -56,29 +133,29 @@ def significance(store: Store, run: RunRecord, metric: str, k: int,
     return out
 
 
-def reranker_tests(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
-    """Baseline vs reranker per retrieval strategy, with a paired test over the same queries."""
-    values = per_query_values(store, run, metric, k)
-    wide = values.pivot(index="query_id", columns="strategy", values="value")
+def reranker_tests(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], metric: str) -> pd.DataFrame:
+    """Baseline vs reranker per retrieval strategy, with a paired test over the same queries.
+
+    A query is improved when the reranker moves its value the better way (down, for a metric
+    where lower is better).
+    """
+    sign = 1 if higher_is_better(metric) else -1
     out = []
     for base in base_strategies():
         reranked = reranked_of(base)
-        if reranked is None or base not in wide or reranked not in wide:
+        if (reranked, base) not in tested:
             continue
-        pair = wide[[reranked, base]].dropna()
-        if pair.empty:
-            continue
-        test = paired_test(pair[reranked].to_numpy(), pair[base].to_numpy(),
-                           n_resamples=PAIRED_RESAMPLES, seed=0)
-        diff = pair[reranked] - pair[base]
+        result = tested[(reranked, base)]
+        test = result.test
+        with_, without = _pair(wide, reranked, base)
+        diff = sign * (with_ - without)
         out.append({
             "Strategy": label(base), "strategy": base,
-            WITHOUT: float(pair[base].mean()), WITH: float(pair[reranked].mean()),
+            WITHOUT: float(without.mean()), WITH: float(with_.mean()),
             "Change": test.diff, "CI low": test.ci_low, "CI high": test.ci_high,
-            "p-value": test.p_value, "Verdict": verdict(test.p_value),
+            "p-value": test.p_value, "Adjusted p (Holm)": result.adjusted_p,
+            "Verdict": verdict(result.adjusted_p),
             "Queries improved": int((diff > 1e-12).sum()), "Queries hurt": int((diff < -1e-12).sum()),
-            "Unchanged": int((diff.abs() <= 1e-12).sum()),
+            "Unchanged": int((np.abs(diff) <= 1e-12).sum()),
         })
-    return pd.DataFrame(out, columns=["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low",
-                                      "CI high", "p-value", "Verdict", "Queries improved",
-                                      "Queries hurt", "Unchanged"])
+    return pd.DataFrame(out, columns=RERANKER_COLUMNS)

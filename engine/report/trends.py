@@ -1,14 +1,19 @@
-"""The Trends screen: one metric across complete runs over time, per strategy."""
+"""The Trends screen: one metric across complete runs over time, per strategy.
+
+Read from the run-level summary (run_summary: one row per complete run, strategy, metric and
+cut-off, written when the run completes), one query for the whole chart whatever the number of runs.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from engine.report.common import stored_cutoffs
+from engine.report.common import one_session
 from engine.store import Store
 from engine.strategies import label
 
 
+@one_session
 def trend(store: Store, metric: str, k: int, collection_name: str | None = None) -> pd.DataFrame:
     """One metric across complete runs, oldest first: run_id, name, created_at, strategy, label, value, CI."""
     frame = pd.DataFrame(store.trend(metric, k, collection_name),
@@ -20,5 +25,4 @@ def trend(store: Store, metric: str, k: int, collection_name: str | None = None)
 
 def trend_cutoffs(store: Store) -> list[int]:
     """Cut-offs stored by at least one complete run."""
-    return sorted({k for run in store.list_runs() if run.status == "complete"
-                   for k in stored_cutoffs(store, run.run_id)})
+    return store.trend_cutoffs()

@@ -7,6 +7,10 @@ are safe with a connection each; but opening and closing connections to one file
 threads at once races in DuckDB's Python client (a connection may get an instance whose Arrow scan
 is not registered yet: "python_arrow_scan does not exist"), so opening and closing are serialised
 in this process (``_OPEN_CLOSE``). A connection is retried while another process holds the lock.
+
+Opening the file is the expensive part (10-100 ms: the database instance, its catalog); a
+connection to an instance already open costs ~0.1 ms. ``session()`` keeps the instance open across
+the reads of one page, so a page pays for one open, and lets it go when the page is done.
 """
 
 from __future__ import annotations
@@ -17,12 +21,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from core.records import SearchGradeError
 from engine.store.migrations import MIGRATIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 DB_FILENAME = "searchgrade.duckdb"
 
@@ -64,6 +72,9 @@ class StoreConnection:
         self.data_dir = Path(data_dir)
         self.path = self.data_dir / DB_FILENAME
         self.lock_timeout_s = lock_timeout_s
+        self._session_lock = threading.Lock()
+        self._sessions = 0
+        self._keeper: duckdb.DuckDBPyConnection | None = None
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -77,6 +88,35 @@ class StoreConnection:
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A fresh connection, retried while another process holds the file's write lock."""
+        con = self._open()
+        try:
+            yield con
+        finally:
+            with _OPEN_CLOSE:
+                con.close()
+
+    @contextmanager
+    def session(self) -> Iterator[None]:
+        """Keep the database open for the connections made inside (in any thread of this process).
+
+        Sessions nest and overlap: the database stays open until the last one ends, then the
+        file is free again for other processes.
+        """
+        with self._session_lock:
+            if self._sessions == 0:
+                self._keeper = self._open()
+            self._sessions += 1
+        try:
+            yield
+        finally:
+            with self._session_lock:
+                self._sessions -= 1
+                if self._sessions == 0 and self._keeper is not None:
+                    with _OPEN_CLOSE:
+                        self._keeper.close()
+                    self._keeper = None
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         while True:
             try:
@@ -101,11 +141,7 @@ class StoreConnection:
                     f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
                     "it may not be a searchgrade DuckDB file: point --data-dir elsewhere"
                 ) from None
-        try:
-            yield con
-        finally:
-            with _OPEN_CLOSE:
-                con.close()
+        return con
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -128,6 +164,16 @@ class StoreConnection:
             cur = con.execute(sql, params)
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def _frame(self, sql: str, params: Sequence[Any]) -> pd.DataFrame:
+        """A query's rows as a DataFrame, column by column (no Python object per row)."""
+        with self.connect() as con:
+            return con.execute(sql, params).df()
+
+    def _arrays(self, sql: str, params: Sequence[Any]) -> dict[str, np.ndarray]:
+        """A query's columns as numpy arrays."""
+        with self.connect() as con:
+            return con.execute(sql, params).fetchnumpy()
 
 
 def and_equal(sql: str, params: list[Any], filters: dict[str, Any]) -> str:

@@ -186,4 +186,31 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         UPDATE runs SET heartbeat_at = coalesce(finished_at, created_at), cancel_requested = false;
         """,
     ),
+    (
+        5,
+        # One row per complete run, strategy, metric and cut-off, with what a trend point shows
+        # about its run: Trends read this table alone (no join, no per-run reads), however many
+        # runs there are. Written when a run completes (runs.finish_run); filled here for the
+        # runs that completed before it existed.
+        """
+        CREATE TABLE run_summary (
+            run_id VARCHAR NOT NULL,
+            collection_name VARCHAR NOT NULL,
+            name VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            strategy VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            value DOUBLE NOT NULL,
+            ci_low DOUBLE NOT NULL,
+            ci_high DOUBLE NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (run_id, strategy, metric, k)
+        );
+        INSERT INTO run_summary
+        SELECT r.run_id, r.collection_name, r.name, r.created_at, s.strategy, s.metric, s.k,
+               s.value, s.ci_low, s.ci_high, s.n
+        FROM metric_summary s JOIN runs r USING (run_id) WHERE r.status = 'complete'
+        """,
+    ),
 )

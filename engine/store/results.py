@@ -65,7 +65,7 @@ class ResultsMixin(StoreConnection):
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
         for table in ("queries", "results", "grades", "documents", "metric_values", "metric_summary",
-                      "query_overlap"):
+                      "query_overlap", "run_summary"):
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     def metric_summary(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from core.records import SearchGradeError
 from engine.store.connection import StoreConnection, now_utc
+from engine.store.dashboard import write_run_summary
 
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "cancelled")
 #: The statuses a run can be resumed from.
@@ -190,8 +191,12 @@ class RunsMixin(StoreConnection):
         if owner is not None:
             sql += " AND owner = ?"
             params.append(owner)
-        with _ROW_WRITES, self.connect() as con:
-            return bool(con.execute(sql + " RETURNING run_id", params).fetchall())
+        with _ROW_WRITES, self.transaction() as con:
+            changed = bool(con.execute(sql + " RETURNING run_id", params).fetchall())
+            if changed and status == "complete":
+                # Trends' row for the run lands with its status, or neither does.
+                write_run_summary(con, run_id)
+            return changed
 
     def heartbeat(self, run_id: str, owner: str) -> Beat:
         """Say that ``owner`` is still working on the run; learn whether to cancel.
