@@ -1,100 +1,233 @@
-"""Server time of the results page's data for a run of 1,000 queries x 6 strategies x k = 10.
+"""Server time of the dashboard's views, cold, side by side with the implementation before issue 12.
 
-Builds the run in a real DuckDB file through the store (tests/pages/synthetic.py), then times the
-functions the results page calls: cold (the view model straight from the store) and cached (the
-page's st.cache_data wrappers after a first call). Prints the median of several repeats.
+Builds runs in a real DuckDB file through the store (tests/pages/synthetic.py: rankings given, no
+index; metrics and CIs from the pipeline's own functions) and times, for each size, the view
+models a page calls, each call cold (a fresh Store, no page cache, the database not yet open in
+the process), in the same process and run for both implementations:
 
-    .venv/bin/python bench/bench_dashboard.py [--queries 1000] [--repeats 5]
+- results: the Results page's view model at the stored k = 10, with its failed-queries table;
+- results at k = 7: a cut-off the run did not store (recomputed from the stored grades);
+- drill-down: one query of the run;
+- compare: two runs of the same queries at DCG@10;
+- trends: the Trends page's reads (complete runs, cut-offs, DCG@10 over every run) over --runs runs.
+
+"baseline" is the code of main at 090b02f (bench/dashboard_baseline/), "new" is engine/report/.
+Prints the machine and its load, the median of --repeats calls of each (fewer for a baseline
+call that takes over --slow-s seconds: the count is printed), the ratio, the issue's target, and
+checks that both give the same figures.
+
+    .venv/bin/python bench/bench_dashboard.py [--queries 1000,10000] [--repeats 5] [--runs 500]
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import os
+import platform
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+#: The issue's targets in seconds, by (view, queries); trends by number of runs.
+TARGETS = {
+    ("results", 1000): 0.3, ("results at k=7", 1000): 0.5,
+    ("results", 10000): 1.0, ("results at k=7", 10000): 2.0,
+    ("drill-down", 10000): 0.2, ("compare", 10000): 1.5,
+    ("trends", 500): 0.5,
+}
 
-def _time(fn, repeats: int) -> float:
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import duckdb
+    import numpy
+
+    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
+            f"Python {platform.python_version()}, numpy {numpy.__version__}, duckdb {duckdb.__version__}")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+
+
+def timed(fn: Callable[[], object], repeats: int, slow_s: float) -> tuple[float, int]:
+    """Median wall time of `repeats` calls (stopping after one call slower than slow_s)."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        if times[-1] > slow_s:
+            break
+    return statistics.median(times), len(times)
+
+
+def build_runs(path: str, n_queries: int) -> tuple[str, str]:
+    """Two runs of the same queries (B's strategies find relevant documents at other rates)."""
+    from engine.store import Store
+    from tests.pages.synthetic import random_spec, write_run
+
+    store = Store(path)
+    a = write_run(store, random_spec(n_queries, seed=0, name=f"A {n_queries}"), n_bootstrap=1000)
+    spec = random_spec(n_queries, seed=0, name=f"B {n_queries}")
+    other = random_spec(n_queries, seed=1)
+    # Same queries and qrels; half of B's rankings are another draw.
+    spec.rankings = {s: {q: (other.rankings[s][q] if i % 2 else r) for i, (q, r) in enumerate(ranking.items())}
+                     for s, ranking in spec.rankings.items()}
+    b = write_run(store, spec, n_bootstrap=1000)
+    return a, b
+
+
+def build_trend_store(path: str, n_runs: int) -> None:
+    """n_runs complete runs of 100 queries x 6 strategies: one written through the store, the
+    others copies of it in SQL (with later dates), with every table a run fills."""
+    from engine.store import Store
+    from tests.pages.synthetic import random_spec, write_run
+
+    store = Store(path)
+    base = write_run(store, random_spec(100, n_docs=1000, name="trend run"), n_bootstrap=200)
+    with store.connect() as con:
+        con.execute("CREATE TEMP TABLE clones AS SELECT i, printf('clone-%05d', i) AS run_id "
+                    "FROM range(1, ?) t(i)", [n_runs])
+        tables = [t for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND table_name IN "
+            "(SELECT table_name FROM duckdb_columns() WHERE column_name = 'run_id')").fetchall()]
+        for table in tables:
+            columns = [c for (c,) in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index",
+                [table]).fetchall()]
+            select = ", ".join("clones.run_id" if c == "run_id" else
+                               "x.created_at + to_minutes(clones.i)" if c == "created_at" else f"x.{c}"
+                               for c in columns)
+            con.execute(f"INSERT INTO {table} SELECT {select} FROM {table} x, clones WHERE x.run_id = ?", [base])
+
+
+def same_figures(new, old) -> list[str]:
+    """Where the new results view differs from the baseline's (empty: the same figures)."""
+    import numpy as np
+
+    problems = []
+    if (new.headline.strategy, round(new.headline.value, 9)) != (old.headline.strategy, round(old.headline.value, 9)):
+        problems.append("headline")
+    for name in ("metric_summary", "by_position"):
+        a, b = getattr(new, name), getattr(old, name)
+        numeric = [c for c in b.columns if c in a.columns and b[c].dtype.kind == "f"]
+        if len(a) != len(b) or not np.allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
+                                                atol=1e-9, equal_nan=True):
+            problems.append(name)
+    for name in ("best_queries", "worst_queries"):
+        if getattr(new, name)["query_id"].tolist() != getattr(old, name)["query_id"].tolist():
+            problems.append(name)
+    a, b = new.reranker_table, old.reranker_table
+    if not np.allclose(a[["Change", "CI low", "CI high", "p-value"]].to_numpy(float),
+                       b[["Change", "CI low", "CI high", "p-value"]].to_numpy(float), atol=1e-9):
+        problems.append("reranker tests")
+    return problems
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--queries", default="1000,10000", help="run sizes, comma-separated")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=500, help="runs in the trends store (0: skip)")
+    parser.add_argument("--slow-s", type=float, default=20.0,
+                        help="a call slower than this is not repeated (the baseline at 10,000 queries)")
     args = parser.parse_args()
 
-
-    from engine.report.results import failed_queries, results_view
+    from bench.dashboard_baseline import BaselineStore
+    from bench.dashboard_baseline import compare as old_compare
+    from bench.dashboard_baseline import drilldown as old_drilldown
+    from bench.dashboard_baseline import results as old_results
+    from bench.dashboard_baseline import runs as old_runs
+    from bench.dashboard_baseline import trends as old_trends
+    from engine.report import compare, drilldown, results, runs, trends
     from engine.store import Store
-    from tests.pages.synthetic import random_spec, write_run
 
+    print(f"machine: {machine()}")
+    print(f"at start: {load()}")
+    rows: list[tuple[str, int, float, int, float, int]] = []
+    mismatches: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        import os
+        for n in [int(x) for x in args.queries.split(",")]:
+            path = os.path.join(tmp, f"q{n}")
+            t0 = time.perf_counter()
+            run_a, run_b = build_runs(path, n)
+            print(f"{n:,} queries x 6 strategies x k = 10: two runs built in {time.perf_counter() - t0:.0f} s")
+            best = results.results_view(Store(path), run_a).headline.strategy
+            query = Store(path).queries(run_a)[n // 2]["query_id"]
 
-        os.environ["SEARCHGRADE_HOME"] = tmp
-        from views import _common as pages
+            def pair(new: Callable[[Store], object], old: Callable[[Store], object]):
+                # A fresh Store per call: nothing cached, the database not open yet in this process.
+                return (lambda: new(Store(path)), lambda: old(BaselineStore(path)))
 
-        # Outside `streamlit run` the caches warn once per call that there is no runtime.
-        for name in list(logging.root.manager.loggerDict):
-            if name.startswith("streamlit"):
-                logging.getLogger(name).setLevel(logging.ERROR)
+            views = {
+                "results": pair(lambda s: (results.results_view(s, run_a, "dcg", 10),
+                                           results.failed_queries(s, run_a, best)),
+                                lambda s: (old_results.results_view(s, run_a, "dcg", 10),
+                                           old_results.failed_queries(s, run_a, best))),
+                "results at k=7": pair(lambda s: results.results_view(s, run_a, "dcg", 7),
+                                       lambda s: old_results.results_view(s, run_a, "dcg", 7)),
+                "drill-down": pair(lambda s: drilldown.query_detail(s, run_a, query),
+                                   lambda s: old_drilldown.query_detail(s, run_a, query)),
+                "compare": pair(lambda s: compare.compare_runs(s, run_a, run_b, "dcg", 10),
+                                lambda s: old_compare.compare_runs(s, run_a, run_b, "dcg", 10)),
+            }
+            for name, (new, old) in views.items():
+                new_s, new_n = timed(new, args.repeats, args.slow_s)
+                old_s, old_n = timed(old, args.repeats, args.slow_s)
+                rows.append((name, n, old_s, old_n, new_s, new_n))
+                print(f"  {name:<16} baseline {old_s:8.3f} s ({old_n}x)   new {new_s:7.3f} s ({new_n}x)", flush=True)
+            for k in (10, 7):
+                problems = same_figures(results.results_view(Store(path), run_a, "dcg", k),
+                                        old_results.results_view(BaselineStore(path), run_a, "dcg", k))
+                mismatches += [f"{n} queries, k = {k}: {p}" for p in problems]
+        if args.runs:
+            path = os.path.join(tmp, "trends")
+            t0 = time.perf_counter()
+            build_trend_store(path, args.runs)
+            print(f"{args.runs} complete runs of 100 queries x 6 strategies built in {time.perf_counter() - t0:.0f} s")
 
-        store = pages.store_for(pages.home())
-        t0 = time.perf_counter()
-        run_id = write_run(store, random_spec(args.queries), n_bootstrap=1000)
-        build_s = time.perf_counter() - t0
-        n_results = store._dicts("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])[0]["n"]
-        n_values = store._dicts("SELECT count(*) AS n FROM metric_values WHERE run_id = ?", [run_id])[0]["n"]
-        print(f"run: {args.queries} queries x 6 strategies x k=10: {n_results:,} results, "
-              f"{n_values:,} metric values (built in {build_s:.1f} s)")
-        fresh = Store(tmp)
-        best = results_view(fresh, run_id).headline.strategy
+            def trends_page(report_runs, report_trends, store):
+                report_runs.run_choices(store, complete_only=True)
+                report_trends.trend_cutoffs(store)
+                return report_trends.trend(store, "dcg", 10)
 
-        def cold() -> None:
-            results_view(fresh, run_id, "dcg", 10)
-            failed_queries(fresh, run_id, best)
-
-        def cold_recompute() -> None:
-            results_view(fresh, run_id, "dcg", 7)
-
-        def cached() -> None:
-            pages.results_view(pages.home(), run_id, "dcg", 10)
-            pages.failed_queries(pages.home(), run_id, best)
-            pages.run_choices()
-            store.get_run(run_id)
-
-        cached()
-        rows = [
-            ("cold: results view + failed queries (stored k=10)", _time(cold, args.repeats)),
-            ("cold: results view recomputed at k=7 (not stored)", _time(cold_recompute, max(1, args.repeats // 2))),
-            ("cached: the same, through the page's st.cache_data", _time(cached, args.repeats)),
-        ]
-
-        # The whole results page script (widgets, figures, serialisation) under AppTest, cached.
-        from streamlit.testing.v1 import AppTest
-
-        at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
-        at.run()
-        at.switch_page("views/results.py")
-        at.run()
-        if at.exception:
-            raise SystemExit(f"results page failed: {at.exception[0].message}")
-        rows.append(("cached: the whole results page script (AppTest rerun)", _time(at.run, args.repeats)))
-        for label, seconds in rows:
-            print(f"{label:<55} median {seconds * 1000:8.1f} ms")
-    return 0
+            new_s, new_n = timed(lambda: trends_page(runs, trends, Store(path)), args.repeats, args.slow_s)
+            old_s, old_n = timed(lambda: trends_page(old_runs, old_trends, BaselineStore(path)),
+                                 args.repeats, args.slow_s)
+            rows.append(("trends", args.runs, old_s, old_n, new_s, new_n))
+            new_points = trends_page(runs, trends, Store(path))
+            old_points = trends_page(old_runs, old_trends, BaselineStore(path))
+            if new_points[["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
+                    ["run_id", "strategy"]).values.tolist() != old_points[
+                    ["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
+                    ["run_id", "strategy"]).values.tolist():
+                mismatches.append("trends: points differ")
+    print(f"at end: {load()}")
+    print()
+    print(f"{'view':<16} {'size':>7} {'baseline (s)':>13} {'new (s)':>9} {'ratio':>7} {'target (s)':>11}  met")
+    for name, size, old_s, old_n, new_s, new_n in rows:
+        target = TARGETS.get((name, size))
+        met = "" if target is None else ("yes" if new_s <= target else "NO")
+        print(f"{name:<16} {size:>7,} {old_s:>10.3f}{'*' if old_n < args.repeats else ' ':<3}"
+              f"{new_s:>9.3f} {old_s / new_s:>6.1f}x {'' if target is None else f'{target:.1f}':>11}  {met}")
+    print(f"medians of {args.repeats} cold calls; * fewer: a baseline call over {args.slow_s:.0f} s is not repeated. "
+          "size: queries per run (trends: runs).")
+    print("same figures as the baseline: " + ("yes" if not mismatches else "NO: " + "; ".join(mismatches)))
+    return 0 if not mismatches else 1
 
 
 if __name__ == "__main__":
