@@ -63,16 +63,19 @@ def load() -> str:
     return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
 
 
-def timed(fn: Callable[[], object], repeats: int, slow_s: float) -> tuple[float, int]:
-    """Median wall time of `repeats` calls (stopping after one call slower than slow_s)."""
-    times = []
+def timed(fn: Callable[[], object], repeats: int, slow_s: float) -> tuple[float, int, float]:
+    """Median wall time of `repeats` calls (stopping after one call slower than slow_s), their
+    number, and the median CPU time of this process over each call (all its threads): on a
+    machine shared with other work, the wall time grows with the load, the CPU time much less."""
+    times, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if times[-1] > slow_s:
             break
-    return statistics.median(times), len(times)
+    return statistics.median(times), len(times), statistics.median(cpu)
 
 
 def build_runs(path: str, n_queries: int) -> tuple[str, str]:
@@ -158,7 +161,7 @@ def main() -> int:
 
     print(f"machine: {machine()}")
     print(f"at start: {load()}")
-    rows: list[tuple[str, int, float, int, float, int]] = []
+    rows: list[tuple[str, int, float, int, float, int, float, float]] = []
     mismatches: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(x) for x in args.queries.split(",")]:
@@ -186,10 +189,11 @@ def main() -> int:
                                 lambda s: old_compare.compare_runs(s, run_a, run_b, "dcg", 10)),
             }
             for name, (new, old) in views.items():
-                new_s, new_n = timed(new, args.repeats, args.slow_s)
-                old_s, old_n = timed(old, args.repeats, args.slow_s)
-                rows.append((name, n, old_s, old_n, new_s, new_n))
-                print(f"  {name:<16} baseline {old_s:8.3f} s ({old_n}x)   new {new_s:7.3f} s ({new_n}x)", flush=True)
+                new_s, new_n, new_cpu = timed(new, args.repeats, args.slow_s)
+                old_s, old_n, old_cpu = timed(old, args.repeats, args.slow_s)
+                rows.append((name, n, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
+                print(f"  {name:<16} baseline {old_s:8.3f} s ({old_n}x, CPU {old_cpu:.3f} s)   "
+                      f"new {new_s:7.3f} s ({new_n}x, CPU {new_cpu:.3f} s)   {load()}", flush=True)
             for k in (10, 7):
                 problems = same_figures(results.results_view(Store(path), run_a, "dcg", k),
                                         old_results.results_view(BaselineStore(path), run_a, "dcg", k))
@@ -205,10 +209,10 @@ def main() -> int:
                 report_trends.trend_cutoffs(store)
                 return report_trends.trend(store, "dcg", 10)
 
-            new_s, new_n = timed(lambda: trends_page(runs, trends, Store(path)), args.repeats, args.slow_s)
-            old_s, old_n = timed(lambda: trends_page(old_runs, old_trends, BaselineStore(path)),
+            new_s, new_n, new_cpu = timed(lambda: trends_page(runs, trends, Store(path)), args.repeats, args.slow_s)
+            old_s, old_n, old_cpu = timed(lambda: trends_page(old_runs, old_trends, BaselineStore(path)),
                                  args.repeats, args.slow_s)
-            rows.append(("trends", args.runs, old_s, old_n, new_s, new_n))
+            rows.append(("trends", args.runs, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
             new_points = trends_page(runs, trends, Store(path))
             old_points = trends_page(old_runs, old_trends, BaselineStore(path))
             if new_points[["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
@@ -218,14 +222,16 @@ def main() -> int:
                 mismatches.append("trends: points differ")
     print(f"at end: {load()}")
     print()
-    print(f"{'view':<16} {'size':>7} {'baseline (s)':>13} {'new (s)':>9} {'ratio':>7} {'target (s)':>11}  met")
-    for name, size, old_s, old_n, new_s, new_n in rows:
+    print(f"{'view':<16} {'size':>7} {'baseline (s)':>13} {'new (s)':>9} {'ratio':>7} {'target (s)':>11}  met"
+          f"   {'CPU base (s)':>12} {'CPU new (s)':>11} {'CPU ratio':>9}")
+    for name, size, old_s, old_n, new_s, new_n, old_cpu, new_cpu in rows:
         target = TARGETS.get((name, size))
         met = "" if target is None else ("yes" if new_s <= target else "NO")
         print(f"{name:<16} {size:>7,} {old_s:>10.3f}{'*' if old_n < args.repeats else ' ':<3}"
-              f"{new_s:>9.3f} {old_s / new_s:>6.1f}x {'' if target is None else f'{target:.1f}':>11}  {met}")
+              f"{new_s:>9.3f} {old_s / new_s:>6.1f}x {'' if target is None else f'{target:.1f}':>11}  {met:<3}"
+              f"   {old_cpu:>12.3f} {new_cpu:>11.3f} {old_cpu / new_cpu:>8.1f}x")
     print(f"medians of {args.repeats} cold calls; * fewer: a baseline call over {args.slow_s:.0f} s is not repeated. "
-          "size: queries per run (trends: runs).")
+          "size: queries per run (trends: runs). Targets are wall time; CPU: this process's CPU time.")
     print("same figures as the baseline: " + ("yes" if not mismatches else "NO: " + "; ".join(mismatches)))
     return 0 if not mismatches else 1
 
