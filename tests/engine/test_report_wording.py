@@ -229,11 +229,11 @@ def test_the_migration_fills_run_summary_for_runs_completed_before_it(tmp_path):
     store = Store(tmp_path)
     run_id = write_run(store, tiny_spec())
     before = trend(store, "dcg", 3)
-    with store.connect() as con:  # the database as it was before migration 4
+    with store.connect() as con:  # the database as it was before migration 5
         con.execute("DROP TABLE run_summary")
-        con.execute("DELETE FROM schema_version WHERE version = 4")
+        con.execute("DELETE FROM schema_version WHERE version = 5")
     migrated = Store(tmp_path)
-    assert migrated.schema_version() >= 4
+    assert migrated.schema_version() >= 5
     after = trend(migrated, "dcg", 3)
     assert after["run_id"].unique().tolist() == [run_id]
     pd.testing.assert_frame_equal(after, before)
