@@ -176,12 +176,11 @@ def _build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, d
     directory = fulltext.bm25_dir(data_dir, fingerprint, settings)
     built.artifacts["bm25"] = str(directory)
     with timed(built.timings, "bm25_build"):
-        tokens = fulltext.load_tokens(directory, doc_ids)
-        built.stats["bm25_reused"] = tokens is not None
-        if tokens is None:
-            tokens = fulltext.tokenize_corpus(texts, progress)
-            fulltext.save_tokens(directory, doc_ids, tokens)
+        index = fulltext.load_index(directory, doc_ids)
+        built.stats["bm25_reused"] = index is not None
+        if index is None:
+            index = fulltext.build_index(directory, doc_ids, texts, progress)
         elif progress:
             progress("bm25_build", len(doc_ids), len(doc_ids))
-        bm25 = fulltext.fit_bm25(tokens, settings)
-    return fulltext.FulltextSearcher(bm25, doc_ids)
+        searcher = fulltext.FulltextSearcher.from_settings(index, settings)
+    return searcher

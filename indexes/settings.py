@@ -1,6 +1,6 @@
 """Index settings: what the systems under test are built from, and fingerprints of them.
 
-Each built artifact (embedding vectors, ANN index, tokenized corpus) depends on only some of the
+Each built artifact (embedding vectors, ANN index, full-text index) depends on only some of the
 settings. ``IndexSettings.fingerprint(artifact)`` hashes exactly those, so changing, say, the RRF
 constant reuses every artifact on disk, while changing the ANN index type rebuilds only the ANN index.
 """
@@ -24,6 +24,9 @@ ANN_INDEXES = ("flat", "hnsw", "ivf")
 
 #: Version of the full-text tokenizer (see indexes/fulltext.py); bump it when tokenize() changes.
 TOKENIZER_VERSION = "lower-unicode-w+-v1"
+
+#: Version of the full-text index folder layout (see indexes/bm25.py); bump it when that changes.
+BM25_FORMAT = "bm25-csc-v1"
 
 # Settings that shape each artifact on disk. Search-time knobs (ivf_nprobe, hnsw_ef_search,
 # bm25_k1/b, rrf_k, depths) are applied after loading and are deliberately left out.
@@ -115,6 +118,7 @@ class IndexSettings:
             values.pop("hnsw_m")
         if artifact in ("bm25", "all"):
             values["tokenizer"] = TOKENIZER_VERSION
+            values["bm25_format"] = BM25_FORMAT
         payload = json.dumps({"artifact": artifact, **values}, sort_keys=True)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 

@@ -42,10 +42,11 @@ def test_fingerprint_is_stable_across_instances_and_hex():
 
 
 def test_default_fingerprints_are_pinned():
-    # Changing these rebuilds every user's artifacts: do it on purpose (e.g. a new tokenizer).
+    # Changing these rebuilds every user's artifacts: do it on purpose (e.g. a new tokenizer or
+    # full-text index format).
     s = IndexSettings()
     assert (s.fingerprint("embeddings"), s.fingerprint("ann"), s.fingerprint("bm25")) == (
-        "78ea32445e2cfd5f", "7756774bd59b77e8", "7383db89e9ef00fb")
+        "78ea32445e2cfd5f", "7756774bd59b77e8", "4a56df54ba5f5bda")
 
 
 def test_search_time_settings_do_not_change_artifact_fingerprints():
