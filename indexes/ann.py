@@ -2,6 +2,10 @@
 
 Vectors are L2-normalised, so inner product is cosine similarity. Index types (``ann_index``):
 
+- "auto" (the default): "flat" up to ``ANN_EXACT_MAX_DOCS`` documents, "ivf" above
+  (``IndexSettings.resolved``). An approximate index's recall@10 against exact search, measured
+  on a sample of the run's queries (``AnnSearcher.recall_at_k``), says what the approximation costs.
+
 - "flat": ``IndexFlatIP``, exact inner-product search (the default; what published dense
   results use).
 - "hnsw": ``IndexHNSWFlat`` with the inner-product metric (``hnsw_m`` links per node at build,
@@ -80,6 +84,7 @@ ANN_BUILDERS: dict[str, Callable[[np.ndarray, IndexSettings], Any]] = {
 
 def build_ann_index(vectors: np.ndarray, settings: IndexSettings) -> Any:
     """A faiss index of the kind ``settings.ann_index`` over ``vectors`` (n x dim, normalised)."""
+    settings = settings.resolved(len(vectors))
     builder = ANN_BUILDERS.get(settings.ann_index)
     if builder is None:
         raise SearchGradeError(
@@ -96,6 +101,7 @@ def build_ann_index(vectors: np.ndarray, settings: IndexSettings) -> Any:
 def apply_search_params(index: Any, settings: IndexSettings) -> None:
     """Set the search-time knobs, which are not part of the saved index."""
     faiss = _faiss()
+    settings = settings.resolved(index.ntotal)
     if settings.ann_index == "hnsw":
         index.hnsw.efSearch = settings.hnsw_ef_search
     elif settings.ann_index == "ivf":
@@ -104,6 +110,7 @@ def apply_search_params(index: Any, settings: IndexSettings) -> None:
 
 
 def ann_dir(data_dir: Path, collection_fingerprint: str, settings: IndexSettings) -> Path:
+    """The folder of an index; ``settings`` must be resolved (no "auto")."""
     return Path(data_dir) / "indexes" / f"{collection_fingerprint}-{settings.fingerprint('ann')}"
 
 
@@ -169,3 +176,55 @@ class AnnSearcher:
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         return search_each(self.search_one, queries, k)
+
+    @property
+    def kind(self) -> str:
+        """"flat", "hnsw" or "ivf": what the faiss index is."""
+        faiss = _faiss()
+        index = faiss.downcast_index(self.index)
+        if isinstance(index, faiss.IndexHNSW):
+            return "hnsw"
+        if isinstance(index, faiss.IndexIVF):
+            return "ivf"
+        return "flat"
+
+    def exact_search(self, vectors: np.ndarray, k: int) -> np.ndarray:
+        """Rows of the exact top k (inner product over every vector) for each query vector."""
+        faiss = _faiss()
+        index = faiss.downcast_index(self.index)
+        k = min(k, index.ntotal)
+        if isinstance(index, faiss.IndexHNSW):
+            return faiss.downcast_index(index.storage).search(vectors, k)[1]
+        if isinstance(index, faiss.IndexIVF):
+            # Visiting every inverted list makes an IVF search exhaustive.
+            nprobe = index.nprobe
+            index.nprobe = index.nlist
+            try:
+                return index.search(vectors, k)[1]
+            finally:
+                index.nprobe = nprobe
+        return index.search(vectors, k)[1]
+
+    def recall_at_k(self, queries: Sequence[str], k: int = 10, sample: int = 200,
+                    seed: int = 0) -> dict[str, Any] | None:
+        """Share of the exact top k that this index finds, over a seeded sample of the queries.
+
+        Returns:
+            {"index", "k", "queries", "recall"} (recall in 0..1, e.g. 0.97: "the index finds 97%
+            of what exact search finds"), or None for an exact index (nothing to measure).
+        """
+        if self.kind == "flat" or not queries:
+            return None
+        check_k(k)
+        chosen = list(queries)
+        if len(chosen) > sample:
+            import random
+
+            chosen = random.Random(seed).sample(chosen, sample)
+        vectors = encode(self.model, chosen, batch_size=32)
+        k = min(k, self.index.ntotal)
+        found = self.index.search(vectors, k)[1]
+        exact = self.exact_search(vectors, k)
+        hits = sum(len(set(f[f >= 0].tolist()) & set(e[e >= 0].tolist())) for f, e in zip(found, exact, strict=True))
+        total = int((exact >= 0).sum())
+        return {"index": self.kind, "k": k, "queries": len(chosen), "recall": hits / total if total else 1.0}

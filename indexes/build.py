@@ -144,6 +144,8 @@ def bundled_shard(collection: Collection, model_name: str) -> Path | None:
 def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
                texts: list[str], progress: ProgressFn | None, built: BuiltIndexes,
                bundled: Path | None = None) -> ann.AnnSearcher:
+    settings = settings.resolved(len(doc_ids))
+    built.stats["ann_index"] = settings.ann_index
     with timed(built.timings, "embedder_load"):
         model = load_embedder(settings.embedding_model)
     directory = ann.ann_dir(data_dir, fingerprint, settings)

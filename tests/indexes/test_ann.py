@@ -77,7 +77,7 @@ def test_unknown_index_type_lists_the_valid_ones():
     # Settings refuse it already; the registry refuses it too if validation is bypassed.
     settings = IndexSettings()
     object.__setattr__(settings, "ann_index", "annoy")
-    with pytest.raises(SearchGradeError, match="'annoy' is not known: use one of flat, hnsw, ivf"):
+    with pytest.raises(SearchGradeError, match="'annoy' is not known: use one of auto, flat, hnsw, ivf"):
         build_ann_index(random_unit_vectors(5), settings)
     with pytest.raises(SearchGradeError, match="flat, hnsw, ivf"):
         dataclasses.replace(IndexSettings(), ann_index="annoy")
@@ -128,3 +128,48 @@ def test_real_model_finds_the_document_each_query_was_written_for(kind):
     hits = AnnSearcher(model, index, DOC_IDS).search([q for q, _ in QUERIES.values()], k=3)
     assert [h.docs[0].doc_id for h in hits] == [doc for _, doc in QUERIES.values()]
     assert all(0 < h.latency_s < 5 for h in hits)
+
+
+def clustered_unit_vectors(n: int, clusters: int = 20, dim: int = 16, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((clusters, dim))
+    vectors = centres[rng.integers(0, clusters, n)] + 0.3 * rng.standard_normal((n, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_auto_builds_an_ivf_index_above_the_threshold(monkeypatch):
+    monkeypatch.setattr("indexes.settings.ANN_EXACT_MAX_DOCS", 50)
+    docs = clustered_unit_vectors(200)
+    assert ann.AnnSearcher(VectorModel({}), build_ann_index(docs, IndexSettings()), [str(i) for i in range(200)]).kind == "ivf"
+    small = build_ann_index(docs[:50], IndexSettings())
+    assert ann.AnnSearcher(VectorModel({}), small, [str(i) for i in range(50)]).kind == "flat"
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf"])
+def test_recall_at_10_compares_the_index_with_exact_search(kind):
+    docs = clustered_unit_vectors(2000)
+    queries = {f"q{i}": v for i, v in enumerate(clustered_unit_vectors(60, seed=2))}
+    # One IVF list visited, a tiny HNSW beam: approximate enough to miss some neighbours.
+    settings = IndexSettings(ann_index=kind, ivf_nprobe=1, hnsw_ef_search=1, hnsw_m=4)
+    index = build_ann_index(docs, settings)
+    searcher = AnnSearcher(VectorModel(queries), index, [str(i) for i in range(len(docs))])
+    measured = searcher.recall_at_k(list(queries), k=10, sample=40, seed=3)
+    assert (measured["index"], measured["k"], measured["queries"]) == (kind, 10, 40)
+    vectors = np.stack(list(queries.values()))
+    exact = np.argsort(-(vectors @ docs.T), axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(np.sort(searcher.exact_search(vectors, 10), axis=1), np.sort(exact, axis=1))
+    import random
+
+    chosen = random.Random(3).sample(list(queries), 40)
+    found = index.search(np.stack([queries[q] for q in chosen]), 10)[1]
+    truth = [set(exact[int(q[1:])].tolist()) for q in chosen]
+    expected = sum(len(set(f.tolist()) & t) for f, t in zip(found, truth, strict=True)) / 400
+    assert measured["recall"] == pytest.approx(expected) and measured["recall"] < 1
+    if kind == "ivf":
+        assert ann._faiss().extract_index_ivf(index).nprobe == 1  # restored after the exact search
+
+
+def test_an_exact_index_has_no_recall_to_measure():
+    docs = random_unit_vectors(10)
+    searcher = AnnSearcher(VectorModel({"q": docs[0]}), build_ann_index(docs, IndexSettings()), list("abcdefghij"))
+    assert searcher.kind == "flat" and searcher.recall_at_k(["q"]) is None

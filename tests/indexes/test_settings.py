@@ -12,7 +12,7 @@ def test_defaults_match_the_design():
     s = IndexSettings()
     assert (s.embedding_model, s.ann_index, s.batch_size, s.bm25_k1, s.bm25_b, s.rrf_k,
             s.fusion_depth, s.reranker_model, s.rerank_depth) == (
-        "sentence-transformers/all-MiniLM-L6-v2", "flat", 32, 1.5, 0.75, 60, 100,
+        "sentence-transformers/all-MiniLM-L6-v2", "auto", 32, 1.5, 0.75, 60, 100,
         "cross-encoder/ms-marco-MiniLM-L6-v2", 50)
 
 
@@ -22,7 +22,7 @@ def test_settings_are_frozen():
 
 
 def test_unknown_ann_index_lists_the_valid_values():
-    with pytest.raises(SearchGradeError, match=r"'annoy'.*flat, hnsw, ivf"):
+    with pytest.raises(SearchGradeError, match=r"'annoy'.*auto, flat, hnsw, ivf"):
         IndexSettings(ann_index="annoy")
 
 
@@ -44,9 +44,18 @@ def test_fingerprint_is_stable_across_instances_and_hex():
 def test_default_fingerprints_are_pinned():
     # Changing these rebuilds every user's artifacts: do it on purpose (e.g. a new tokenizer or
     # full-text index format).
-    s = IndexSettings()
+    s = IndexSettings().resolved(5183)  # "auto" is exact search at the demo's size
     assert (s.fingerprint("embeddings"), s.fingerprint("ann"), s.fingerprint("bm25")) == (
         "78ea32445e2cfd5f", "7756774bd59b77e8", "4a56df54ba5f5bda")
+    assert IndexSettings(ann_index="flat").fingerprint("ann") == "7756774bd59b77e8"
+
+
+def test_auto_ann_index_is_exact_up_to_the_threshold_then_ivf():
+    from indexes.settings import ANN_EXACT_MAX_DOCS
+
+    assert IndexSettings().resolved(ANN_EXACT_MAX_DOCS).ann_index == "flat"
+    assert IndexSettings().resolved(ANN_EXACT_MAX_DOCS + 1).ann_index == "ivf"
+    assert IndexSettings(ann_index="hnsw").resolved(10).ann_index == "hnsw"
 
 
 def test_search_time_settings_do_not_change_artifact_fingerprints():
