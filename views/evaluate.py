@@ -290,7 +290,8 @@ def _form() -> None:
         reranker = st.text_input("Reranker model (cross-encoder name or local path)",
                                  defaults["reranker_model"], key="evaluate_reranker")
         ann = st.selectbox("ANN index", index_choices(),
-                           index=index_choices().index(defaults["ann_index"]), key="evaluate_ann")
+                           index=index_choices().index(defaults["ann_index"]), key="evaluate_ann",
+                           help="auto: exact search up to 200,000 documents, IVF above")
     name = st.text_input("Run name (optional)", key="evaluate_name",
                          placeholder=f"{overview.name} {{date}}")
 

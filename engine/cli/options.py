@@ -32,7 +32,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("indexes")
     g.add_argument("--embedding-model", default=d.embedding_model,
                    help=f"sentence-transformers model name or local path (default: {d.embedding_model})")
-    g.add_argument("--ann-index", default=d.ann_index, help="faiss index: flat (exact), hnsw or ivf")
+    g.add_argument("--ann-index", default=d.ann_index,
+                   help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
     g.add_argument("--reranker-model", default=d.reranker_model,
                    help=f"cross-encoder name or local path (default: {d.reranker_model})")
     g.add_argument("--rerank-depth", type=int, default=d.rerank_depth,
