@@ -43,7 +43,7 @@ from engine.scoring import (
     summarise,
 )
 from engine.store import Store, heartbeat_timeout_s, new_owner
-from indexes.build import build_searchers
+from indexes.build import build_searchers, measure_ann_recall
 from indexes.settings import IndexSettings
 
 Progress = Callable[[str, int, int], None]
@@ -340,6 +340,8 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
         collection, config.index, ctx.data_dir, strategies=config.strategies, progress=report,
         collection_fingerprint=collection_fingerprint(collection),
     )
+    if built.ann is not None:
+        ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
     ctx.timings["index"] = time.perf_counter() - t0
     ctx.stats.update({"queries": len(queries), "documents": len(collection.documents),
                       "index": built.stats, "index_timings": built.timings})

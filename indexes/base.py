@@ -48,6 +48,8 @@ class BuiltIndexes:
             "reranker_load").
         stats: counts and rates, e.g. embedded, cache_hits, embed_docs_per_s, ann_reused.
         artifacts: artifact name -> directory it lives in.
+        ann: the ANN searcher (indexes.ann.AnnSearcher) when a requested strategy uses it, for
+            measuring what its index loses against exact search.
     """
 
     searchers: dict[str, Searcher] = field(default_factory=dict)
@@ -55,6 +57,7 @@ class BuiltIndexes:
     timings: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
+    ann: Any = None
 
 
 @contextmanager

@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.cli.options import add_common, open_store
+from engine.report.ann_index import ann_index_text
 from engine.scoring import SOURCE_FOUND
 from engine.strategies import strategy_order
 
@@ -70,6 +71,9 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for strategy, reason in run.skipped.items():
         print(f"  skipped {strategy}: {reason}", file=out)
+    ann_index = ann_index_text(run.stats)
+    if ann_index:
+        print(f"  {ann_index}", file=out)
     if run.mode == "llm" or run.config.get("llm"):
         llm = llm_summary(store, run)
         calls, hits = llm["llm_calls"], llm["cache_hits"]

@@ -8,5 +8,6 @@ screens' business.
 - results, drilldown, trends, compare, evaluate: one module per screen.
 - recommendations: what to do next, in words; significance: paired tests, in words.
 - llm_panel: the LLM's part of a run; recompute: metrics at a cut-off the run did not store.
+- ann_index: what the ANN index loses against exact search, in words.
 - runs: run dropdowns and skipped strategies; downloads: CSV and TREC files; common: shared labels.
 """

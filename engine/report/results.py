@@ -21,6 +21,7 @@ from engine.report.common import (
     one_session,
     primary_k,
 )
+from engine.report.ann_index import ann_index_text
 from engine.report.llm_panel import LLMPanel, llm_panel
 from engine.report.recommendations import recommendations
 from engine.report.recompute import Figures
@@ -73,6 +74,8 @@ class ResultsView:
     notes: list[str] = field(default_factory=list)
     #: The LLM's part of the run (judge, calls, failures, source found, agreement); None without LLM.
     llm: LLMPanel | None = None
+    #: What the ANN index costs against exact search, in words; None without ANN.
+    ann_index: str | None = None
 
 
 @one_session
@@ -111,6 +114,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         latency=latency(store, run),
         notes=list(run.notes),
         llm=llm_panel(store, run, table) if is_llm_run(run) else None,
+        ann_index=ann_index_text(run.stats),
     )
     view.recommendations = recommendations(store, run, view, figures)
     return view

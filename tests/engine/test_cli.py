@@ -41,6 +41,7 @@ def test_show_json_has_the_documented_shape(tmp_path, tiny_beir, capsys):
     for name in ("dcg", "ndcg", "precision", "recall", "recall_single_hit", "mrr", "map", "mean_relevance"):
         for strategy in ("ann", "fulltext", "hybrid"):
             assert (strategy, name, 10) in metrics
+    assert payload["run"]["stats"]["ann_recall"] == {"index": "flat", "exact": True}
     row = payload["metrics"][0]
     assert set(row) >= {"strategy", "metric", "k", "value", "ci_low", "ci_high"}
 
@@ -51,6 +52,7 @@ def test_show_table_and_runs_list_the_run(tmp_path, tiny_beir, capsys):
     assert main(["show", run_id, "--data-dir", str(tmp_path / "d")]) == 0
     table = capsys.readouterr().out
     assert "dcg@10" in table and "fulltext" in table
+    assert "ANN index: exact search (every document vector compared): nothing lost" in table
     assert main(["runs", "--data-dir", str(tmp_path / "d")]) == 0
     assert run_id in capsys.readouterr().out
 

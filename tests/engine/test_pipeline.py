@@ -53,6 +53,24 @@ def test_every_strategy_finds_the_obvious_document(tmp_path, tiny_beir):
             assert r["value"] == 1.0, r["strategy"]
 
 
+def test_the_run_records_what_its_ann_index_loses_against_exact_search(tmp_path, tiny_beir):
+    store = Store(tmp_path / "data")
+    exact = run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("hybrid",)),
+                           store, tmp_path / "data")
+    assert store.get_run(exact.run_id).stats["ann_recall"] == {"index": "flat", "exact": True}
+    # 12 documents: 3 IVF lists, all visited (nprobe is capped at nlist), so nothing is missed.
+    ivf = run_evaluation(load_collection(tiny_beir),
+                         _config(tmp_path, strategies=("ann",),
+                                 index=IndexSettings(ann_index="ivf", reranker_model="none")),
+                         store, tmp_path / "data")
+    run = store.get_run(ivf.run_id)
+    assert run.stats["ann_recall"] == {"index": "ivf", "k": 10, "queries": 5, "recall": 1.0}
+    assert "ann_recall" in run.stats["index_timings"]
+    fulltext = run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("fulltext",)),
+                              store, tmp_path / "data")
+    assert "ann_recall" not in store.get_run(fulltext.run_id).stats
+
+
 def test_unjudged_results_count_as_zero_and_show_in_judged(tmp_path, tiny_beir):
     store = Store(tmp_path / "data")
     outcome = run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("ann",)),

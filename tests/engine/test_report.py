@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from core.records import SearchGradeError
+from engine.report.ann_index import ann_index_text
 from engine.report.common import WITH, WITHOUT, metric_names, stored_cutoffs
 from engine.report.compare import compare_runs
 from engine.report.downloads import per_query_csv, trec_zip
@@ -406,3 +407,22 @@ def test_llm_modes_need_a_model_and_an_endpoint(tmp_path):
     modes = {m.mode: m for m in mode_status(no_qrels, environ={}, model="m", base_url="http://x/v1")}
     assert modes["llm"].available and not modes["qrels_llm"].available
     assert "no qrels.tsv" in modes["qrels_llm"].reason
+
+
+@pytest.mark.parametrize("measured, expected", [
+    ({"index": "flat", "exact": True},
+     "ANN index: exact search (every document vector compared): nothing lost to approximation"),
+    ({"index": "ivf", "k": 10, "queries": 200, "recall": 0.97},
+     "ANN index: inverted-file (IVF), approximate: it finds 97.0% of what exact search finds "
+     "(recall@10 on 200 sampled queries)"),
+    # 1,999 of 2,000 neighbours found: not rounded up to a perfect 100%.
+    ({"index": "hnsw", "k": 10, "queries": 200, "recall": 0.9995},
+     "ANN index: HNSW graph, approximate: it finds 99.9% of what exact search finds "
+     "(recall@10 on 200 sampled queries)"),
+])
+def test_the_ann_index_cost_is_said_in_words(measured, expected):
+    assert ann_index_text({"ann_recall": measured}) == expected
+
+
+def test_a_run_without_ann_says_nothing_about_an_ann_index():
+    assert ann_index_text({"queries": 3}) is None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.pages.conftest import chart, open_page
@@ -51,6 +53,15 @@ def test_tables_failed_queries_and_recommendations_are_there(tiny_run):
     assert "never retrieved by any strategy" in text
     assert "a reranker cannot fix that" in text
     assert "not distinguishable" in text
+
+
+def test_the_ann_index_and_its_recall_are_stated_with_the_run(store):
+    stats = {"ann_recall": {"index": "ivf", "k": 10, "queries": 200, "recall": 0.9724}}
+    write_run(store, tiny_spec(stats=stats))
+    # Captions escape Markdown: read them back as plain text.
+    text = re.sub(r"\\(.)", r"\1", _all_text(open_page("views/results.py")))
+    assert ("ANN index: inverted-file (IVF), approximate: it finds 97.2% of what exact search finds "
+            "(recall@10 on 200 sampled queries)") in text
 
 
 def test_metric_and_k_selectors_recompute_from_stored_results(tiny_run):
