@@ -133,6 +133,10 @@ class EmbeddingCache:
         self._load()
         return len(self._rows)
 
+    def __contains__(self, key: object) -> bool:
+        self._load()
+        return key in self._rows
+
     def _load(self) -> None:
         if self._loaded:
             return
@@ -186,6 +190,20 @@ class EmbeddingCache:
         _write_shard(path, keys, vectors)
         self._add_block(keys, vectors, path)
         return path
+
+    def add_imported(self, keys: Sequence[bytes], vectors: np.ndarray) -> int:
+        """Store vectors made elsewhere (normalised to unit length) as one ``shard-imported-*`` file.
+
+        Returns:
+            How many of them the cache did not hold yet (a text already cached keeps its vector).
+        """
+        self._load()
+        keys = [bytes(key) for key in keys]
+        vectors = _normalise(np.asarray(vectors, dtype=np.float32).reshape(len(keys), -1))
+        new = self._add_block(keys, vectors, None)
+        if new:
+            _write_shard(self.directory / f"shard-imported-{uuid.uuid4().hex[:8]}.npz", keys, vectors)
+        return new
 
     def import_shard(self, source: Path) -> int:
         """Copy a shard file (``keys`` + ``vectors`` .npz) into the cache.

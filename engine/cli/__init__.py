@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from core.records import SearchGradeError
-from engine.cli import app, evaluate, gate, index, labels, show
+from engine.cli import app, evaluate, gate, import_vectors, index, labels, show
 
 #: Command modules by name, in the order `searchgrade --help` lists their subcommands.
 COMMANDS = {
     "index": index,  # index
+    "import-vectors": import_vectors,  # import-vectors
     "evaluate": evaluate,  # evaluate, resume
     "show": show,  # runs, show, export
     "labels": labels,  # labels list|export|import, rescore

@@ -97,6 +97,7 @@ def _one_line_error(capsys, code: int) -> str:
         (["show", "no-such-run"], "no run"),
         (["export", "no-such-run", "--format", "trec", "--out", "OUT"], "no run"),
         (["export", "x", "--format", "xml", "--out", "OUT"], "xml"),
+        (["import-vectors", "TINY", "/no/such/vectors.parquet"], "does not exist"),
     ],
 )
 def test_expected_errors_are_one_line_and_non_zero(tmp_path, tiny_beir, capsys, argv, fragment):
@@ -106,6 +107,28 @@ def test_expected_errors_are_one_line_and_non_zero(tmp_path, tiny_beir, capsys, 
     except SystemExit as exc:  # argparse's own errors
         code = exc.code
     assert fragment in _one_line_error(capsys, code)
+
+
+def test_imported_vectors_build_the_ann_index_with_nothing_embedded(tmp_path, tiny_beir, capsys):
+    import numpy as np
+
+    from engine.collections import load_collection
+    from indexes.embeddings import encode, load_embedder
+
+    documents = load_collection(tiny_beir).documents
+    vectors = encode(load_embedder("all-MiniLM-L6-v2"), [d.content for d in documents], 32)
+    np.savez(tmp_path / "v.npz", ids=np.array([d.doc_id for d in documents]), vectors=vectors)
+    data = str(tmp_path / "d")
+    capsys.readouterr()
+    assert main(["import-vectors", str(tiny_beir), str(tmp_path / "v.npz"), "--data-dir", data]) == 1
+    assert "does not say which model" in _one_line_error(capsys, 1)
+    assert main(["import-vectors", str(tiny_beir), str(tmp_path / "v.npz"), "--data-dir", data,
+                 "--embedding-model", "all-MiniLM-L6-v2"]) == 0
+    out = capsys.readouterr().out
+    assert "12 vectors of 384 dimensions for tiny filed under sentence-transformers/all-MiniLM-L6-v2" in out
+    assert "12 of 12 documents have a vector" in out and "mean cosine 1.0000" in out
+    run_id = _evaluate(tiny_beir, data)
+    assert Store(data).get_run(run_id).stats["index"]["embedded"] == 0
 
 
 def test_bad_collection_file_error_names_file_and_line(tmp_path, capsys):
