@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class SearchGradeError(Exception):
-    """An expected error a user can fix; its message is one line that says how."""
+    """An expected error a user can fix; its message is one line that says how.
+
+    ``str(error)`` is phrased for the command line (it names the flag to change); ``page`` is the
+    same error phrased for the app (it names the picker to change instead), where they differ.
+    """
+
+    def __init__(self, message: str, *, page: str | None = None) -> None:
+        super().__init__(message)
+        self.page = page
+
+    @property
+    def page_message(self) -> str:
+        """The message as the app shows it (the command-line phrasing where there is no other)."""
+        return self.page or str(self)
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,9 @@ class Collection:
     qrels: dict[str, dict[str, int]] | None = None
     #: Notes for the user about what the loader skipped or dropped (one line each).
     notes: list[str] = field(default_factory=list)
+    #: How it was loaded (the loader's keyword arguments, columns resolved), so a run can store it
+    #: and a resume load it alike.
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_qrels(self) -> bool:

@@ -65,8 +65,8 @@ def select_qrels_queries(collection: Collection, max_queries: int | None, seed: 
     queries = [q for q in collection.queries if qrels.get(q.query_id)]
     if not queries:
         raise SearchGradeError(
-            f"collection {collection.path} has no query with a judgment in its qrels; "
-            "check that qrels query ids match queries.jsonl"
+            f"collection {collection.name!r} has no query with a judgment in its qrels; "
+            "check that the qrels' query ids match the queries' ids"
         )
     if max_queries is not None and max_queries < len(queries):
         queries = sorted(random.Random(seed).sample(queries, max_queries), key=lambda q: q.query_id)
@@ -130,8 +130,10 @@ def _plan(collection: Collection, config: RunConfig, store: Store) -> RunPlan:
 
     if not collection.has_qrels:
         raise SearchGradeError(
-            f"collection {collection.path} has no qrels (human judgments); add qrels.tsv "
-            "(query-id, corpus-id, score) or use the LLM mode"
+            f"collection {collection.name!r} has no qrels (human judgments); add qrels.tsv "
+            "(query-id, corpus-id, score) or --qrels-file FILE, or use the LLM mode",
+            page=f"collection {collection.name!r} has no judgments (qrels); add a judgments file, "
+            "or use the LLM judge",
         )
     queries = select_qrels_queries(collection, config.max_queries, config.seed)
     qrels = {q.query_id: collection.qrels[q.query_id] for q in queries}
@@ -179,7 +181,8 @@ def run_evaluation(
     Returns:
         The run id and its final status. Raises on failure after marking the run failed.
     """
-    config = _prepare(config)
+    # How the collection was loaded (columns, queries and qrels files), so a resume loads it alike.
+    config = _prepare(replace(config, collection_fields=dict(collection.fields)))
     plan = _plan(collection, config, store)
     client = _client(config)
     name = config.name or f"{collection.name} {time.strftime('%Y-%m-%d %H:%M')}"

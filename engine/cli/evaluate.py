@@ -12,6 +12,7 @@ from engine.cli.options import (
     add_collection,
     add_common,
     add_index_options,
+    add_judgment_files,
     add_llm_options,
     index_settings,
     load,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate every strategy on a collection and store the run")
     add_collection(p)
+    add_judgment_files(p)
     p.add_argument("--qrels", action="store_true",
                    help="grade with the collection's human judgments (qrels); with --llm too, human "
                    "grades win and the judge's agreement with them is reported")
@@ -126,8 +128,6 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
         querygen=_querygen_settings(args) if args.llm and not args.qrels else None,
         queries_from=args.queries_from, judge_unjudged=args.judge_unjudged,
-        collection_fields={"id_field": args.id_field, "title_field": args.title_field,
-                           "text_field": args.text_field},
     )
 
 

@@ -20,11 +20,36 @@ def add_common(p: argparse.ArgumentParser) -> None:
 
 
 def add_collection(p: argparse.ArgumentParser) -> None:
-    p.add_argument("collection", help="a BEIR folder, a .jsonl/.csv/.parquet file, a folder of "
+    from engine.collections import FolderLimits
+    from engine.collections.fields import GUESSES
+
+    def guessed(role: str) -> str:
+        return "default: the first of " + ", ".join(GUESSES[role]) + " the file has"
+
+    limits = FolderLimits()
+    p.add_argument("collection", help="a BEIR folder, a .jsonl/.csv/.tsv/.parquet file, a folder of "
                    ".txt/.md files, or 'demo' for the bundled demo collection")
-    p.add_argument("--id-field", default="_id", help="id field of a single-file corpus (default: _id)")
-    p.add_argument("--title-field", default="title", help="title field (default: title; optional)")
-    p.add_argument("--text-field", default="text", help="text field (default: text)")
+    g = p.add_argument_group("collection columns and limits")
+    g.add_argument("--id-field", help=f"column of the document id ({guessed('id')})")
+    g.add_argument("--title-field", help=f"column of the title ({guessed('title')}; '' for none)")
+    g.add_argument("--text-field", help=f"column(s) of the text, e.g. abstract,body to join several "
+                   f"({guessed('text')})")
+    g.add_argument("--max-files", type=int, default=limits.max_files,
+                   help=f"a folder walk stops past this many files (default: {limits.max_files:,})")
+    g.add_argument("--max-folder-mb", type=int, default=limits.max_mb,
+                   help=f"... or past this many MB of .txt/.md files (default: {limits.max_mb:,})")
+
+
+def add_judgment_files(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("queries and judgments beside a single-file corpus")
+    g.add_argument("--queries", metavar="FILE", help="queries (.jsonl, .csv, .tsv: an id and a text "
+                   "column); for a BEIR folder, instead of its queries.jsonl")
+    g.add_argument("--qrels-file", metavar="FILE", help="judgments: TREC qrels (qid 0 docid grade) or "
+                   "BEIR TSV (query-id, corpus-id, score); for a BEIR folder, instead of its qrels.tsv")
+    g.add_argument("--query-id-field", help="column of the query id (default: guessed: _id, id, "
+                   "query_id, qid, ...)")
+    g.add_argument("--query-text-field", help="column of the query text (default: guessed: text, "
+                   "query, question, ...)")
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
@@ -82,11 +107,19 @@ def open_store(args: argparse.Namespace) -> Store:
 
 
 def load(args: argparse.Namespace) -> Collection:
-    """The collection the command names, loaded with its field options."""
-    from engine.collections import load_collection
+    """The collection the command names, loaded with its column, file and limit options."""
+    from engine.collections import FolderLimits, load_collection
 
-    return load_collection(resolve_collection(args.collection), id_field=args.id_field,
-                           title_field=args.title_field, text_field=args.text_field)
+    for flag, value in (("--max-files", args.max_files), ("--max-folder-mb", args.max_folder_mb)):
+        if value < 1:
+            raise SearchGradeError(f"{flag} of {value} must be at least 1")
+    return load_collection(
+        resolve_collection(args.collection), id_field=args.id_field, title_field=args.title_field,
+        text_field=args.text_field, queries_file=getattr(args, "queries", None),
+        qrels_file=getattr(args, "qrels_file", None),
+        query_id_field=getattr(args, "query_id_field", None),
+        query_text_field=getattr(args, "query_text_field", None),
+        limits=FolderLimits(args.max_files, args.max_folder_mb * 1024**2))
 
 
 def index_settings(args: argparse.Namespace) -> IndexSettings:

@@ -213,7 +213,9 @@ def _bad_collection(tmp_path: Path, case: str) -> Path:
     folder = write_beir(tmp_path / case)
     corpus = folder / "corpus.jsonl"
     if case == "missing_field":
-        corpus.write_text('{"_id": "d1", "title": "t", "body": "no text field"}\n')
+        corpus.write_text('{"_id": "d1", "title": "t", "words": "no text field"}\n')
+    elif case == "missing_in_a_line":
+        corpus.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d2", "words": "b"}\n')
     elif case == "duplicate_id":
         corpus.write_text('{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n')
     elif case == "undecodable":
@@ -228,7 +230,8 @@ def _bad_collection(tmp_path: Path, case: str) -> Path:
 @pytest.mark.parametrize(
     ("case", "fragments"),
     [
-        ("missing_field", ["corpus.jsonl:1", "--text-field"]),
+        ("missing_field", ["corpus.jsonl: no document text column", "'words'", "--text-field"]),
+        ("missing_in_a_line", ["corpus.jsonl:2: no 'text' field", "--text-field"]),
         ("duplicate_id", ["corpus.jsonl:2", "'d1'", "line 1"]),
         ("undecodable", ["corpus.jsonl:1", "UTF-8"]),
         ("empty_corpus", ["corpus.jsonl", "no documents"]),
@@ -250,5 +253,5 @@ def test_judgments_naming_unknown_documents_are_counted_not_fatal(tmp_path, tiny
     assert main(["evaluate", str(tiny_beir), "--qrels", "--strategies", "fulltext",
                  "--data-dir", str(tmp_path / "d")]) == 0
     err = capsys.readouterr().err
-    assert "dropped 1 judgment naming documents not in the corpus" in err
+    assert "1 judgment names a document not in the corpus (e.g. line 12: document 'no-such-doc')" in err
     assert "dropped 1 judgment naming queries not in queries.jsonl" in err

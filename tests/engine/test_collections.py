@@ -150,7 +150,9 @@ def test_empty_documents_are_skipped_with_their_ids_in_a_note(tmp_path: Path) ->
     assert collection.notes == ["corpus.jsonl: skipped 2 empty documents (ids d2, d3)"]
 
 
-def test_qrels_naming_unknown_queries_or_documents_are_dropped_and_counted(tmp_path: Path) -> None:
+def test_qrels_of_unknown_queries_are_dropped_and_of_skipped_documents_kept_as_trec_eval_does(
+    tmp_path: Path,
+) -> None:
     root = make_beir(
         tmp_path,
         docs=[{"_id": "d1", "title": "", "text": "alpha"}, {"_id": "d9", "title": "", "text": ""}],
@@ -159,19 +161,33 @@ def test_qrels_naming_unknown_queries_or_documents_are_dropped_and_counted(tmp_p
     )
     collection = load_collection(root)
 
-    assert collection.qrels == {"q1": {"d1": 1}}
+    # trec_eval scores only the queries a run answers, but counts every judgment of those: the
+    # empty document d9 and the unknown one stay in the recall / MAP denominators and NDCG ideal.
+    assert collection.qrels == {"q1": {"d1": 1, "nope": 1, "d9": 1}}
     assert (
         "qrels.tsv: dropped 2 judgments naming queries not in queries.jsonl (e.g. line 2: query 'q7')"
         in collection.notes
     )
-    assert (
-        "qrels.tsv: dropped 1 judgment naming documents not in the corpus (e.g. line 4: document 'nope')"
-        in collection.notes
-    )
-    assert (
-        "qrels.tsv: dropped 1 judgment naming documents skipped as empty (e.g. line 5: document 'd9')"
-        in collection.notes
-    )
+    assert ("qrels.tsv: 1 judgment names a document not in the corpus (e.g. line 4: document 'nope'): "
+            "it still counts in recall, MAP and the NDCG ideal, as in trec_eval") in collection.notes
+    assert ("qrels.tsv: 1 judgment names a document skipped as empty (e.g. line 5: document 'd9'): "
+            "it still counts in recall, MAP and the NDCG ideal, as in trec_eval") in collection.notes
+
+
+def test_negative_grades_count_as_not_relevant_and_stay_judged(tmp_path: Path) -> None:
+    root = make_beir(tmp_path, qrels="q1\td1\t-1\nq1\td2\t2\n")
+    collection = load_collection(root)
+
+    assert collection.qrels == {"q1": {"d1": 0, "d2": 2}}
+    assert ("qrels.tsv: 1 judgment with a negative grade (e.g. line 1: -1) counts as not relevant "
+            "(grade 0), as in trec_eval") in collection.notes
+
+
+def test_judgments_none_of_which_name_a_corpus_document_are_not_used(tmp_path: Path) -> None:
+    collection = load_collection(make_beir(tmp_path, qrels="q1\tD-1\t1\nq2\tD-2\t1\n"))
+
+    assert collection.qrels is None
+    assert any("no judgment names a document of the corpus" in note for note in collection.notes)
 
 
 def test_queries_with_empty_text_are_skipped_with_a_note(tmp_path: Path) -> None:
@@ -209,9 +225,7 @@ def test_jsonl_file_with_custom_fields_and_no_title(tmp_path: Path) -> None:
     assert collection.name == "notes"
     assert collection.documents == [Document("a", "", "first"), Document("2", "", "second")]
     assert collection.queries == [] and collection.qrels is None
-    assert collection.notes == [
-        "notes.jsonl: no 'title' field in any document, titles are empty (set --title-field to use one)"
-    ]
+    assert collection.notes == ["notes.jsonl: columns guessed: id from 'key', no title, text from 'body'"]
 
 
 def test_csv_file_keeps_ids_as_text_and_reads_quoted_multiline_cells(tmp_path: Path) -> None:
@@ -290,15 +304,15 @@ def test_missing_text_field_names_file_line_field_and_option(tmp_path: Path) -> 
 
 
 def test_missing_id_field_names_file_line_field_and_option(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "x"}])
+    path = write_jsonl(tmp_path / "c.jsonl", [{"_id": "a", "text": "x"}, {"key": "b", "text": "y"}])
     message = load_error(path)
-    assert message.startswith(f"{path}:1: no '_id' field") and "--id-field" in message
+    assert message.startswith(f"{path}:2: no '_id' field") and "--id-field" in message
 
 
 def test_missing_csv_column_names_the_header_and_option(tmp_path: Path) -> None:
     path = tmp_path / "c.csv"
-    path.write_text("_id,body\na,x\n", encoding="utf-8")
-    message = load_error(path)
+    path.write_text("_id,words\na,x\n", encoding="utf-8")
+    message = load_error(path, text_field="text")
     assert message.startswith(f"{path}:1: no 'text' column") and "--text-field" in message
 
 
@@ -306,7 +320,7 @@ def test_missing_parquet_column_names_the_file_and_option(tmp_path: Path) -> Non
     import pandas as pd
     path = tmp_path / "c.parquet"
     pd.DataFrame({"_id": ["a"], "body": ["x"]}).to_parquet(path)
-    message = load_error(path)
+    message = load_error(path, text_field="text")
     assert message.startswith(f"{path}: no 'text' column") and "--text-field" in message
 
 
@@ -385,12 +399,19 @@ def test_qrels_with_a_fractional_grade_is_an_error(tmp_path: Path) -> None:
 
 
 def test_qrels_line_with_wrong_number_of_columns_is_an_error(tmp_path: Path) -> None:
-    root = make_beir(tmp_path, qrels="query-id\tcorpus-id\tscore\nq1\t0\td1\t1\n")
+    root = make_beir(tmp_path, qrels="query-id\tcorpus-id\tscore\nq1\t0\td1\t1\tx\n")
     message = load_error(root)
     assert (
         message.startswith(f"{root / 'qrels.tsv'}:2: expected 3 tab-separated columns")
-        and "found 4" in message
+        and "found 5" in message
     )
+
+
+def test_trec_qrels_are_read_and_a_mix_of_formats_is_an_error(tmp_path: Path) -> None:
+    root = make_beir(tmp_path, qrels="q1 0 d1 2\nq2\t0\td2  1\n")
+    assert load_collection(root).qrels == {"q1": {"d1": 2}, "q2": {"d2": 1}}
+    mixed = make_beir(tmp_path / "mixed", qrels="q1\td1\t2\nq2 0 d2 1\n")
+    assert "qrels.tsv:2: 1 column where the file's first judgment has 3" in load_error(mixed)
 
 
 def test_qrels_grading_one_pair_twice_differently_is_an_error(tmp_path: Path) -> None:
@@ -406,8 +427,8 @@ def test_duplicate_query_id_names_both_lines(tmp_path: Path) -> None:
 
 
 def test_query_without_text_field_is_an_error(tmp_path: Path) -> None:
-    root = make_beir(tmp_path, queries=[{"_id": "q1", "query": "a"}])
-    assert load_error(root).startswith(f"{root / 'queries.jsonl'}:1: no 'text' field")
+    root = make_beir(tmp_path, queries=[{"_id": "q1", "text": "a"}, {"_id": "q2", "words": "a"}])
+    assert load_error(root).startswith(f"{root / 'queries.jsonl'}:2: no 'text' field")
 
 
 # ---------------------------------------------------------------- fingerprint and grade scale
@@ -466,7 +487,8 @@ def test_cranfield_skips_two_empty_documents_with_a_note() -> None:
     assert len(collection.documents) == 1398
     assert len(collection.queries) == 225
     assert "corpus.jsonl: skipped 2 empty documents (ids 471, 995)" in collection.notes
-    # The one judgment of document 995 is dropped with the skipped document.
-    assert sum(len(docs) for docs in collection.qrels.values()) == 1836
+    # The one judgment of document 995 stays, as in trec_eval (recall and MAP denominators).
+    assert sum(len(docs) for docs in collection.qrels.values()) == 1837
+    assert collection.qrels["125"]["995"] == 2
     assert grade_scale(collection.qrels) == (0, 4)
     assert default_threshold(4) == 2
