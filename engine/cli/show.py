@@ -79,7 +79,7 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         calls, hits = llm["llm_calls"], llm["cache_hits"]
         print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
               f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
-              f"{llm['judge_failures']} judge failures (left out of the metrics)", file=out)
+              f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
         agreement = run.stats.get("agreement")
         if agreement and agreement.get("n"):
             kappa = agreement.get("kappa")

@@ -11,13 +11,16 @@ from core.checks import check_k
 
 
 def first_k_grades(grades: Sequence[int | None], k: int) -> list[int]:
-    """The first k grades, with None (no grade known) counted as 0.
+    """The first k grades, with None (no grade known) counted as 0, and a negative grade too.
+
+    A negative grade (Cranfield's -1) means "not relevant" in trec_eval: gain 0 in NDCG, never
+    relevant. (The loader already reads negative qrels grades as 0; this keeps the functions safe.)
 
     Raises:
         ValueError: k is not a positive integer.
     """
     check_k(k)
-    return [0 if g is None else g for g in grades[:k]]
+    return [0 if g is None or g < 0 else g for g in grades[:k]]
 
 
 def count_relevant(grades: Sequence[int | None], threshold: int) -> int:
