@@ -24,7 +24,6 @@ from engine.report.results import (
 from engine.report.runs import run_choices
 from engine.report.trends import trend
 from engine.store import Store
-from engine.uploads import save_upload
 from tests.pages.synthetic import tiny_spec, write_run
 
 # DCG@3 of the tiny run (linear gain, 1/log2(rank + 1)):
@@ -211,25 +210,6 @@ def test_llm_mode_is_unavailable_with_the_reason(tmp_path):
     human, llm, both = mode_status(overview, environ={})
     assert human.available and not llm.available and not both.available
     assert "SEARCHGRADE_LLM_MODEL" in llm.reason
-
-
-def test_an_uploaded_zip_is_unpacked_to_its_beir_folder(tmp_path):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        zf.writestr("mybeir/corpus.jsonl", '{"_id": "d1", "text": "x"}\n')
-        zf.writestr("mybeir/qrels.tsv", "query-id\tcorpus-id\tscore\n")
-    path = save_upload("My Data.zip", buffer.getvalue(), tmp_path)
-    assert path == tmp_path / "uploads" / "My_Data" / "mybeir"
-    assert (path / "corpus.jsonl").is_file()
-
-
-def test_an_upload_escaping_its_folder_is_refused(tmp_path):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        zf.writestr("../../outside/corpus.jsonl", "{}")
-    with pytest.raises(SearchGradeError, match="outside"):
-        save_upload("evil.zip", buffer.getvalue(), tmp_path)
-    assert not (tmp_path / "outside").exists()
 
 
 # -- LLM runs: failed judgments (grade NULL), source found, agreement, the LLM endpoint ----------
