@@ -268,7 +268,7 @@ def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
     except RunTakenOver as exc:
         _fail(job_id, str(exc), state="interrupted")
     except SearchGradeError as exc:
-        _fail(job_id, str(exc))
+        _fail(job_id, exc.page_message)  # jobs are the app's: the page's phrasing
     except BaseException as exc:  # noqa: BLE001 - a worker must record every failure, not die silently
         traceback.print_exc()
         _fail(job_id, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "))

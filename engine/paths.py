@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 ENV_HOME = "SEARCHGRADE_HOME"
+#: The folder an app reads collections by path from (`searchgrade app --collections-root`).
+ENV_COLLECTIONS_ROOT = "SEARCHGRADE_COLLECTIONS_ROOT"
 DEFAULT_DIRNAME = ".searchgrade"
 
 #: The demo collection shipped in the source tree (a copy of BEIR SciFact, see demo/README.md).
@@ -28,3 +30,9 @@ def resolve_collection(path_or_name: str | os.PathLike[str]) -> Path:
     if str(path_or_name) == DEMO_NAME:
         return DEMO_DIR
     return Path(path_or_name).expanduser()
+
+
+def collections_root(environ: dict[str, str] | None = None) -> Path | None:
+    """The folder the app may read collections by path from ($SEARCHGRADE_COLLECTIONS_ROOT), or None."""
+    value = (os.environ if environ is None else environ).get(ENV_COLLECTIONS_ROOT, "").strip()
+    return Path(value).expanduser() if value else None

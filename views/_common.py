@@ -175,6 +175,20 @@ def pick_run(choices: list[runs_model.RunChoice], key: str, label: str = "Run") 
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 
 
+def public(text: str) -> str:
+    """Text for the page with the server's folders (data directory, demo, collections root) hidden,
+    made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
+    from engine.paths import DEMO_DIR, collections_root
+    from engine.report.collection_form import hide_server_paths
+
+    root = collections_root()
+    folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}
+    if root is not None:
+        folders[str(root)] = ""
+        folders[str(root.resolve())] = ""
+    return plain(hide_server_paths(text, folders))
+
+
 def plain(text: str) -> str:
     """Text made inert for st.info / st.warning, which read Markdown: every special character escaped.
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 from engine import SearchGradeError, jobs
 from engine.llm.accounting import usage_text
 from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, key_withheld_note, llm_defaults
-from engine.paths import DEMO_DIR
 from engine.report.evaluate import (
     CollectionOverview,
     index_choices,
@@ -20,21 +17,18 @@ from engine.report.evaluate import (
 from engine.report.runs import run_choices, skipped_messages
 from engine.strategies import known_strategies
 from engine.strategies import label as strategy_label
-from engine.uploads import save_upload
+from views._collection import choose_collection, collection_overview, show_error
 from views._common import (
-    collection_overview,
     get_store,
     home,
     plain,
+    public,
     query_set_choices,
     resume_controls,
 )
 
-SOURCES = ("The bundled demo (SciFact)", "A path on this machine", "Upload a file")
-
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
-st.session_state.setdefault("evaluate_upload_path", None)
 # The LLM endpoint, pre-filled from the server's environment (the API key is never a widget).
 # Re-assigned on every run, so what was typed survives while the form is hidden by a run.
 for _name, _value in llm_defaults().items():
@@ -97,7 +91,7 @@ def _show_job(job_id: str) -> None:
         _stage_table(job)
     else:
         show = st.warning if job.state == "cancelled" else st.error
-        show(plain(f"The run {job.state}: {job.error}"))
+        show(public(f"The run {job.state}: {job.error}"))
         _stage_table(job)
         if job.run_id:
             resume_controls(get_store().get_run(job.run_id), "evaluate_resume")
@@ -116,27 +110,6 @@ def _show_job(job_id: str) -> None:
         st.session_state["evaluate_job_id"] = None
         st.session_state["evaluate_form"] = True
         st.rerun()
-
-
-def _collection_path() -> str | None:
-    source = st.radio("Collection", SOURCES, key="evaluate_source", horizontal=True)
-    if source == SOURCES[0]:
-        return str(DEMO_DIR)
-    if source == SOURCES[1]:
-        path = st.text_input("Path", key="evaluate_path", placeholder="/data/my-beir-folder",
-                             help="A BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv), a .jsonl, "
-                             ".csv or .parquet file, or a folder of .txt/.md files")
-        return path.strip() or None
-    upload = st.file_uploader("A .jsonl, .csv or .parquet file, or a .zip of a BEIR folder",
-                              type=["jsonl", "csv", "parquet", "zip"], key="evaluate_upload")
-    if upload is not None:
-        marker = (upload.name, upload.size)
-        if st.session_state.get("evaluate_upload_marker") != marker:
-            st.session_state["evaluate_upload_path"] = str(
-                save_upload(upload.name, upload.getvalue(), home()))
-            st.session_state["evaluate_upload_marker"] = marker
-        return st.session_state["evaluate_upload_path"]
-    return None
 
 
 def _llm_settings(mode: str, overview: CollectionOverview) -> dict:
@@ -220,14 +193,13 @@ def _form() -> None:
             if st.button("View results", key="evaluate_view_last"):
                 st.session_state["app_open_run"] = last.run_id
                 st.switch_page("views/results.py")
-    path = _collection_path()
-    if not path:
+    choice = choose_collection()
+    if choice is None:
         return
     try:
-        location = Path(path).expanduser()
-        overview = collection_overview(str(location), location.stat().st_mtime if location.exists() else 0.0)
-    except (SearchGradeError, OSError) as exc:
-        st.error(plain(str(exc)))
+        overview = collection_overview(choice)
+    except SearchGradeError as exc:
+        show_error(exc)
         return
     summary = f"**{plain(overview.name)}**: {overview.documents:,} documents"
     if overview.has_qrels:
@@ -262,7 +234,7 @@ def _form() -> None:
         if not m.available:
             st.caption(plain(f"{m.label}: unavailable, {m.reason}."))
     if not available:
-        st.error("No grading mode can run on this collection: add qrels.tsv with human judgments, "
+        st.error("No grading mode can run on this collection: add human judgments (qrels), "
                  "or configure an LLM endpoint.")
         return
     if st.session_state.get("evaluate_mode") not in [m.mode for m in available]:
@@ -310,10 +282,10 @@ def _form() -> None:
             )
             config.validate()
         except SearchGradeError as exc:
-            st.error(plain(str(exc)))
+            show_error(exc)
             return
-        job, started = jobs.start_job(lambda: load_collection(overview.path), config, get_store(), home(),
-                                      label=overview.name)
+        job, started = jobs.start_job(lambda: load_collection(choice.path, **choice.options), config,
+                                      get_store(), home(), label=overview.name)
         if not started:
             st.toast("A run is already in progress: showing it instead of starting another.")
         st.session_state["evaluate_job_id"] = job.job_id

@@ -26,6 +26,7 @@ from views._common import (
     home,
     pick_run,
     plain,
+    public,
     results_view,
     resume_controls,
     run_choices,
@@ -49,7 +50,7 @@ if run.status != "complete":
     if run.status == "running":
         running_controls(run, "results_running")
     else:
-        st.error(plain(f"This run is {run.status}: {run.error or 'no error recorded'}"))
+        st.error(public(f"This run is {run.status}: {run.error or 'no error recorded'}"))
         resume_controls(run, "results_resume")
     st.stop()
 

@@ -16,10 +16,12 @@ from core.records import SearchGradeError
 from engine import auth
 from engine.cli.options import add_common
 from engine.deploy import is_exposed
-from engine.paths import data_dir
+from engine.paths import ENV_COLLECTIONS_ROOT, data_dir
 
 #: The Streamlit entry point, at the root of the source tree.
 APP = Path(__file__).resolve().parents[2] / "app.py"
+#: Streamlit's own default for server.maxUploadSize.
+DEFAULT_MAX_UPLOAD_MB = 200
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +33,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-auth", action="store_true",
                    help="serve an exposed app (--host other than loopback) with no login: anyone who "
                    "reaches the port can use it, its data and its LLM endpoint")
+    p.add_argument("--max-upload-mb", type=int, default=DEFAULT_MAX_UPLOAD_MB,
+                   help=f"largest file the browser may upload (default: {DEFAULT_MAX_UPLOAD_MB}); a zip may "
+                   "unpack to ten times that")
+    p.add_argument("--collections-root", metavar="DIR",
+                   help="read collections by path only inside DIR (links out of it refused); without it, "
+                   "an app bound beyond loopback reads no path at all")
     add_common(p)
     p.set_defaults(handler=cmd_app)
 
@@ -38,6 +46,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def streamlit_command(args: argparse.Namespace) -> list[str]:
     return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port),
             "--server.address", args.host, "--server.headless", "true",
+            "--server.maxUploadSize", str(args.max_upload_mb),
             # Streamlit would otherwise watch every module file under the app's folder,
             # .venv included (torch and all): polling thousands of files slows a run ~4x.
             "--server.fileWatcherType", "none",
@@ -63,6 +72,14 @@ def cmd_app(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise SearchGradeError(f"--port {args.port} is not a TCP port (1-65535)")
     env = dict(os.environ, SEARCHGRADE_HOME=str(data_dir(args.data_dir).resolve()))
+    if args.max_upload_mb < 1:
+        raise SearchGradeError(f"--max-upload-mb of {args.max_upload_mb} must be at least 1")
+    if args.collections_root is not None:
+        root = Path(args.collections_root).expanduser()
+        if not root.is_dir():
+            raise SearchGradeError(f"--collections-root {args.collections_root}: no such folder; "
+                                   "point it at the folder that holds the collections")
+        env[ENV_COLLECTIONS_ROOT] = str(root.resolve())
     method = check_login(args.host, args.no_auth, env)
     if args.no_auth:
         env[auth.ENV_NO_AUTH] = "1"

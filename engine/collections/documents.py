@@ -34,8 +34,9 @@ def id_value(record: dict[str, Any], column: str, location: str, kind: str, role
     if value is None:
         raise problem(location, f"no {column!r} field (fields: {show_names(record)})", column_fix(role))
     if isinstance(value, bool) or not isinstance(value, str | int):
+        cli, page = column_fix(role)
         raise problem(location, f"{kind} id {show(value)} is not a string or integer",
-                      ("use string ids", f"use string ids, or {column_fix(role)[1]}"))
+                      (f"use string ids, or {cli}", f"use string ids, or {page}"))
     text = str(value)
     if not text.strip():
         raise problem(location, f"{kind} id is empty", f"give every {kind} a non-empty id")

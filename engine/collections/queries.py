@@ -21,7 +21,7 @@ from engine.collections.problems import (
 from engine.collections.readers import open_records
 
 #: The names that make a CSV/TSV queries file's first line a header.
-_HEADER_NAMES = frozenset(GUESSES["query_id"] + GUESSES["query_text"])
+HEADER_NAMES = frozenset(GUESSES["query_id"] + GUESSES["query_text"])
 
 
 def load_queries(shown: Shown, notes: list[str], *, id_field: str | None = None,
@@ -32,7 +32,7 @@ def load_queries(shown: Shown, notes: list[str], *, id_field: str | None = None,
         SearchGradeError: A bad record (missing or repeated id, missing text column, a value that
             is not text), or no id or text column given or guessable.
     """
-    records = open_records(shown, header_names=_HEADER_NAMES)
+    records = open_records(shown, header_names=HEADER_NAMES)
     if not records.header:
         fields = QueryFields(id_field or "column 1", text_field or "column 2")
         notes.append(f"{shown.short}: no header line: the first column is the query id, the second its text")

@@ -29,9 +29,12 @@ class CollectionOverview:
     has_precomputed_embeddings: bool
 
 
-def collection_overview(path: str | Path) -> CollectionOverview:
-    """What the evaluate page needs to pre-fill its defaults: sizes, judgments, grade scale."""
-    collection = load_collection(path)
+def collection_overview(path: str | Path, **options: Any) -> CollectionOverview:
+    """What the evaluate page needs to pre-fill its defaults: sizes, judgments, grade scale.
+
+    ``options`` are load_collection's (columns, queries and qrels files, labels, root).
+    """
+    collection = load_collection(path, **options)
     qrels = collection.qrels or {}
     scale = grade_scale(qrels) if qrels else (None, None)
     return CollectionOverview(
@@ -76,7 +79,8 @@ def mode_status(overview: CollectionOverview | None, environ: dict[str, str] | N
     elif overview.has_qrels:
         has_qrels, why_not = True, f"{overview.judged_queries} queries with judgments"
     else:
-        has_qrels, why_not = False, "this collection has no qrels.tsv (query-id, corpus-id, score)"
+        has_qrels, why_not = False, ("this collection has no judgments: no qrels.tsv (query-id, corpus-id, "
+                                     "score), and no judgments file beside it")
     llm_ready, why = endpoint_status(model, base_url, environ)
     if overview is None:
         llm_ready, why = False, "pick a collection first"

@@ -270,6 +270,18 @@ class RunsMixin(StoreConnection):
             rows = con.execute(sql, params).fetchall()
         return [_run_record(row) for row in rows]
 
+    def collection_fields(self, collection_path: str, collection_name: str) -> list[dict[str, Any]]:
+        """How the runs of a collection loaded it (their configs' collection_fields), newest first:
+        the runs of that very file or folder first, then the others of the same name."""
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT config FROM runs WHERE collection_path = ? OR collection_name = ? "
+                "ORDER BY collection_path = ? DESC, created_at DESC, run_id DESC",
+                [collection_path, collection_name, collection_path],
+            ).fetchall()
+        fields = [json.loads(raw).get("collection_fields") if raw else None for (raw,) in rows]
+        return [f for f in fields if f]
+
     def reopen_run(self, run_id: str, owner: str | None = None) -> None:
         """Mark a stopped run 'running' again, owned by ``owner`` (`searchgrade resume`).
 

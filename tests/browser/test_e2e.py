@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from engine.paths import DEMO_DIR
 from engine.store import Store
+from tests.browser.server import free_port, wait_until_up
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -61,16 +60,10 @@ def small_beir(target: Path, n_queries: int = 12, n_other_docs: int = 60) -> Pat
     return target
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def app(tmp_path):
     home = tmp_path / "home"
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, SEARCHGRADE_HOME=str(home))
     log = open(tmp_path / "streamlit.log", "w")
     server = subprocess.Popen(
@@ -81,17 +74,7 @@ def app(tmp_path):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not start: {(tmp_path / 'streamlit.log').read_text()[-2000:]}")
-            time.sleep(0.5)
+        wait_until_up(url, server, tmp_path / "streamlit.log")
         yield url, home
     finally:
         server.terminate()

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,11 +31,27 @@ def loopback_app(monkeypatch):
 
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Path:
-    """A fresh data directory the app under test uses (SEARCHGRADE_HOME), no LLM configured."""
+    """A fresh data directory the app under test uses (SEARCHGRADE_HOME), no LLM configured, and the
+    app on loopback as `searchgrade app` binds it by default (no address would mean exposed)."""
     monkeypatch.setenv("SEARCHGRADE_HOME", str(tmp_path))
+    monkeypatch.delenv("SEARCHGRADE_COLLECTIONS_ROOT", raising=False)
     for name in LLM_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
-    return tmp_path
+    with bound_to("127.0.0.1"):
+        yield tmp_path
+
+
+@contextmanager
+def bound_to(address: str | None):
+    """The app under test as if bound to ``address`` (Streamlit's server.address), then restored."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", address)
+    try:
+        yield
+    finally:
+        config.set_option("server.address", before)
 
 
 @pytest.fixture
@@ -70,3 +88,16 @@ def chart(at, name: str) -> dict:
         if spec["layout"].get("meta", {}).get("chart") == name:
             return spec
     raise AssertionError(f"no chart {name!r} on the page")
+
+
+@pytest.fixture
+def clean_jobs():
+    """After the test: wait for its background job to end, then forget finished jobs."""
+    from engine import jobs
+
+    yield
+    for _ in range(100):
+        if jobs.active_job() is None:
+            break
+        time.sleep(0.05)
+    jobs._reset_for_tests()
