@@ -33,6 +33,8 @@ def load_queries(shown: Shown, notes: list[str], *, id_field: str | None = None,
             is not text), or no id or text column given or guessable.
     """
     records = open_records(shown, header_names=HEADER_NAMES)
+    if not records.columns:  # an empty file: no queries (a BEIR folder of an LLM-only collection)
+        return [], [], QueryFields(id_field or "_id", text_field or "text")
     if not records.header:
         fields = QueryFields(id_field or "column 1", text_field or "column 2")
         notes.append(f"{shown.short}: no header line: the first column is the query id, the second its text")

@@ -117,6 +117,18 @@ def test_beir_folder_without_qrels_keeps_queries_and_has_no_qrels(tmp_path: Path
     assert not collection.has_qrels
 
 
+def test_a_beir_folder_with_empty_queries_and_qrels_loads_its_documents(tmp_path: Path) -> None:
+    # An LLM-only collection: queries.jsonl and qrels.tsv are there but hold nothing.
+    folder = make_beir(tmp_path)
+    (folder / "queries.jsonl").write_text("", encoding="utf-8")
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n", encoding="utf-8")
+    collection = load_collection(folder)
+
+    assert collection.documents and collection.queries == [] and collection.qrels is None
+    with pytest.raises(SearchGradeError, match="no queries"):
+        load_collection(folder, queries_file=folder / "queries.jsonl")
+
+
 def test_queries_without_any_judgment_are_dropped_with_a_note(tmp_path: Path) -> None:
     root = make_beir(
         tmp_path,
