@@ -74,8 +74,9 @@ def _upload(kind: str, label: str, types: list[str] | None, key: str, help_text:
     return result
 
 
-def _column_mapping(path: Path, label: str) -> form.ColumnMap | None:
-    """The preview, the pickers and the counts; None while the mapping cannot load."""
+def _column_mapping(path: Path, label: str, collection: Path) -> form.ColumnMap | None:
+    """The preview, the pickers and the counts of the documents file ``path`` (the collection itself,
+    or a BEIR folder's corpus.jsonl); None while the mapping cannot load."""
     try:
         preview = _document_preview(str(path), label, _mtime(path))
     except SearchGradeError as exc:
@@ -84,8 +85,10 @@ def _column_mapping(path: Path, label: str) -> form.ColumnMap | None:
     with st.container(border=True):
         st.markdown("**Columns**: which column holds what")
         st.dataframe(pd.DataFrame(preview.rows, columns=preview.columns), hide_index=True)
-        if st.session_state.get("evaluate_map_for") != str(path):
-            stored = form.stored_mappings(get_store(), path, path.stem)
+        # Again after a run: Streamlit drops the state of widgets a run did not draw (the form is
+        # hidden while a run goes on), and then the mapping that run stored comes back.
+        if st.session_state.get("evaluate_map_for") != str(path) or "evaluate_map_id" not in st.session_state:
+            stored = form.stored_mappings(get_store(), collection, collection.stem)
             initial = form.initial_mapping(preview, stored)
             st.session_state["evaluate_map_id"] = initial.id
             st.session_state["evaluate_map_title"] = initial.title
@@ -114,12 +117,27 @@ def _column_mapping(path: Path, label: str) -> form.ColumnMap | None:
     return mapping
 
 
-def _queries_and_judgments() -> dict | None:
+def _queries_and_judgments(folder_has: tuple[bool, bool] | None = None) -> dict | None:
     """Uploads of a queries file (with its id and text columns) and a judgments file; None while the
-    queries' mapping cannot load."""
+    queries' mapping cannot load.
+
+    ``folder_has``: for a BEIR folder, whether it has queries and judgments of its own (the uploads
+    replace them; with both, they wait in a collapsed expander).
+    """
     options: dict = {}
-    with st.container(border=True):
-        st.markdown("**Queries and judgments** (optional: with both, the human-judgments mode works)")
+    if folder_has is None:
+        title, box = ("**Queries and judgments** (optional: with both, the human-judgments mode works)",
+                      st.container(border=True))
+    elif all(folder_has):
+        title, box = ("Upload other queries or judgments to use instead of the folder's own.",
+                      st.expander("Other queries or judgments", expanded=False))
+    else:
+        title, box = ("**Queries and judgments** (optional: instead of, or beside, the folder's own "
+                      f"queries.jsonl{'' if folder_has[0] else ' (missing)'} and "
+                      f"qrels.tsv{'' if folder_has[1] else ' (missing)'}; with both, the human-judgments "
+                      "mode works)", st.container(border=True))
+    with box:
+        st.markdown(title)
         one, two = st.columns(2)
         with one:
             queries = _upload("queries", form.QUERIES_UPLOADER, ["jsonl", "csv", "tsv", "parquet"],
@@ -136,7 +154,8 @@ def _queries_and_judgments() -> dict | None:
                 show_error(exc)
                 return None
             st.dataframe(pd.DataFrame(preview.rows, columns=preview.columns), hide_index=True)
-            if st.session_state.get("evaluate_qmap_for") != str(queries.path):
+            if st.session_state.get("evaluate_qmap_for") != str(queries.path) or \
+                    "evaluate_qmap_id" not in st.session_state:
                 stored = form.stored_mappings(get_store(), queries.path, "")
                 st.session_state["evaluate_qmap_id"], st.session_state["evaluate_qmap_text"] = \
                     form.initial_query_mapping(preview, stored, str(queries.path.resolve()))
@@ -151,7 +170,7 @@ def _queries_and_judgments() -> dict | None:
             options["queries"] = (str(queries.path), queries.name, query_id, query_text)
         if qrels is not None:
             options["qrels"] = (str(qrels.path), qrels.name)
-        elif queries is not None:
+        elif queries is not None and not (folder_has and folder_has[1]):
             st.caption("Queries without judgments are not graded by themselves: add a judgments file to "
                        "evaluate them with human judgments (the LLM mode writes its own queries).")
     return options
@@ -196,13 +215,12 @@ def choose_collection() -> form.Choice | None:
         return form.Choice(str(path), label, form.load_options(label, None, root=policy_root))
     kind = form.source_kind(path)
     mapping = None
-    if kind == "file":
-        mapping = _column_mapping(path, label)
+    if kind in ("file", "beir"):
+        documents, documents_label = (path, label) if kind == "file" else form.beir_corpus(path, label)
+        mapping = _column_mapping(documents, documents_label, path)
         if mapping is None:
             return None
-    extras: dict | None = {}
-    if kind != "beir":
-        extras = _queries_and_judgments()
-        if extras is None:
-            return None
+    extras = _queries_and_judgments(form.beir_has(path) if kind == "beir" else None)
+    if extras is None:
+        return None
     return form.Choice(str(path), label, form.load_options(label, mapping, root=policy_root, **extras))

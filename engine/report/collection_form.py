@@ -3,10 +3,11 @@ which queries and judgments go beside it, and messages that name no server path.
 
 - Sources: the bundled demo, a path on the server (refused on an exposed app unless the operator
   gave ``--collections-root``, and then only inside it), or an upload (engine/uploads.py).
-- A single-file corpus gets a column mapping: its first rows, its columns, pickers pre-filled by the
-  mapping a run of the same collection stored (else by a guess), and the counts loading would give.
-- A collection without queries and judgments of its own (a single file, a folder of text files)
-  takes a queries file (mapped the same way) and a judgments file, so qrels mode works for it.
+- A single-file corpus (and a BEIR folder's corpus.jsonl) gets a column mapping: its first rows, its
+  columns, pickers pre-filled by the mapping a run of the same collection stored (else by a guess),
+  and the counts loading would give.
+- Any collection but the demo takes a queries file (mapped the same way) and a judgments file, so
+  qrels mode works for it; a BEIR folder's own queries.jsonl and qrels.tsv are used unless replaced.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.records import SearchGradeError
-from engine.collections import KNOBS, QRELS_FILE, QUERIES_FILE, DocumentFields, Shown
+from engine.collections import KNOBS, QRELS_CANDIDATES, QRELS_FILE, QUERIES_FILE, DocumentFields, Shown
 from engine.collections.problems import plural
 from engine.collections.preview import FilePreview, count_with, preview_documents, preview_queries
 from engine.store import Store
@@ -36,6 +37,18 @@ def source_kind(path: str | Path) -> str:
     if location.is_dir():
         return "beir" if (location / "corpus.jsonl").is_file() else "folder"
     return "file"
+
+
+def beir_corpus(folder: str | Path, label: str) -> tuple[Path, str]:
+    """A BEIR folder's documents file and how messages name it (as the loader does)."""
+    return Path(folder) / "corpus.jsonl", f"{label}/corpus.jsonl"
+
+
+def beir_has(folder: str | Path) -> tuple[bool, bool]:
+    """Whether a BEIR folder has queries (queries.jsonl) and judgments (qrels.tsv or qrels/test.tsv)."""
+    location = Path(folder)
+    return ((location / "queries.jsonl").is_file(),
+            any((location / name).is_file() for name in QRELS_CANDIDATES))
 
 
 # ---------------------------------------------------------------- paths on the server

@@ -194,3 +194,77 @@ def test_pages_show_no_server_path_after_errors(home, tmp_path):
         assert str(tmp_path) not in _texts(other), page
     results = open_page("views/results.py", state={"app_open_run": failed})
     assert "the data folder/indexes/x.npy" in _texts(results)
+
+
+def _zip(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        for member, data in members.items():
+            zf.writestr(member, data)
+    return buffer.getvalue()
+
+
+def test_a_zipped_beir_folder_is_mapped_too_and_takes_the_judgments_it_lacks(home, captured):
+    corpus = "".join(f'{{"key": "d{i}", "body": "Body about topic {i}"}}\n' for i in range(4))
+    queries = "".join(f'{{"_id": "q{i}", "text": "topic {i}"}}\n' for i in range(2))
+    at = _upload_page("mine.zip", _zip({"mine/corpus.jsonl": corpus, "mine/queries.jsonl": queries}))
+    # Its corpus has no usual id column: the picker says so, and nothing loads until it is picked.
+    assert at.selectbox(key="evaluate_map_id").value is None
+    assert at.multiselect(key="evaluate_map_text").value == ["body"]
+    assert _errors(at) == ["pick a column as 'Document id column'"]
+    at.selectbox(key="evaluate_map_id").set_value("key").run()
+    assert "Loading gives 4 documents" in _texts(at)
+    assert "qrels.tsv (missing)" in _texts(at)
+    # Judgments beside it, with its own queries.jsonl: qrels mode runs.
+    at.file_uploader(key="evaluate_qrels_upload").set_value(("judgments.qrels", QRELS.encode(), "text/plain")).run()
+    assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)"]
+    at.button(key="evaluate_start").click().run()
+    deadline = time.time() + 30
+    while not captured and time.time() < deadline:
+        time.sleep(0.1)
+    [(collection, _)] = captured
+    assert [d.doc_id for d in collection.documents] == ["d0", "d1", "d2", "d3"]
+    assert sorted(collection.qrels) == ["q0", "q1"]
+    assert collection.fields["id_field"] == "key"
+    assert collection.fields["labels"] == {"corpus": "mine.zip", "qrels": "judgments.qrels"}
+
+
+def test_a_complete_beir_folder_keeps_its_own_judgments_and_offers_others_folded(home):
+    from tests.conftest import write_beir
+
+    folder = write_beir(home.parent / "complete")
+    at = open_page("views/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(folder)).run()
+    assert not at.exception and not _errors(at)
+    assert at.selectbox(key="evaluate_map_id").value == "_id"
+    assert at.expander[0].label == "Other queries or judgments"
+    assert "queries with human judgments" in _texts(at)
+
+
+def test_after_a_run_a_new_evaluation_of_the_same_upload_is_mapped_again(home, captured):
+    # The form is hidden while a run goes on, and Streamlit then forgets its pickers' state: they
+    # must be filled again (here by the guess: the captured run stored no mapping), not left empty.
+    at = _upload_page()
+    at.file_uploader(key="evaluate_queries_upload").set_value(("queries.csv", QUERIES.encode(), "text/csv")).run()
+    at.file_uploader(key="evaluate_qrels_upload").set_value(("judgments.qrels", QRELS.encode(), "text/plain")).run()
+    at.button(key="evaluate_start").click().run()
+    deadline = time.time() + 30
+    while not captured and time.time() < deadline:
+        time.sleep(0.1)
+    for _ in range(100):
+        at.run()
+        if [b for b in at.button if b.key == "evaluate_new"]:
+            break
+        time.sleep(0.1)
+    at.button(key="evaluate_new").click().run()
+    if at.file_uploader(key="evaluate_upload").value is None:
+        at.file_uploader(key="evaluate_upload").set_value(("export.csv", CSV.encode(), "text/csv")).run()
+    if at.file_uploader(key="evaluate_queries_upload").value is None:
+        at.file_uploader(key="evaluate_queries_upload").set_value(("queries.csv", QUERIES.encode(), "text/csv")).run()
+    if at.file_uploader(key="evaluate_qrels_upload").value is None:
+        at.file_uploader(key="evaluate_qrels_upload").set_value(("judgments.qrels", QRELS.encode(), "text/plain")).run()
+    assert not _errors(at), _errors(at)
+    assert at.selectbox(key="evaluate_map_id").value == "doc_id"
+    assert at.multiselect(key="evaluate_map_text").value == ["body"]
+    assert (at.selectbox(key="evaluate_qmap_id").value, at.selectbox(key="evaluate_qmap_text").value) == ("qid", "query")
