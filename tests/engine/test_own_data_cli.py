@@ -88,12 +88,11 @@ def test_app_options_are_checked_before_the_server_starts(capsys, args, message)
 
 
 def test_the_app_command_passes_the_upload_limit_and_the_root_to_streamlit(tmp_path, monkeypatch):
-    import subprocess
+    import os
 
     calls = []
-    monkeypatch.setattr(subprocess, "call", lambda command, env: calls.append((command, env)) or 0)
-    assert main(["app", "--max-upload-mb", "512", "--collections-root", str(tmp_path),
-                 "--data-dir", str(tmp_path / "d")]) == 0
+    monkeypatch.setattr(os, "execve", lambda path, command, env: calls.append((command, env)))
+    main(["app", "--max-upload-mb", "512", "--collections-root", str(tmp_path), "--data-dir", str(tmp_path / "d")])
     [(command, env)] = calls
     assert command[command.index("--server.maxUploadSize") + 1] == "512"
     assert env["SEARCHGRADE_COLLECTIONS_ROOT"] == str(tmp_path.resolve())
