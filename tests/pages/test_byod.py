@@ -156,6 +156,8 @@ def test_an_exposed_app_reads_no_path_unless_given_a_collections_root(home, tmp_
     root = tmp_path_factory.mktemp("collections")
     write_beir(root / "tiny")
     elsewhere = tmp_path_factory.mktemp("elsewhere")
+    # Started with --no-auth, so the page opens without a login; paths are restricted all the same.
+    monkeypatch.setenv("SEARCHGRADE_APP_NO_AUTH", "1")
     with bound_to("0.0.0.0"):
         at = open_page("views/evaluate.py")
         at.radio(key="evaluate_source").set_value("A path on this machine").run()
