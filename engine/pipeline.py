@@ -36,6 +36,7 @@ from engine.grading import UsageSink, flush_quietly, grade_results, llm_queries
 from engine.llm.client import LLMClient
 from engine.lifecycle import RunCancelled, RunGuard, RunTakenOver
 from engine.llm.env import settings_from_env
+from engine.overlap import query_overlaps
 from engine.scoring import (
     per_query_metrics,
     source_found_metrics,
@@ -394,6 +395,7 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
         store.write_documents(con, run_id, [docs_by_id[d] for d in sorted(keep) if d in docs_by_id])
         store.write_metric_values(con, run_id, per_query)
         store.write_metric_summary(con, run_id, summary)
+        store.write_query_overlap(con, run_id, query_overlaps(queries, docs_by_id))
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
     return RunOutcome(run_id, "running", skipped=built.skipped,
                       notes=[*collection.notes, *plan.notes])

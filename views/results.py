@@ -33,6 +33,7 @@ from views._common import (
     running_controls,
 )
 from views._rating import rate_failed_results, rescore_controls
+from views._slices import query_slices_section
 from views._trust import trust_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
@@ -204,6 +205,7 @@ if panel is not None:
         matrix_col.dataframe(agreement.confusion, key="results_confusion")
 
 trust_section(run, metric, k)
+query_slices_section(run, metric, k)
 
 # -- queries
 st.subheader(f"Best and worst queries by mean relevance@{k} (averaged over strategies)")

@@ -113,3 +113,22 @@ def test_results_show_how_far_to_trust_the_judge(store):
     expected = ((1 + 2 / math.log2(3) + 1) + (1 + 0 + 1.5)) / 2
     assert abs(corrected["Judge-corrected"][0] - expected) < 1e-9
     assert any("Krippendorff" in s for s in _unescaped(at.success) + _unescaped(at.info))
+
+
+def test_results_shows_the_metric_by_query_type_and_overlap_band(store):
+    from engine.overlap import query_overlaps
+
+    spec = llm_spec()
+    run = write_run(store, spec)
+    docs = {d.doc_id: d for d in spec.documents}
+    with store.transaction() as con:
+        store.write_query_overlap(con, run, query_overlaps(spec.queries, docs))
+    at = open_page("views/results.py")
+    assert any("by kind of generated query" in s.value for s in at.subheader)
+    table = next(df.value for df in at.dataframe if "Slice" in df.value.columns)
+    slices = set(table["Slice"])
+    assert {"natural language", "keyword"} <= slices
+    assert any(s.split()[0] in ("low", "medium", "high") for s in slices)
+    # Each cell: mean (CI), queries; ann on q1 (natural) has DCG@3 of 3/log2(3) + 0 (d5 failed).
+    [natural] = table[table["Slice"] == "natural language"][label("ann")]
+    assert natural.startswith(f"{3 / math.log2(3):.3f} (") and natural.endswith(", 1 q")
