@@ -28,6 +28,7 @@ from engine.paths import data_dir
 
 if TYPE_CHECKING:
     from engine.llm.client import LLMSettings
+    from engine.llm.judge import JudgeSettings
     from engine.llm.querygen import QueryGenSettings
     from engine.pipeline import RunOutcome
     from engine.store import Store
@@ -50,6 +51,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "on scales reaching 3 or more, 1 on binary labels)")
     p.add_argument("--max-queries", type=int, help="evaluate a seeded sample of this many queries")
     p.add_argument("--seed", type=int, default=0, help="seed of samples and bootstraps (default: 0)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the LLM calls and an estimate of the tokens the run would use, then stop "
+                   "(no index, search, LLM call or stored run)")
     add_llm_options(p)
     add_index_options(p)
     add_common(p)
@@ -71,7 +75,7 @@ EXIT_CANCELLED = 130
 _LLM_ONLY = {"model": "--model", "base_url": "--base-url", "concurrency": "--concurrency",
              "timeout": "--timeout", "docs": "--docs", "queries_per_doc": "--queries-per-doc",
              "keyword_per_doc": "--keyword-per-doc", "min_doc_words": "--min-doc-words",
-             "queries_from": "--queries-from"}
+             "queries_from": "--queries-from", "judge_prompt": "--judge-prompt"}
 #: Of those, the ones about generating queries (not with --qrels).
 _QUERYGEN_ONLY = ("docs", "queries_per_doc", "keyword_per_doc", "min_doc_words", "queries_from")
 
@@ -105,6 +109,17 @@ def _querygen_settings(args: argparse.Namespace) -> QueryGenSettings:
     return replace(d, **fields)
 
 
+def _judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
+    """The user's judge prompt (validated), or None for the packaged one."""
+    if args.judge_prompt is None:
+        return None
+    from engine.llm.judge import JudgeSettings
+    from engine.llm.prompts import read_judge_prompt
+
+    name, text = read_judge_prompt(args.judge_prompt)
+    return JudgeSettings(prompt=name, prompt_text=text)
+
+
 def _run_config(args: argparse.Namespace) -> RunConfig:
     if not args.qrels and not args.llm:
         raise SearchGradeError("say how to grade: --qrels (human judgments), --llm (an LLM judge), "
@@ -127,6 +142,7 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         depth=args.depth, threshold=args.threshold, strategies=strategies(args),
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
         querygen=_querygen_settings(args) if args.llm and not args.qrels else None,
+        judge=_judge_settings(args) if args.llm else None,
         queries_from=args.queries_from, judge_unjudged=args.judge_unjudged,
     )
 
@@ -136,6 +152,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     config = _run_config(args)
     config.validate()
+    if args.dry_run:
+        return _dry_run(args, config)
     store = open_store(args)
     collection = load(args)
     bars = Bars()
@@ -164,6 +182,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     return _report_outcome(store, outcome)
+
+
+def _dry_run(args: argparse.Namespace, config: RunConfig) -> int:
+    """The calls and tokens the run would use (engine/estimate.py); nothing is run or stored."""
+    from engine.estimate import estimate_cost
+    from engine.store.connection import DB_FILENAME
+
+    # An existing store tells what is cached; a dry run never creates one.
+    exists = (data_dir(args.data_dir) / DB_FILENAME).exists()
+    store = open_store(args) if exists or config.queries_from else None
+    estimate = estimate_cost(load(args), config, store)
+    print("dry run: nothing was indexed, searched, prompted or stored")
+    for note in estimate.notes:
+        print(f"note: {note}")
+    for line in estimate.lines():
+        print(line)
+    return 0
 
 
 def _report_outcome(store: Store, outcome: RunOutcome) -> int:

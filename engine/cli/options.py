@@ -93,6 +93,9 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    f"(default: {d.min_words} words and {d.min_chars} characters)")
     g.add_argument("--queries-from", metavar="RUN",
                    help="evaluate the queries stored with RUN instead of generating new ones")
+    g.add_argument("--judge-prompt", metavar="FILE",
+                   help="the judge's prompt, in the format of engine/prompts/judge_v1.txt ({{query}}, "
+                   "{{document}}, the 0-3 scale); its hash keys the cache and is shown with the run")
     g.add_argument("--judge-unjudged", action="store_true",
                    help="with --qrels --llm: also judge the results the qrels miss and use those grades")
 

@@ -80,6 +80,10 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
               f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
               f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
+        prompt = run.stats.get("llm", {}).get("prompt_version")
+        if prompt:
+            custom = (run.config.get("judge") or {}).get("prompt_text") is not None
+            print(f"  judge prompt {prompt}{' (a user prompt file)' if custom else ''}", file=out)
         agreement = run.stats.get("agreement")
         if agreement and agreement.get("n"):
             kappa = agreement.get("kappa")

@@ -19,7 +19,7 @@ from core.records import Document, Grade, Query
 from engine.llm.batching import CacheWriter
 from engine.llm.cache import CacheEntry, LLMCache, cache_key
 from engine.llm.client import LLMClient
-from engine.llm.prompts import load_prompt, neutralise_tags
+from engine.llm.prompts import Prompt, load_prompt, neutralise_tags, parse_prompt
 from engine.llm.schemas import JudgeReply, judge_schema
 
 STAGE = "judge"
@@ -29,7 +29,11 @@ FAILURE_PREFIX = "judge failure: "
 
 @dataclass(frozen=True)
 class JudgeSettings:
+    #: A packaged prompt's name (engine/prompts/<name>.txt), or a user prompt file's stem.
     prompt: str = "judge_v1"
+    #: The text of a user's prompt file (--judge-prompt), kept with the run so a resume uses the
+    #: same prompt; None: the packaged prompt ``prompt``.
+    prompt_text: str | None = None
     #: Longer documents are cut to this many characters in the prompt.
     max_doc_chars: int = 6000
     #: Cache writes: every this many grades, or this many seconds.
@@ -53,6 +57,13 @@ class JudgeResult:
     #: Unique pairs whose judging failed.
     failures: int = 0
     failure_reasons: dict[str, int] = field(default_factory=dict)
+
+
+def judge_prompt(settings: JudgeSettings) -> Prompt:
+    """The packaged prompt, or the user's (its version hashes its text, so it keys the cache)."""
+    if settings.prompt_text is None:
+        return load_prompt(settings.prompt)
+    return parse_prompt(settings.prompt, settings.prompt_text, source=f"the judge prompt {settings.prompt}")
 
 
 def judge_key(query_text: str, content: str, identity: str, prompt_version: str, max_doc_chars: int) -> str:
@@ -82,7 +93,7 @@ def judge_pairs(
     """
 
     settings = settings or JudgeSettings()
-    prompt = load_prompt(settings.prompt)
+    prompt = judge_prompt(settings)
     model = client.model
     report = progress or (lambda stage, done, total: None)
 

@@ -93,3 +93,56 @@ def neutralise_tags(text: str) -> str:
     otherwise end the data block early and smuggle instructions after it.
     """
     return _TAG.sub(lambda m: f"[{m.group(1)}{m.group(2).lower()}", text)
+
+
+#: Placeholders a judge prompt must have (and the only ones it may have).
+JUDGE_PLACEHOLDERS = frozenset({"query", "document"})
+_GRADE = re.compile(r"(?<![\w.])([0-3])(?!\w|\.\d)")
+_OTHER_SCALE = re.compile(r"(?<![\w.])(?:0|1)\s*(?:-|–|to)\s*(?:[4-9]|10|100)(?!\w|\.\d)", re.IGNORECASE)
+
+
+def read_judge_prompt(path: str | Path) -> tuple[str, str]:
+    """The name (the file's stem) and text of a user's judge prompt file, validated.
+
+    The file has the format of engine/prompts/judge_v1.txt: a comment line, ``=== system ===``,
+    ``=== user ===``, and exactly the placeholders ``{{query}}`` and ``{{document}}``. It must
+    state the 0-3 scale: each of the grades 0, 1, 2 and 3 written in it, no scale reaching beyond
+    3 ("1-5", "0 to 10"), and the word "grade" (the reply is JSON ``{"grade": ..., "reason": ...}``,
+    validated as the packaged prompt's replies are).
+
+    Raises:
+        SearchGradeError: The file cannot be read or is not such a prompt (one line saying why).
+    """
+    source = Path(path)
+    where = f"--judge-prompt {source}"
+    try:
+        text = source.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SearchGradeError(f"{where} is not UTF-8 text: save the prompt as UTF-8") from None
+    except OSError as exc:
+        raise SearchGradeError(f"cannot read {where}: {exc.strerror}; pass an existing prompt file "
+                               "(copy engine/prompts/judge_v1.txt and edit it)") from None
+    prompt = parse_prompt(source.stem, text, source=where)
+    placeholders = prompt.placeholders
+    missing = sorted(JUDGE_PLACEHOLDERS - placeholders)
+    if missing:
+        raise SearchGradeError(f"{where} lacks {', '.join('{{' + m + '}}' for m in missing)}: a judge prompt "
+                               "needs {{query}} and {{document}} where the pair to grade goes")
+    extra = sorted(placeholders - JUDGE_PLACEHOLDERS)
+    if extra:
+        raise SearchGradeError(f"{where} has {', '.join('{{' + e + '}}' for e in extra)}, which the judge "
+                               "cannot fill: use only {{query}} and {{document}}")
+    body = f"{prompt.system}\n{prompt.user}"
+    other = _OTHER_SCALE.search(body)
+    if other:
+        raise SearchGradeError(f"{where} describes a scale beyond 0-3 ({other.group(0)!r}): the judge grades "
+                               "0-3; describe grades 0, 1, 2 and 3")
+    grades = {int(m.group(1)) for m in _GRADE.finditer(body)}
+    absent = [str(g) for g in range(4) if g not in grades]
+    if absent:
+        raise SearchGradeError(f"{where} never writes grade {', '.join(absent)}: describe the 0-3 scale "
+                               "(what 0, 1, 2 and 3 mean), as engine/prompts/judge_v1.txt does")
+    if "grade" not in body.lower():
+        raise SearchGradeError(f"{where} never says 'grade': ask for a JSON reply "
+                               '{"grade": <0-3>, "reason": "..."} as engine/prompts/judge_v1.txt does')
+    return prompt.name, text

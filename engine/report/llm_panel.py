@@ -114,9 +114,12 @@ def llm_panel(store: Store, run: RunRecord, table: pd.DataFrame) -> LLMPanel:
     found = metric_rows(table, SOURCE_FOUND) if not table.empty else pd.DataFrame()
     types = store.query_type_counts(run.run_id)
     llm_config = run.config.get("llm") or {}
+    prompt = judge.get("prompt_version")
+    if prompt and (run.config.get("judge") or {}).get("prompt_text") is not None:
+        prompt += " (a user prompt file)"
     return LLMPanel(
         judge_model=judge.get("model") or llm_config.get("model"),
-        judge_prompt=judge.get("prompt_version"),
+        judge_prompt=prompt,
         querygen_model=querygen.get("model"),
         querygen_prompt=querygen.get("prompt_version"),
         output_mode=judge.get("output_mode"),
