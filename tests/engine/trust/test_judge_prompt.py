@@ -104,3 +104,15 @@ def test_a_bad_prompt_file_is_a_one_line_error_before_any_run(tmp_path, tiny_bei
 def test_judge_prompt_goes_with_llm(tmp_path, tiny_beir, capsys):
     code = main(["evaluate", str(tiny_beir), "--qrels", "--judge-prompt", "x.txt", "--data-dir", str(tmp_path / "d")])
     assert "--judge-prompt goes with --llm" in _one_line_error(capsys, code)
+
+
+def test_a_resumed_run_judges_with_the_stored_prompt_text_not_the_file(tmp_path):
+    from engine.config import RunConfig
+    from engine.llm.judge import JudgeSettings, judge_prompt
+
+    name, text = read_judge_prompt(_write(tmp_path, "strict_judge.txt", STRICT))
+    stored = RunConfig(mode="llm", judge=JudgeSettings(prompt=name, prompt_text=text)).to_json()
+    (tmp_path / "strict_judge.txt").write_text(PACKAGED, encoding="utf-8")  # the file changes later
+    resumed = judge_prompt(RunConfig.from_json(stored).judge)
+    assert resumed.version == judge_prompt(JudgeSettings(prompt=name, prompt_text=STRICT)).version
+    assert "Be strict" in resumed.messages(query="q", document="d")[1]["content"]
