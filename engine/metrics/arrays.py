@@ -83,7 +83,8 @@ class _TopK:
 
     def __init__(self, r: RankedGrades, k: int, threshold: int):
         self.r, self.k, self.threshold = r, k, threshold
-        self.grade = r.grade[:, :k]
+        # A negative grade (Cranfield's -1) is 0, as first_k_grades makes it: not relevant, no gain.
+        self.grade = np.maximum(r.grade[:, :k], 0)
         self.present = r.present[:, :k]
         self.relevant = self.present & (self.grade >= threshold)
         self.hits = self.relevant.sum(axis=1)
