@@ -315,8 +315,17 @@ def _copy(job: Job) -> Job:
 
 
 def _reset_for_tests() -> None:
-    """Forget finished jobs (tests only); active jobs are kept, their threads still run."""
+    """Forget finished jobs (tests only); active jobs are kept, their threads still run.
+
+    A job is finished before its worker's last step has read it again (outside the lock), so
+    the worker is joined first: forgetting the job under it would end the thread on a KeyError.
+    """
     with _LOCK:
-        for job_id in [j for j, job in _JOBS.items() if not job.active]:
-            _JOBS.pop(job_id)
+        finished = {j: _THREADS.get(j) for j, job in _JOBS.items() if not job.active}
+    for thread in finished.values():
+        if thread is not None:
+            thread.join(timeout=30)
+    with _LOCK:
+        for job_id in finished:
+            _JOBS.pop(job_id, None)
             _THREADS.pop(job_id, None)
