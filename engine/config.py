@@ -19,7 +19,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.records import SearchGradeError
-from engine.strategies import known_strategies, unknown_strategies
+from engine.strategies import Registry, known_strategies, registry_for_declared
+from indexes.backends.spec import check_environment as spec_check_environment
 from indexes.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -63,6 +64,21 @@ class RunConfig:
     judge_unjudged: bool = False
     #: How the collection was loaded (id_field, title_field, text_field), so a resume loads it alike.
     collection_fields: dict[str, str] = field(default_factory=dict)
+    #: Strategies declared in a strategies file: name -> declaration as written (``env:`` values
+    #: stay ``env:NAME``: secrets are read from the environment when the run builds them).
+    declared: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def check_environment(self) -> None:
+        """Every ``env:NAME`` the chosen declared strategies read is set (SearchGradeError if not)."""
+        registry = self.registry()
+        for name in self.strategies:
+            spec = registry.declared.get(registry.info(name).reranks or name)
+            if spec is not None:
+                spec_check_environment(spec)
+
+    def registry(self) -> Registry:
+        """The strategies this run can use: the built-ins, plugins, and its declared ones."""
+        return registry_for_declared(self.declared)
 
     @property
     def retrieval_depth(self) -> int:
@@ -81,10 +97,11 @@ class RunConfig:
             raise SearchGradeError(
                 f"--depth of {self.retrieval_depth} is smaller than --k of {self.k}; set --depth >= --k"
             )
-        unknown = unknown_strategies(self.strategies)
+        registry = self.registry()
+        unknown = registry.unknown(self.strategies)
         if unknown or not self.strategies:
             raise SearchGradeError(f"unknown strategies {unknown or '(none given)'}; "
-                                   f"choose from {', '.join(known_strategies())}")
+                                   f"choose from {', '.join(registry.names())}")
         if self.max_queries is not None and self.max_queries < 1:
             raise SearchGradeError(f"--max-queries of {self.max_queries} must be at least 1")
         if self.threshold is not None and self.threshold < 1:
@@ -133,5 +150,6 @@ class RunConfig:
                 names = settings_cls.__dataclass_fields__
                 values[key] = settings_cls(**{k: v for k, v in values[key].items() if k in names})
         values["collection_fields"] = dict(values.get("collection_fields") or {})
+        values["declared"] = dict(values.get("declared") or {})
         return cls(**values)
 

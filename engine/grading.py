@@ -147,6 +147,8 @@ def unique_pairs(
 
     for i, query in enumerate(queries):
         for strategy_hits in hits.values():
+            if strategy_hits[i] is None:  # the strategy failed on this query
+                continue
             for d in strategy_hits[i].docs:
                 add(query, d.doc_id)
         if with_source:

@@ -43,6 +43,7 @@ from engine.scoring import (
     stored_cutoffs,
     summarise,
 )
+from engine.search import run_search
 from engine.store import Store, heartbeat_timeout_s, new_owner
 from indexes.build import build_searchers, measure_ann_recall
 from indexes.settings import IndexSettings
@@ -92,6 +93,7 @@ class RunPlan:
 
 def _prepare(config: RunConfig) -> RunConfig:
     config.validate()
+    config.check_environment()
     if config.index is None:
         config = replace(config, index=IndexSettings())
     if config.mode == "llm" and config.llm is None:
@@ -232,7 +234,8 @@ def resume_run(
             prompts stay, or the cache would not apply).
     """
     run = store.get_run(run_id)
-    if run.status == "complete":
+    failed_queries = store.failed_query_counts(run.run_id)
+    if run.status == "complete" and not failed_queries:
         raise SearchGradeError(f"run {run.run_id} is already complete; start a new one with "
                                "`searchgrade evaluate`")
     if run.status == "running":
@@ -253,10 +256,12 @@ def resume_run(
     plan = _plan(collection, config, store)
     client = _client(config)
     owner = new_owner()
-    store.reopen_run(run.run_id, owner)
+    store.reopen_run(run.run_id, owner, allow_complete=bool(failed_queries))
+    stored = {key: hits for key, hits in store.stored_hits(run.run_id).items()
+              if key[0] in config.strategies}
     return _execute(RunContext(collection, config, store, Path(data_dir), run.run_id, plan, client,
                                progress, on_usage, owner=owner, timings=dict(run.timings),
-                               stats=dict(run.stats)))
+                               stats=dict(run.stats), stored_hits=stored))
 
 
 @dataclass
@@ -289,6 +294,8 @@ class RunContext:
         self.check()
         if self.progress is not None:
             self.progress(stage, done, total)
+    #: (strategy, query id) -> results a stopped run already stored (a resume keeps them).
+    stored_hits: dict[tuple[str, str], SearchHits] = field(default_factory=dict)
 
     def enter(self, stage: str) -> None:
         self.check()
@@ -340,9 +347,10 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
 
     ctx.enter("index")
     t0 = time.perf_counter()
+    registry = config.registry()
     built = build_searchers(
         collection, config.index, ctx.data_dir, strategies=config.strategies, progress=report,
-        collection_fingerprint=collection_fingerprint(collection),
+        collection_fingerprint=collection_fingerprint(collection), registry=registry,
     )
     if built.ann is not None:
         ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
@@ -353,21 +361,37 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
 
     ctx.enter("search")
     t0 = time.perf_counter()
-    texts = [q.text for q in queries]
     query_ids = [q.query_id for q in queries]
-    hits: dict[str, list[SearchHits]] = {}
     strategies = [s for s in config.strategies if s in built.searchers]
-    # One bar for the stage, advanced per strategy (a searcher answers all queries in one call).
-    report("search", 0, len(strategies))
-    for i, strategy in enumerate(strategies):
-        hits[strategy] = built.searchers[strategy].search(texts, config.retrieval_depth)
-        report("search", i + 1, len(strategies))
-    ctx.timings["search"] = time.perf_counter() - t0
+    docs_by_id = {d.doc_id: d for d in collection.documents}
+    searched = run_search(
+        built.nodes, strategies, queries, config.retrieval_depth, collection_ids=set(docs_by_id),
+        declared={s for s in strategies if registry.info(s).kind != "builtin"},
+        judges_described=ctx.config.mode == "llm" or ctx.config.judge_unjudged,
+        stored=ctx.stored_hits, progress=report,
+    )
+    hits = searched.hits
+    ctx.timings["search"] = ctx.timings.get("search", 0.0) + time.perf_counter() - t0
+    ctx.stats.update(searched.stats)
+    scores = getattr(built.context, "_scores", None)
+    if scores is not None:
+        ctx.stats["reranker_pairs"] = {"scored": scores.scored, "reused": scores.reused}
+    # Results and failed queries land now, in their own transaction: a resume searches only what
+    # is missing (failed queries, or what an interrupted run had not searched).
+    ctx.check()
+    with store.transaction() as con:
+        if ctx.owner is not None and not store.owns(con, run_id, ctx.owner):
+            raise RunTakenOver(f"run {run_id} was resumed by another process; this one stops")
+        if not store.queries(run_id):
+            store.write_queries(con, run_id, queries)
+        store.write_search(con, run_id, query_ids, hits, searched.failures)
+    store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
 
     ctx.enter("grade")
     t0 = time.perf_counter()
-    docs_by_id = {d.doc_id: d for d in collection.documents}
-    grades, judgments, failed = grade_results(ctx, usage, queries, hits, docs_by_id)
+    # Documents a strategy's replies described that the collection lacks are judged too.
+    judged_docs = {**searched.described, **docs_by_id}
+    grades, judgments, failed = grade_results(ctx, usage, queries, hits, judged_docs)
     grades, judgments, failed = _with_people(ctx, queries, docs_by_id, grades, judgments, failed)
     ctx.timings["grade"] = time.perf_counter() - t0
 
@@ -379,7 +403,7 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     summary = summarise(per_query, config.n_bootstrap, config.seed)
     ctx.timings["metrics"] = time.perf_counter() - t0
 
-    keep = {d.doc_id for hs in hits.values() for h in hs for d in h.docs}
+    keep = {d.doc_id for hs in hits.values() for h in hs if h is not None for d in h.docs}
     keep |= {doc_id for judged in plan.qrels.values() for doc_id in judged}
     keep |= {q.source_doc_id for q in queries if q.source_doc_id}
     keep |= {g.doc_id for g in grades}
@@ -387,18 +411,19 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     with store.transaction() as con:
         if ctx.owner is not None and not store.owns(con, run_id, ctx.owner):
             raise RunTakenOver(f"run {run_id} was resumed by another process; this one stops")
-        store.clear_run_contents(con, run_id)
-        store.write_queries(con, run_id, queries)
-        for strategy, strategy_hits in hits.items():
-            store.write_results(con, run_id, strategy, query_ids, strategy_hits)
+        store.clear_run_contents(con, run_id, store.GRADED_TABLES)
         store.write_grades(con, run_id, grades)
         store.write_documents(con, run_id, [docs_by_id[d] for d in sorted(keep) if d in docs_by_id])
+        for strategy in dict.fromkeys(searched.described_by.values()):
+            store.write_documents(con, run_id, [doc for d, doc in sorted(searched.described.items())
+                                                if d in keep and searched.described_by[d] == strategy],
+                                  origin=strategy)
         store.write_metric_values(con, run_id, per_query)
         store.write_metric_summary(con, run_id, summary)
         store.write_query_overlap(con, run_id, query_overlaps(queries, docs_by_id))
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
     return RunOutcome(run_id, "running", skipped=built.skipped,
-                      notes=[*collection.notes, *plan.notes])
+                      notes=[*collection.notes, *plan.notes, *search_notes(run_id, searched.stats)])
 
 
 def _with_people(ctx: RunContext, queries, docs_by_id, grades, judgments, failed):
@@ -417,3 +442,23 @@ def _with_people(ctx: RunContext, queries, docs_by_id, grades, judgments, failed
     judgments, failed = judgments_of(merged)
     return merged, judgments, failed
 
+
+def search_notes(run_id: str, stats: dict[str, Any]) -> list[str]:
+    """One line per strategy that failed on queries or returned ids the collection lacks."""
+    notes = []
+    for strategy, n in sorted(stats.get("failed_queries", {}).items()):
+        notes.append(f"{strategy} failed on {n} quer{'y' if n == 1 else 'ies'} (recorded as failed, "
+                     f"not scored); retry them with `searchgrade resume {run_id}`")
+    for strategy, c in sorted(stats.get("not_in_collection", {}).items()):
+        notes.append(not_in_collection_text(strategy, c))
+    return notes
+
+
+def not_in_collection_text(strategy: str, counts: dict[str, int]) -> str:
+    """ "37% of prod-es results are not in the collection: check the id mapping"."""
+    share = counts["not_in_collection"] / max(1, counts["results"])
+    text = f"{share:.0%} of {strategy} results are not in the collection: check the id mapping"
+    if counts.get("described"):
+        text += (f" ({counts['described']} of them came with a title/text, shown with the run and "
+                 "graded by the LLM judge when it runs)")
+    return text

@@ -175,8 +175,8 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None) -> str:
     )
     try:
         with store.transaction() as con:
-            store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "documents",
-                                                                 "query_overlap"))
+            store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "failed_queries",
+                                                                 "documents", "query_overlap"))
             store.write_grades(con, new_id, grades)
             store.write_metric_values(con, new_id, per_query)
             store.write_metric_summary(con, new_id, summary)

@@ -49,7 +49,7 @@ def stored_cutoffs(k: int, depth: int) -> list[int]:
 
 
 def per_query_metrics(
-    hits: dict[str, Sequence[SearchHits]],
+    hits: dict[str, Sequence[SearchHits | None]],
     query_ids: Sequence[str],
     judgments: dict[str, dict[str, int]],
     threshold: int,
@@ -58,6 +58,9 @@ def per_query_metrics(
     failed: dict[str, set[str]] | None = None,
 ) -> list[tuple[str, str, str, int, float]]:
     """Every metric for every strategy, query and cut-off: rows (strategy, query, metric, k, value).
+
+    A query a strategy failed on (hits entry None: a backend error) has no row for that strategy:
+    it is left out of the strategy's metrics, never scored as an empty list.
 
     Unjudged documents have grade None (0 in the metrics; visible in `judged`). Documents in
     ``failed`` (query -> doc ids whose judgment failed) also count as 0 in the rank metrics, but
@@ -68,6 +71,8 @@ def per_query_metrics(
     rows: list[tuple[str, str, str, int, float]] = []
     for strategy, strategy_hits in hits.items():
         for qid, h in zip(query_ids, strategy_hits, strict=True):
+            if h is None:
+                continue
             judged = judgments.get(qid, {})
             grades = [judged.get(d.doc_id) for d in h.docs]
             pool = list(judged.values())
@@ -88,7 +93,7 @@ def per_query_metrics(
 
 
 def source_found_metrics(
-    hits: dict[str, Sequence[SearchHits]], queries: Sequence[Query], cutoffs: Sequence[int]
+    hits: dict[str, Sequence[SearchHits | None]], queries: Sequence[Query], cutoffs: Sequence[int]
 ) -> list[tuple[str, str, str, int, float]]:
     """source_found@k: 1.0 if the query's source document is in the top k, else 0.0.
 
@@ -97,7 +102,7 @@ def source_found_metrics(
     rows: list[tuple[str, str, str, int, float]] = []
     for strategy, strategy_hits in hits.items():
         for query, h in zip(queries, strategy_hits, strict=True):
-            if not query.source_doc_id:
+            if h is None or not query.source_doc_id:
                 continue
             ranks = [d.rank for d in h.docs if d.doc_id == query.source_doc_id]
             for k in cutoffs:

@@ -228,3 +228,40 @@ class AnnSearcher:
         hits = sum(len(set(f[f >= 0].tolist()) & set(e[e >= 0].tolist())) for f, e in zip(found, exact, strict=True))
         total = int((exact >= 0).sum())
         return {"index": self.kind, "k": k, "queries": len(chosen), "recall": hits / total if total else 1.0}
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[ScoredDoc]]:
+        """Top k for query vectors already embedded (one row per query)."""
+        scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32),
+                                         min(k, self.index.ntotal))
+        out = []
+        for row_ids, row_scores in zip(rows, scores, strict=True):
+            kept = [(int(r), float(s)) for r, s in zip(row_ids, row_scores, strict=True) if r >= 0]
+            out.append([ScoredDoc(self.doc_ids[r], s, rank) for rank, (r, s) in enumerate(kept, start=1)])
+        return out
+
+
+class AnnNode:
+    """ANN as an executor node: the chunk's queries embedded in one batch, then one index search
+    per query. A query's latency is its share of the batch's embedding time plus its own search."""
+
+    inputs: tuple[str, ...] = ()
+
+    def __init__(self, searcher: AnnSearcher, batch_size: int = 32, name: str = "ann") -> None:
+        self.name = name
+        self.searcher = searcher
+        self.batch_size = batch_size
+
+    def input_depth(self, depth: int) -> int:
+        return depth
+
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+        from indexes.executor import Answer
+
+        start = time.perf_counter()
+        vectors = encode(self.searcher.model, list(batch.texts), batch_size=self.batch_size)
+        share = (time.perf_counter() - start) / max(1, len(batch))
+        out = []
+        for vector in vectors:
+            start = time.perf_counter()
+            docs = self.searcher.search_vectors(vector[None, :], depth)[0]
+            out.append(Answer(docs, share + time.perf_counter() - start))
+        return out

@@ -43,6 +43,7 @@ class BuiltIndexes:
 
     Attributes:
         searchers: strategy id -> ready searcher, in the order of the strategies requested.
+        nodes: what indexes.executor.Executor runs: every strategy once per query, shared.
         skipped: strategy id -> one-line reason with the fix (e.g. the reranker cannot be loaded).
         timings: stage -> seconds ("embedder_load", "embed", "ann_build", "bm25_build",
             "reranker_load").
@@ -53,6 +54,10 @@ class BuiltIndexes:
     """
 
     searchers: dict[str, Searcher] = field(default_factory=dict)
+    #: node name -> executor node (indexes.executor): the requested strategies and their inputs.
+    nodes: dict[str, Any] = field(default_factory=dict)
+    #: The indexes.build.BuildContext the nodes came from (its shared components).
+    context: Any = None
     skipped: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)

@@ -1,29 +1,33 @@
-"""Building the searchers of the requested strategies: reuse artifacts on disk, rebuild what changed.
+"""Building the requested strategies: reuse artifacts on disk, rebuild what changed.
 
-What each strategy needs:
+Each strategy is built by its factory in the registry (indexes/registry.py) from a
+``BuildContext`` that makes every shared component once. What the built-ins need:
 
     ann           embedder + ANN index        fulltext         BM25 tokens
-    hybrid        both                        *_rerank         its base + the cross-encoder
+    hybrid        the ann and fulltext nodes  X_rerank         X's node + the cross-encoder
 
 An artifact folder is named by the collection fingerprint and the fingerprint of the settings that
 shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
 unchanged one is reloaded. Embeddings are cached per text (indexes/embeddings.py), so even a
 rebuilt ANN index only encodes documents it has never seen.
 
-A reranker that cannot be loaded is not faked: its three strategies are listed in
-BuiltIndexes.skipped with the reason and the fix, and the other strategies are built as usual.
+A reranker that cannot be loaded is not faked: its strategies are listed in BuiltIndexes.skipped
+with the reason and the fix, and the other strategies are built as usual.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from core.checks import first_duplicate
 from core.records import Collection, SearchGradeError
 from core.records import collection_fingerprint as fingerprint_of
-from indexes import ann, fulltext, registry
-from indexes.base import BuiltIndexes, ProgressFn, Searcher, timed
+from indexes import ann, fulltext
+from indexes import registry as registry_module
+from indexes.ann import AnnNode
+from indexes.base import BuiltIndexes, ProgressFn, timed
 from indexes.embeddings import (
     EmbeddingCache,
     cache_dir_for,
@@ -31,14 +35,104 @@ from indexes.embeddings import (
     load_embedder,
     model_slug,
 )
-from indexes.hybrid import HybridSearcher
-from indexes.rerank import RerankSearcher, load_reranker
+from indexes.executor import Node, StrategySearcher
+from indexes.fulltext import FulltextNode
+from indexes.hybrid import HybridNode
+from indexes.rerank import CrossEncoderScorer, SharedScores, load_reranker
 from indexes.settings import IndexSettings
 
 
-def _check_inputs(collection: Collection, strategies: Sequence[str]) -> list[str]:
-    known = ", ".join(registry.known_strategies())
-    unknown = registry.unknown_strategies(strategies)
+class SkipStrategy(SearchGradeError):
+    """A strategy that cannot be built here for a reason the run records (and goes on without it)."""
+
+
+class BuildContext:
+    """What factories build their nodes from, each component made once and shared.
+
+    ``node(name)`` builds a strategy's node (and the nodes it is built on) through the registry;
+    ``ann()``, ``fulltext()``, ``scorer()``, ``embedder(model)`` are the shared components.
+    """
+
+    def __init__(self, collection: Collection, settings: IndexSettings, data_dir: Path,
+                 fingerprint: str, progress: ProgressFn | None, built: BuiltIndexes,
+                 registry: registry_module.Registry) -> None:
+        self.collection = collection
+        self.settings = settings
+        self.data_dir = Path(data_dir)
+        self.fingerprint = fingerprint
+        self.progress = progress
+        self.built = built
+        self.registry = registry
+        self.doc_ids = [doc.doc_id for doc in collection.documents]
+        self.texts = [doc.content for doc in collection.documents]
+        self.contents = dict(zip(self.doc_ids, self.texts, strict=True))
+        self.nodes: dict[str, Node] = {}
+        self._ann: ann.AnnSearcher | None = None
+        self._fulltext: fulltext.FulltextSearcher | None = None
+        self._scores: SharedScores | None = None
+        self._scorer_error: str | None = None
+
+    def node(self, name: str) -> Node:
+        """The node of strategy ``name``, built once, with every node it is built on."""
+        if name not in self.nodes:
+            node = self.registry[name](self)
+            for dep in node.inputs:
+                self.node(dep)
+            self.nodes[name] = node
+        return self.nodes[name]
+
+    def ann(self) -> ann.AnnSearcher:
+        if self._ann is None:
+            # built.ann: what measure_ann_recall (issue 9) measures.
+            self._ann = self.built.ann = _build_ann(self.settings, self.data_dir, self.fingerprint, self.doc_ids, self.texts,
+                                   self.progress, self.built,
+                                   bundled_shard(self.collection, self.settings.embedding_model))
+        return self._ann
+
+    def fulltext(self) -> fulltext.FulltextSearcher:
+        if self._fulltext is None:
+            self._fulltext = _build_fulltext(self.settings, self.data_dir, self.fingerprint, self.doc_ids,
+                                             self.texts, self.progress, self.built)
+        return self._fulltext
+
+    def embedder(self, model_name: str) -> Any:
+        """An embedding model (the ANN's when it is the same name), loaded once per process."""
+        with timed(self.built.timings, "embedder_load"):
+            return load_embedder(model_name)
+
+    def scorer(self) -> SharedScores:
+        """The cross-encoder's shared scores; SkipStrategy when it cannot be loaded."""
+        if self._scorer_error is not None:
+            raise SkipStrategy(self._scorer_error)
+        if self._scores is None:
+            with timed(self.built.timings, "reranker_load"):
+                try:
+                    model = load_reranker(self.settings.reranker_model)
+                except SearchGradeError as exc:
+                    self._scorer_error = str(exc)
+                    raise SkipStrategy(self._scorer_error) from None
+            self._scores = SharedScores(CrossEncoderScorer(model, self.settings.reranker_model,
+                                                           self.settings.batch_size))
+        return self._scores
+
+
+def builtin_factory(name: str) -> registry_module.Factory:
+    """The factory of a built-in retrieval strategy ("ann", "fulltext", "hybrid")."""
+
+    def build(ctx: BuildContext) -> Node:
+        if name == "ann":
+            return AnnNode(ctx.ann(), ctx.settings.batch_size)
+        if name == "fulltext":
+            return FulltextNode(ctx.fulltext())
+        return HybridNode(("ann", "fulltext"), ctx.settings.rrf_k, ctx.settings.fusion_depth)
+
+    return build
+
+
+def _check_inputs(collection: Collection, strategies: Sequence[str],
+                  registry: registry_module.Registry) -> list[str]:
+    known = ", ".join(registry.names())
+    unknown = registry.unknown(strategies)
     if unknown:
         raise SearchGradeError(f"unknown strategy {unknown[0]!r}: use any of {known}")
     if not strategies:
@@ -62,73 +156,54 @@ def build_searchers(
     strategies: Sequence[str] | None = None,
     progress: ProgressFn | None = None,
     collection_fingerprint: str | None = None,
+    registry: registry_module.Registry | None = None,
 ) -> BuiltIndexes:
-    """Build or reload what ``strategies`` need and return ready searchers.
+    """Build or reload what ``strategies`` need and return their executor nodes and searchers.
 
     Args:
         collection: the documents to index (queries and qrels are not used here).
         settings: models, index type and search knobs.
         data_dir: root of the artifacts (``embeddings/`` and ``indexes/`` go under it).
-        strategies: strategy ids to build (indexes.registry; None: every known one).
+        strategies: strategy names to build (None: the registry's default selection).
         progress: called as progress(stage, done, total) for "embed" and "bm25_build".
         collection_fingerprint: names the artifact folders; computed from the documents
             when not given.
+        registry: the strategies that exist (default: the built-ins and Python plugins).
 
     Returns:
-        BuiltIndexes with searchers in the requested order, skipped strategies with their
-        reasons, per-stage timings in seconds ("embedder_load", "embed", "ann_build",
-        "bm25_build", "reranker_load"), and stats (documents, embedded, cache_hits,
-        embed_docs_per_s, ann_reused, bm25_reused, collection_fingerprint).
+        BuiltIndexes with the nodes (requested strategies and those they are built on), a
+        searcher per requested strategy, skipped strategies with their reasons, per-stage
+        timings in seconds ("embedder_load", "embed", "ann_build", "bm25_build",
+        "reranker_load"), and stats (documents, embedded, cache_hits, embed_docs_per_s,
+        ann_reused, bm25_reused, collection_fingerprint).
 
     Raises:
-        SearchGradeError: unknown strategy, empty collection, duplicate ids, or an embedding
-            model that cannot be loaded.
+        SearchGradeError: unknown strategy, empty collection, duplicate ids, a model that cannot
+            be loaded, or a declared strategy that cannot be set up.
     """
+    registry = registry if registry is not None else registry_module.registry_for()
     if strategies is None:
-        strategies = registry.known_strategies()
-    requested = _check_inputs(collection, strategies)
-    data_dir = Path(data_dir)
+        strategies = registry.defaults()
+    requested = _check_inputs(collection, strategies, registry)
     fingerprint = collection_fingerprint or fingerprint_of(collection)
-    doc_ids = [doc.doc_id for doc in collection.documents]
-    texts = [doc.content for doc in collection.documents]
     built = BuiltIndexes()
-    built.stats.update(documents=len(doc_ids), collection_fingerprint=fingerprint,
+    built.stats.update(documents=len(collection.documents), collection_fingerprint=fingerprint,
                        ann_index=settings.ann_index)
-
-    reranker = None
-    if any("reranker" in registry.needs(s) for s in requested):
-        with timed(built.timings, "reranker_load"):
-            try:
-                reranker = load_reranker(settings.reranker_model)
-            except SearchGradeError as exc:
-                for strategy in requested:
-                    if "reranker" in registry.needs(strategy):
-                        built.skipped[strategy] = str(exc)
-    active = [s for s in requested if s not in built.skipped]
-    needs = set().union(*(registry.needs(s) for s in active)) if active else set()
-
-    bases: dict[str, Searcher] = {}
-    if "ann" in needs:
-        bases["ann"] = built.ann = _build_ann(settings, data_dir, fingerprint, doc_ids, texts,
-                                              progress, built,
-                                              bundled_shard(collection, settings.embedding_model))
-    if "fulltext" in needs:
-        bases["fulltext"] = _build_fulltext(settings, data_dir, fingerprint, doc_ids, texts,
-                                            progress, built)
-    if "ann" in needs and "fulltext" in needs:
-        bases["hybrid"] = HybridSearcher(bases["ann"], bases["fulltext"], settings.rrf_k,
-                                         settings.fusion_depth)
-
-    contents = dict(zip(doc_ids, texts, strict=True))
-    for strategy in active:
-        base_name = registry.base_of(strategy)
-        if base_name is None:
-            built.searchers[strategy] = bases[strategy]
-        else:
-            built.searchers[strategy] = RerankSearcher(
-                bases[base_name], reranker, contents, depth=settings.rerank_depth,
-                batch_size=settings.batch_size, name=strategy,
-            )
+    ctx = BuildContext(collection, settings, Path(data_dir), fingerprint, progress, built, registry)
+    # The reranker first: when it cannot be loaded, its strategies are skipped before any work.
+    if any(registry.info(s).reranks is not None for s in requested):
+        try:
+            ctx.scorer()
+        except SkipStrategy:
+            pass
+    for strategy in requested:
+        try:
+            ctx.node(strategy)
+        except SkipStrategy as exc:
+            built.skipped[strategy] = str(exc)
+    built.nodes = ctx.nodes
+    built.context = ctx
+    built.searchers = {s: StrategySearcher(s, ctx.nodes) for s in requested if s not in built.skipped}
     return built
 
 

@@ -72,3 +72,21 @@ class FulltextSearcher:
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         return search_each(self.search_one, queries, k)
+
+
+class FulltextNode:
+    """Full-text as an executor node: one BM25 search per query, each timed on its own."""
+
+    inputs: tuple[str, ...] = ()
+
+    def __init__(self, searcher: FulltextSearcher, name: str = "fulltext") -> None:
+        self.name = name
+        self.searcher = searcher
+
+    def input_depth(self, depth: int) -> int:
+        return depth
+
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+        from indexes.executor import timed_each
+
+        return timed_each(self.searcher.search_one, batch.texts, depth)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from core.checks import check_k
 from core.records import ScoredDoc, SearchHits
@@ -57,3 +59,28 @@ class HybridSearcher:
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         return search_each(self.search_one, queries, k)
+
+
+class HybridNode:
+    """Hybrid as an executor node: RRF of the ``ann`` and ``fulltext`` answers the executor computed
+    once for every strategy. Its own seconds are the fusion's; its latency adds both inputs'."""
+
+    def __init__(self, inputs: tuple[str, str] = ("ann", "fulltext"), k_const: float = 60,
+                 depth: int = 100, name: str = "hybrid") -> None:
+        self.name = name
+        self.inputs = inputs
+        self.k_const = k_const
+        self.depth = depth
+
+    def input_depth(self, depth: int) -> int:
+        return self.depth
+
+    def answer(self, batch: Any, depth: int, inputs: Mapping[str, Sequence[Any]]) -> list[Any]:
+        from indexes.executor import Answer
+
+        out = []
+        for i in range(len(batch)):
+            start = time.perf_counter()
+            docs = rrf([inputs[name][i].docs for name in self.inputs], self.k_const, self.depth)[:depth]
+            out.append(Answer(docs, time.perf_counter() - start))
+        return out

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from core.records import SearchGradeError
 from engine import auth
-from engine.cli.options import add_common
+from engine.cli.options import add_common, add_strategies_file
 from engine.deploy import is_exposed
 from engine.paths import ENV_COLLECTIONS_ROOT, data_dir
 
@@ -39,6 +39,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collections-root", metavar="DIR",
                    help="read collections by path only inside DIR (links out of it refused); without it, "
                    "an app bound beyond loopback reads no path at all")
+    add_strategies_file(p)
     add_common(p)
     p.set_defaults(handler=cmd_app)
 
@@ -71,6 +72,8 @@ def check_login(host: str, no_auth: bool, environ: dict[str, str]) -> str:
 def cmd_app(args: argparse.Namespace) -> int:
     if not 0 < args.port < 65536:
         raise SearchGradeError(f"--port {args.port} is not a TCP port (1-65535)")
+    from engine.strategies import ENV_STRATEGIES_FILE, load_strategies_file, strategies_file_from_env
+
     env = dict(os.environ, SEARCHGRADE_HOME=str(data_dir(args.data_dir).resolve()))
     if args.max_upload_mb < 1:
         raise SearchGradeError(f"--max-upload-mb of {args.max_upload_mb} must be at least 1")
@@ -80,6 +83,10 @@ def cmd_app(args: argparse.Namespace) -> int:
             raise SearchGradeError(f"--collections-root {args.collections_root}: no such folder; "
                                    "point it at the folder that holds the collections")
         env[ENV_COLLECTIONS_ROOT] = str(root.resolve())
+    strategies_file = strategies_file_from_env(args.strategies_file)
+    if strategies_file:
+        load_strategies_file(strategies_file)  # a bad file stops here, with one line, not in the page
+        env[ENV_STRATEGIES_FILE] = str(Path(strategies_file).expanduser().resolve())
     method = check_login(args.host, args.no_auth, env)
     if args.no_auth:
         env[auth.ENV_NO_AUTH] = "1"

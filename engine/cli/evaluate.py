@@ -14,6 +14,7 @@ from engine.cli.options import (
     add_index_options,
     add_judgment_files,
     add_llm_options,
+    declared,
     index_settings,
     load,
     open_store,
@@ -137,9 +138,13 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         raise SearchGradeError("--max-queries goes with --qrels; with --llm set the number of "
                                "queries with --docs and --queries-per-doc")
     llm = _llm_settings(args) if args.llm else None
+    declarations = declared(args)
+    from engine.strategies import registry_for_declared
+
     return RunConfig(
         name=args.name, mode="llm" if args.llm and not args.qrels else "qrels", k=args.k,
-        depth=args.depth, threshold=args.threshold, strategies=strategies(args),
+        depth=args.depth, threshold=args.threshold,
+        strategies=strategies(args, registry_for_declared(declarations)), declared=declarations,
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
         querygen=_querygen_settings(args) if args.llm and not args.qrels else None,
         judge=_judge_settings(args) if args.llm else None,
@@ -152,6 +157,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     config = _run_config(args)
     config.validate()
+    config.check_environment()
     if args.dry_run:
         return _dry_run(args, config)
     store = open_store(args)

@@ -9,6 +9,7 @@ from engine.cli.options import (
     add_collection,
     add_common,
     add_index_options,
+    declared,
     index_settings,
     load,
     strategies,
@@ -26,14 +27,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from engine.config import RunConfig
     from indexes.build import build_searchers
 
+    declarations = declared(args)
+    config = RunConfig(declared=declarations)
+    registry = config.registry()
+    names = strategies(args, registry)
+    config = RunConfig(declared=declarations, strategies=names)
+    config.check_environment()
     collection = load(args)
     bars = Bars()
     try:
         built = build_searchers(collection, index_settings(args), data_dir(args.data_dir),
-                                strategies=strategies(args), progress=bars,
-                                collection_fingerprint=collection_fingerprint(collection))
+                                strategies=names, progress=bars,
+                                collection_fingerprint=collection_fingerprint(collection),
+                                registry=registry)
     finally:
         bars.close()
     print_notes(collection.notes, built.skipped)

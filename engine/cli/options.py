@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 from core.records import Collection, SearchGradeError
 from engine.paths import data_dir, resolve_collection
-from engine.strategies import known_strategies, unknown_strategies
+from engine.strategies import (
+    ENV_STRATEGIES_FILE,
+    Registry,
+    declared_from_file,
+    known_strategies,
+    registry_for_declared,
+    strategies_file_from_env,
+)
 from indexes.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -70,8 +77,17 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--bm25-b", type=float, default=d.bm25_b, help=f"BM25 b (default: {d.bm25_b})")
     g.add_argument("--batch-size", type=int, default=d.batch_size,
                    help=f"encoding batch size (default: {d.batch_size})")
-    g.add_argument("--strategies", default=",".join(known_strategies()),
-                   help="comma-separated subset of: " + ", ".join(known_strategies()))
+    g.add_argument("--strategies", default=None,
+                   help="comma-separated strategies to run, among the built-ins ("
+                   + ", ".join(known_strategies()) + ") and those a strategies file declares "
+                   "(default: all of them)")
+    add_strategies_file(g)
+
+
+def add_strategies_file(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    p.add_argument("--strategies-file", metavar="FILE",
+                   help="a TOML file declaring your own search systems as strategies (HTTP, "
+                   f"Elasticsearch, OpenSearch, Milvus, Python); default: ${ENV_STRATEGIES_FILE}")
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
@@ -134,11 +150,19 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
     )
 
 
-def strategies(args: argparse.Namespace) -> tuple[str, ...]:
-    """--strategies as a tuple of known strategy ids."""
-    names = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
-    unknown = unknown_strategies(names)
+def declared(args: argparse.Namespace) -> dict[str, dict]:
+    """The strategies --strategies-file (or $SEARCHGRADE_STRATEGIES_FILE) declares, as a run stores them."""
+    return declared_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+
+
+def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tuple[str, ...]:
+    """--strategies as a tuple of registered strategy names (default: the registry's defaults)."""
+    registry = registry if registry is not None else registry_for_declared(declared(args))
+    if args.strategies is None:
+        return registry.defaults()
+    names = tuple(dict.fromkeys(s.strip() for s in args.strategies.split(",") if s.strip()))
+    unknown = registry.unknown(names)
     if unknown or not names:
         raise SearchGradeError(f"--strategies {args.strategies!r}: unknown {unknown or 'empty list'}; "
-                               f"choose from {', '.join(known_strategies())}")
+                               f"choose from {', '.join(registry.names())}")
     return names

@@ -11,7 +11,7 @@ from engine.report.runs import skipped_messages
 from engine.report.significance import format_p
 from engine.scoring import higher_is_better
 from engine.store import RunRecord, Store
-from engine.strategies import base_strategies, label, reranked_of
+from engine.strategies import base_of, label, reranked_of
 
 if TYPE_CHECKING:
     from engine.report.recompute import Figures
@@ -92,7 +92,7 @@ def _query_type_findings(store: Store, run: RunRecord, metric: str, figures: Fig
         typed = figures.per_query(metric).merge(store.query_table(run.run_id)[["query_id", "query_type"]],
                                                 on="query_id")
         rows = typed.groupby(["strategy", "query_type"])["value"].mean().reset_index().to_dict("records")
-    rows = [r for r in rows if r["strategy"] in base_strategies()]
+    rows = [r for r in rows if base_of(r["strategy"]) is None]  # by name: declared strategies too
     types = sorted({r["query_type"] for r in rows})
     if len(types) < 2:
         return []

@@ -64,6 +64,17 @@ class Recomputed:
             found = np.bincount(row, weights=rows["is_source"], minlength=shape[0]) > 0
             self.values[SOURCE_FOUND] = np.where(ranked.has_source, found.reshape(n_strategies, n_queries),
                                                  np.nan)
+        # A query a strategy failed on (a backend error, stored in failed_queries) has no value for
+        # that strategy: not the metrics of an empty ranking.
+        self.failed = np.zeros((n_strategies, n_queries), dtype=bool)
+        place_of = {s: i for i, s in enumerate(self.strategies)}
+        query_of_id = {q: i for i, q in enumerate(self.query_ids)}
+        for r in store.failed_queries(run.run_id):
+            if r["strategy"] in place_of and r["query_id"] in query_of_id:
+                self.failed[place_of[r["strategy"]], query_of_id[r["query_id"]]] = True
+        if self.failed.any():
+            for values in self.values.values():
+                values[self.failed] = np.nan
 
     def frame(self, metrics: Sequence[str]) -> pd.DataFrame:
         """Long form: strategy, query_id, then one column per metric."""
@@ -72,6 +83,8 @@ class Recomputed:
                               "query_id": np.tile(np.array(self.query_ids, dtype=object), len(self.strategies))})
         for metric in metrics:
             frame[metric] = self.values[metric].ravel()
+        if self.failed.any():  # failed (strategy, query) rows are left out, as the stored rows leave them out
+            frame = frame[~self.failed.ravel()].reset_index(drop=True)
         return frame
 
 

@@ -28,10 +28,9 @@ from engine.report.recompute import Figures
 from engine.report.significance import paired_comparisons, reranker_tests, results_pairs, significance
 from engine.store import RunRecord, Store
 from engine.strategies import (
-    base_strategies,
     display_rank,
     label,
-    reranked_of,
+    pairs,
     strategy_order,
 )
 
@@ -134,8 +133,8 @@ def with_without(rows: pd.DataFrame) -> pd.DataFrame:
     """Per retrieval strategy: the value without and with the reranker, and the change."""
     out = []
     values = dict(zip(rows["strategy"], rows["value"], strict=True))
-    for base in base_strategies():
-        without, with_ = values.get(base), values.get(reranked_of(base))
+    for base, reranked in pairs(values):
+        without, with_ = values.get(base), values.get(reranked) if reranked else None
         if without is None and with_ is None:
             continue
         change = with_ - without if without is not None and with_ is not None else None
@@ -147,11 +146,12 @@ def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The bar chart's two series (without, with reranker): Strategy, value, err_plus, err_minus."""
     series: dict[str, pd.DataFrame] = {}
     by_strategy = rows.set_index("strategy")
-    for name, pick in ((WITHOUT, lambda b: b), (WITH, lambda b: reranked_of(b))):
+    bases = pairs(by_strategy.index)
+    for name, pick in ((WITHOUT, lambda p: p[0]), (WITH, lambda p: p[1])):
         out = []
-        for base in base_strategies():
-            s = pick(base)
-            if s in by_strategy.index:
+        for pair in bases:
+            base, s = pair[0], pick(pair)
+            if s is not None and s in by_strategy.index:
                 r = by_strategy.loc[s]
                 out.append({"Strategy": label(base), "strategy": s, "value": r["value"],
                             "err_plus": r["ci_high"] - r["value"], "err_minus": r["value"] - r["ci_low"],

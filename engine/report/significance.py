@@ -27,7 +27,7 @@ from engine.report.common import (
 )
 from engine.scoring import higher_is_better
 from engine.statistics import PairedTest, holm, paired_tests
-from engine.strategies import base_strategies, label, reranked_of
+from engine.strategies import label, pairs
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
                     "Adjusted p (Holm)", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
@@ -97,15 +97,14 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
 def results_pairs(rows: pd.DataFrame, metric: str, wide: pd.DataFrame) -> list[tuple[str, str]]:
     """The comparisons the Results page shows: the best strategy against each other one, and each
     retrieval strategy against its reranked twin."""
-    pairs = []
+    compared = []
     if len(rows) >= 2:
         best = best_row(rows, metric)["strategy"]
-        pairs += [(best, other) for other in rows["strategy"] if other != best]
-    for base in base_strategies():
-        reranked = reranked_of(base)
-        if reranked is not None and base in wide and reranked in wide:
-            pairs.append((reranked, base))
-    return pairs
+        compared += [(best, other) for other in rows["strategy"] if other != best]
+    for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
+        if reranked is not None and base in wide:
+            compared.append((reranked, base))
+    return compared
 
 
 def significance(rows: pd.DataFrame, metric: str, k: int,
@@ -141,9 +140,8 @@ def reranker_tests(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], me
     """
     sign = 1 if higher_is_better(metric) else -1
     out = []
-    for base in base_strategies():
-        reranked = reranked_of(base)
-        if (reranked, base) not in tested:
+    for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
+        if reranked is None or (reranked, base) not in tested:
             continue
         result = tested[(reranked, base)]
         test = result.test

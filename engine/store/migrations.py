@@ -213,4 +213,20 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         FROM metric_summary s JOIN runs r USING (run_id) WHERE r.status = 'complete'
         """,
     ),
+    (
+        6,
+        # Backends (issue 8): a query a strategy failed on, left out of its metrics and retried by
+        # resume; a document a backend described that is not in the collection keeps its origin.
+        """
+        CREATE TABLE failed_queries (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            error VARCHAR NOT NULL,
+            attempts INTEGER NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id)
+        );
+        ALTER TABLE documents ADD COLUMN origin VARCHAR;
+        """,
+    ),
 )

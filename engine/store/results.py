@@ -47,9 +47,55 @@ class ResultsMixin(StoreConnection):
         insert_frame(con, "grades", rows, ["run_id", "query_id", "doc_id", "grade", "source", "model",
                                            "prompt_version", "reason", "llm_grade"])
 
-    def write_documents(self, con: duckdb.DuckDBPyConnection, run_id: str, documents: Iterable[Any]) -> None:
-        rows = [(run_id, d.doc_id, d.title, d.text) for d in documents]
-        insert_frame(con, "documents", rows, ["run_id", "doc_id", "title", "text"])
+    def write_documents(self, con: duckdb.DuckDBPyConnection, run_id: str, documents: Iterable[Any],
+                        origin: str | None = None) -> None:
+        """Documents shown with the run: the collection's (origin None), or those a strategy's
+        replies described that the collection does not hold (origin: that strategy)."""
+        rows = [(run_id, d.doc_id, d.title, d.text, origin) for d in documents]
+        insert_frame(con, "documents", rows, ["run_id", "doc_id", "title", "text", "origin"])
+
+    def write_search(self, con: duckdb.DuckDBPyConnection, run_id: str, query_ids: Sequence[str],
+                     hits: dict[str, Sequence[Any]], failures: dict[str, dict[str, Any]]) -> None:
+        """A run's ranked results and failed queries, replacing what it stored before.
+
+        ``hits`` holds per strategy one entry per query id (None where the query failed);
+        ``failures`` strategy -> query id -> (error, attempts).
+        """
+        con.execute("DELETE FROM results WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM failed_queries WHERE run_id = ?", [run_id])
+        for strategy, strategy_hits in hits.items():
+            pairs = [(qid, h) for qid, h in zip(query_ids, strategy_hits, strict=True) if h is not None]
+            self.write_results(con, run_id, strategy, [q for q, _ in pairs], [h for _, h in pairs])
+        rows = [(run_id, strategy, qid, f.error, int(f.attempts))
+                for strategy, failed in failures.items() for qid, f in failed.items()]
+        insert_frame(con, "failed_queries", rows, ["run_id", "strategy", "query_id", "error", "attempts"])
+
+    def failed_queries(self, run_id: str, strategy: str | None = None) -> list[dict[str, Any]]:
+        """Queries a strategy could not answer (a backend error): strategy, query, error, attempts."""
+        sql = ("SELECT f.strategy, f.query_id, q.text, f.error, f.attempts FROM failed_queries f "
+               "LEFT JOIN queries q ON q.run_id = f.run_id AND q.query_id = f.query_id WHERE f.run_id = ?")
+        params: list[Any] = [run_id]
+        sql = and_equal(sql, params, {"f.strategy": strategy})
+        return self._dicts(sql + " ORDER BY f.strategy, f.query_id", params)
+
+    def failed_query_counts(self, run_id: str) -> dict[str, int]:
+        """strategy -> how many queries it failed on (strategies without failures are absent)."""
+        rows = self._dicts("SELECT strategy, count(*) AS n FROM failed_queries WHERE run_id = ? "
+                           "GROUP BY strategy", [run_id])
+        return {r["strategy"]: int(r["n"]) for r in rows}
+
+    def stored_hits(self, run_id: str) -> dict[tuple[str, str], Any]:
+        """(strategy, query id) -> SearchHits as stored (score, rank, latency), for a resume."""
+        from core.records import ScoredDoc, SearchHits
+
+        rows = self._dicts(
+            "SELECT strategy, query_id, list(doc_id ORDER BY rank) AS ids, list(score ORDER BY rank) AS "
+            "scores, list(rank ORDER BY rank) AS ranks, max(latency_ms) AS latency_ms FROM results "
+            "WHERE run_id = ? GROUP BY strategy, query_id", [run_id])
+        return {(r["strategy"], r["query_id"]): SearchHits(
+                    [ScoredDoc(d, float(s), int(k)) for d, s, k in zip(r["ids"], r["scores"], r["ranks"],
+                                                                      strict=True)],
+                    float(r["latency_ms"]) / 1000.0) for r in rows}
 
     def write_metric_values(self, con: duckdb.DuckDBPyConnection, run_id: str,
                             rows: Iterable[tuple[str, str, str, int, float]]) -> None:
@@ -63,9 +109,18 @@ class ResultsMixin(StoreConnection):
         insert_frame(con, "metric_summary", [(run_id, *r) for r in rows],
                       ["run_id", "strategy", "metric", "k", "value", "ci_low", "ci_high", "n"])
 
-    def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-        for table in ("queries", "results", "grades", "documents", "metric_values", "metric_summary",
-                      "query_overlap", "run_summary"):
+    #: What a run's grading and scoring write (its queries and search results are written before).
+    #: query_overlap is written with the grades; run_summary (the Trends rows) is derived from
+    #: metric_summary: both are cleared with them when a run is graded again.
+    GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary")
+
+    def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
+                           tables: Sequence[str] | None = None) -> None:
+        """Delete a run's rows from ``tables`` (default: everything it holds)."""
+        every = ("queries", "results", "failed_queries", *self.GRADED_TABLES)
+        for table in tables if tables is not None else every:
+            if table not in every:
+                raise ValueError(f"{table!r} is not a run table: use one of {every}")
             con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
     def metric_summary(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
@@ -118,10 +173,11 @@ class ResultsMixin(StoreConnection):
             [run_id, list(query_ids)])
 
     def documents(self, run_id: str, doc_ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """doc id -> title, text and origin (None: the collection's; else the strategy that described it)."""
         if not doc_ids:
             return {}
         rows = self._dicts(
-            "SELECT doc_id, title, text FROM documents WHERE run_id = ? AND list_contains(?, doc_id)",
+            "SELECT doc_id, title, text, origin FROM documents WHERE run_id = ? AND list_contains(?, doc_id)",
             [run_id, list(doc_ids)],
         )
         return {r["doc_id"]: r for r in rows}
@@ -138,7 +194,7 @@ class ResultsMixin(StoreConnection):
     def copy_run_contents(self, con: duckdb.DuckDBPyConnection, source_run: str, target_run: str,
                           tables: Sequence[str]) -> None:
         """Copy a run's rows of some tables to another run id (re-scoring keeps the search results)."""
-        allowed = {"queries", "results", "documents", "query_overlap"}
+        allowed = {"queries", "results", "failed_queries", "documents", "query_overlap"}
         unknown = set(tables) - allowed
         if unknown:
             raise ValueError(f"cannot copy tables {sorted(unknown)}; allowed: {sorted(allowed)}")

@@ -282,18 +282,20 @@ class RunsMixin(StoreConnection):
         fields = [json.loads(raw).get("collection_fields") if raw else None for (raw,) in rows]
         return [f for f in fields if f]
 
-    def reopen_run(self, run_id: str, owner: str | None = None) -> None:
+    def reopen_run(self, run_id: str, owner: str | None = None, *, allow_complete: bool = False) -> None:
         """Mark a stopped run 'running' again, owned by ``owner`` (`searchgrade resume`).
 
         Only an interrupted, failed or cancelled run can be reopened, and only by one process:
-        the check and the change are one statement. What the run completed stays.
+        the check and the change are one statement. What the run completed stays. With
+        ``allow_complete``, a complete run with failed queries is reopened too, to retry them.
         """
+        reopenable = ("interrupted", "failed", "cancelled", *(("complete",) if allow_complete else ()))
         with _ROW_WRITES, self.connect() as con:
             reopened = con.execute(
                 "UPDATE runs SET status = 'running', stage = 'resuming', error = NULL, finished_at = NULL, "
                 "pid = ?, host = ?, owner = ?, heartbeat_at = ?, cancel_requested = false "
-                "WHERE run_id = ? AND status IN ('interrupted', 'failed', 'cancelled') RETURNING run_id",
-                [os.getpid(), socket.gethostname(), owner, now_utc(), run_id],
+                "WHERE run_id = ? AND list_contains(?, status) RETURNING run_id",
+                [os.getpid(), socket.gethostname(), owner, now_utc(), run_id, list(reopenable)],
             ).fetchall()
             if not reopened:
                 row = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchone()

@@ -83,10 +83,10 @@ def test_unjudged_results_count_as_zero_and_show_in_judged(tmp_path, tiny_beir):
 def test_failure_mid_run_marks_the_run_failed_and_stores_no_results(tmp_path, tiny_beir, monkeypatch):
     import indexes.fulltext
 
-    def broken(self, queries, k):
+    def broken(self, query, k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search", broken)
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", broken)
     store = Store(tmp_path / "data")
     with pytest.raises(RuntimeError):
         run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("fulltext",)),
@@ -101,12 +101,12 @@ def test_failure_mid_run_marks_the_run_failed_and_stores_no_results(tmp_path, ti
 def test_ctrl_c_marks_the_run_cancelled_and_resume_finishes_it(tmp_path, tiny_beir, monkeypatch):
     import indexes.fulltext
 
-    search = indexes.fulltext.FulltextSearcher.search
+    search = indexes.fulltext.FulltextSearcher.search_one
 
-    def interrupted(self, queries, k):
+    def interrupted(self, query, k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search", interrupted)
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", interrupted)
     store = Store(tmp_path / "data")
     collection = load_collection(tiny_beir)
     with pytest.raises(KeyboardInterrupt):
@@ -114,7 +114,7 @@ def test_ctrl_c_marks_the_run_cancelled_and_resume_finishes_it(tmp_path, tiny_be
     (run,) = store.list_runs()
     assert run.status == "cancelled" and "Ctrl-C" in run.error and "search" in run.error
     assert "index" in run.timings  # what was done is kept
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search", search)
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", search)
     outcome = resume_run(run.run_id, store, tmp_path / "data", collection=collection)
     assert outcome.status == "complete" == store.get_run(run.run_id).status
     assert store.metric_summary(run.run_id)

@@ -1,0 +1,281 @@
+"""A Milvus collection as a strategy (pymilvus: a Milvus Lite file or a server URL, one client),
+and loading one of our collections into Milvus (``searchgrade export-index ... --to milvus``).
+
+``search`` picks what Milvus does:
+
+- ``dense``: the query embedded with ``embedding_model`` (default: the run's, which is what
+  export-index stored), nearest neighbours on ``vector_field``.
+- ``bm25``: Milvus's own full-text search, its BM25 function over ``text_field`` (the query text
+  goes to Milvus as it is; Milvus analyses and scores it).
+- ``hybrid``: both, each to ``candidates`` results, fused by Milvus's RRF ranker (``rrf_k``).
+
+Scores are the distances Milvus returns (ranks are its order). The queries of a chunk are embedded
+in one batch (each query's latency is its share of the batch plus its own search round trip).
+
+An exported collection has ``doc_id`` (primary key), ``title``, ``text`` (title and text joined,
+as we index them, analysed for BM25), ``embedding`` (our vectors, exact FLAT index, inner product
+on unit vectors = cosine, as our ``flat`` ANN) and ``sparse`` (made by Milvus's BM25 function,
+with our k1 and b).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from core.records import Collection, ScoredDoc, SearchGradeError
+from indexes.backends.spec import Key, StrategySpec, check_secret_free, resolve_env
+
+SEARCHES = ("dense", "bm25", "hybrid")
+#: Longest VARCHAR Milvus stores, in bytes: longer texts are cut (export-index says how many).
+MAX_VARCHAR_BYTES = 65_535
+MAX_ID_BYTES = 512
+#: Rows per insert call.
+INSERT_BATCH = 500
+
+KEYS: dict[str, Key] = {
+    "uri": Key((str,), required=True, example='"./milvus.db" (a Milvus Lite file) or "http://127.0.0.1:19530"'),
+    "collection": Key((str,), required=True, example='"scifact"'),
+    "search": Key((str,), "dense", example='"dense" (or "bm25", "hybrid")'),
+    "token": Key((str,), None, example='"env:MILVUS_TOKEN"'),
+    "db_name": Key((str,), None, example='"default"'),
+    "id_field": Key((str,), "doc_id", example='"doc_id"'),
+    "vector_field": Key((str,), "embedding", example='"embedding"'),
+    "sparse_field": Key((str,), "sparse", example='"sparse"'),
+    "metric": Key((str,), "IP", example='"IP" (or "COSINE", "L2": the dense index\'s metric)'),
+    "embedding_model": Key((str,), None, example='"sentence-transformers/all-MiniLM-L6-v2"'),
+    "params": Key((dict,), None, example="{ ef = 64 } (search parameters of the dense index)"),
+    "candidates": Key((int,), 100, example="100 (results of each list fused by hybrid)"),
+    "rrf_k": Key((int,), 60, example="60"),
+    "timeout_s": Key((float,), 30.0, example="30"),
+}
+
+
+def _pymilvus() -> Any:
+    try:
+        import pymilvus
+    except ImportError as exc:
+        raise SearchGradeError("pymilvus is not installed (pip install pymilvus milvus-lite)") from exc
+    return pymilvus
+
+
+def check(spec: StrategySpec) -> StrategySpec:
+    o, where = spec.options, spec.where
+    if o["search"] not in SEARCHES:
+        raise SearchGradeError(f"{where}: search {o['search']!r} is not known: use one of {', '.join(SEARCHES)}")
+    if o.get("token") is not None:
+        check_secret_free(where, "token", o["token"])
+    if o["candidates"] < 1 or o["rrf_k"] < 0 or o["timeout_s"] <= 0:
+        raise SearchGradeError(f"{where}: candidates must be >= 1, rrf_k >= 0 and timeout_s > 0")
+    if o["metric"].upper() not in ("IP", "COSINE", "L2"):
+        raise SearchGradeError(f"{where}: metric {o['metric']!r} is not known: use IP, COSINE or L2")
+    return spec
+
+
+def connect(uri: str, token: str | None = None, db_name: str | None = None,
+            where: str = "milvus") -> Any:
+    """A MilvusClient for a Milvus Lite file or a server URL.
+
+    Raises:
+        SearchGradeError: it cannot connect (one line with the fix).
+    """
+    pymilvus = _pymilvus()
+    kwargs: dict[str, Any] = {}
+    if token:
+        kwargs["token"] = token
+    if db_name:
+        kwargs["db_name"] = db_name
+    try:
+        return pymilvus.MilvusClient(uri, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - pymilvus raises many kinds; the user gets one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SearchGradeError(f"{where}: cannot open Milvus at {uri!r} ({first}): give a Milvus Lite "
+                               "file path (milvus-lite installed) or a reachable server URL") from None
+
+
+class MilvusNode:
+    """A declared Milvus strategy as an executor node."""
+
+    inputs: tuple[str, ...] = ()
+
+    def __init__(self, spec: StrategySpec, client: Any, embedder: Any | None, batch_size: int = 32) -> None:
+        o = spec.options
+        self.name = spec.name
+        self.where = spec.where
+        self.client = client
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.collection = o["collection"]
+        self.search = o["search"]
+        self.id_field = o["id_field"]
+        self.vector_field = o["vector_field"]
+        self.sparse_field = o["sparse_field"]
+        self.metric = o["metric"].upper()
+        self.params = dict(o.get("params") or {})
+        self.candidates = int(o["candidates"])
+        self.rrf_k = int(o["rrf_k"])
+        self.timeout_s = float(o["timeout_s"])
+
+    def input_depth(self, depth: int) -> int:
+        return depth
+
+    def _dense(self, vector: Any, limit: int) -> dict[str, Any]:
+        return {"data": [vector.tolist()], "anns_field": self.vector_field, "limit": limit,
+                "param": {"metric_type": self.metric, "params": self.params}}
+
+    def _bm25(self, text: str, limit: int) -> dict[str, Any]:
+        return {"data": [text], "anns_field": self.sparse_field, "limit": limit,
+                "param": {"metric_type": "BM25"}}
+
+    def search_one(self, text: str, vector: Any, depth: int) -> list[ScoredDoc]:
+        if self.search == "hybrid":
+            pymilvus = _pymilvus()
+            limit = max(self.candidates, depth)
+            reqs = [pymilvus.AnnSearchRequest(**self._dense(vector, limit)),
+                    pymilvus.AnnSearchRequest(**self._bm25(text, limit))]
+            result = self.client.hybrid_search(self.collection, reqs=reqs, ranker=pymilvus.RRFRanker(self.rrf_k),
+                                               limit=depth, output_fields=[self.id_field],
+                                               timeout=self.timeout_s)
+        else:
+            request = self._dense(vector, depth) if self.search == "dense" else self._bm25(text, depth)
+            result = self.client.search(self.collection, data=request["data"], anns_field=request["anns_field"],
+                                        limit=depth, search_params=request["param"],
+                                        output_fields=[self.id_field], timeout=self.timeout_s)
+        docs = []
+        for rank, hit in enumerate(result[0], start=1):
+            doc_id = hit.get(self.id_field)
+            if doc_id is None:
+                doc_id = (hit.get("entity") or {}).get(self.id_field, hit.get("id"))
+            docs.append(ScoredDoc(str(doc_id), float(hit.get("distance", 0.0)), rank))
+        return docs
+
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+        from indexes.embeddings import encode
+        from indexes.executor import Answer, Failure
+
+        share = 0.0
+        vectors: Sequence[Any] = [None] * len(batch)
+        if self.search in ("dense", "hybrid"):
+            start = time.perf_counter()
+            vectors = encode(self.embedder, list(batch.texts), batch_size=self.batch_size)
+            share = (time.perf_counter() - start) / max(1, len(batch))
+        out: list[Any] = []
+        for text, vector in zip(batch.texts, vectors, strict=True):
+            start = time.perf_counter()
+            try:
+                docs = self.search_one(text, vector, depth)
+            except Exception as exc:  # noqa: BLE001 - a backend error fails this query, in one line
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                out.append(Failure(f"Milvus {self.search} search on {self.collection!r} failed: {first}"))
+                continue
+            out.append(Answer(docs, share + time.perf_counter() - start))
+        return out
+
+
+def build_node(spec: StrategySpec, ctx: Any) -> MilvusNode:
+    o, where = spec.options, spec.where
+    token = resolve_env(o.get("token"), where, "token") if o.get("token") else None
+    client = connect(o["uri"], token, o.get("db_name"), where)
+    try:
+        exists = client.has_collection(o["collection"])
+    except Exception as exc:  # noqa: BLE001
+        raise SearchGradeError(f"{where}: cannot reach Milvus at {o['uri']!r} ({exc}): check uri") from None
+    if not exists:
+        raise SearchGradeError(f"{where}: Milvus at {o['uri']!r} has no collection {o['collection']!r}: "
+                               f"load one with `searchgrade export-index COLLECTION --to milvus --uri "
+                               f"{o['uri']} --collection {o['collection']}`")
+    try:
+        client.load_collection(o["collection"])
+    except Exception as exc:  # noqa: BLE001
+        raise SearchGradeError(f"{where}: Milvus cannot load collection {o['collection']!r} ({exc})") from None
+    embedder = None
+    if o["search"] in ("dense", "hybrid"):
+        embedder = ctx.embedder(o.get("embedding_model") or ctx.settings.embedding_model)
+    return MilvusNode(spec, client, embedder, ctx.settings.batch_size)
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", "ignore"), True
+
+
+def export_collection(collection: Collection, vectors: Any, uri: str, name: str, *,
+                      k1: float = 1.5, b: float = 0.75, replace: bool = False, token: str | None = None,
+                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+    """Create Milvus collection ``name`` from our documents and vectors, with a BM25 function.
+
+    Args:
+        collection: the documents (ids must fit Milvus's 512-byte VARCHAR key).
+        vectors: one unit vector per document, in document order (our embeddings).
+        uri: a Milvus Lite file or a server URL.
+        name: the Milvus collection to create.
+        k1, b: BM25 parameters of the sparse index.
+        replace: drop an existing collection of that name first (otherwise it is an error).
+
+    Returns:
+        What was done: documents inserted, texts cut to Milvus's VARCHAR limit, dimension, seconds.
+
+    Raises:
+        SearchGradeError: the collection exists (without replace), an id is too long, or Milvus fails.
+    """
+    pymilvus = _pymilvus()
+    from pymilvus import DataType, Function, FunctionType
+
+    started = time.perf_counter()
+    where = f"export-index --to milvus --uri {uri}"
+    too_long = next((d.doc_id for d in collection.documents if len(d.doc_id.encode()) > MAX_ID_BYTES), None)
+    if too_long is not None:
+        raise SearchGradeError(f"document id {too_long[:60]!r}... is longer than Milvus's {MAX_ID_BYTES}-byte "
+                               "primary key: shorten the ids")
+    if len(vectors) != len(collection.documents):
+        raise ValueError(f"{len(vectors)} vectors for {len(collection.documents)} documents")
+    client = connect(uri, token, None, where)
+    try:
+        if client.has_collection(name):
+            if not replace:
+                raise SearchGradeError(f"Milvus at {uri!r} already has a collection {name!r}: pass "
+                                       "--replace to overwrite it, or another --collection")
+            client.drop_collection(name)
+        dim = int(vectors.shape[1])
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
+        schema.add_field("title", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
+        schema.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES, enable_analyzer=True)
+        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(Function(name="text_bm25", function_type=FunctionType.BM25,
+                                     input_field_names=["text"], output_field_names=["sparse"]))
+        index = client.prepare_index_params()
+        index.add_index(field_name="embedding", index_type="FLAT", metric_type="IP")
+        index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                        params={"bm25_k1": k1, "bm25_b": b})
+        client.create_collection(name, schema=schema, index_params=index)
+        cut = 0
+        total = len(collection.documents)
+        for start in range(0, total, INSERT_BATCH):
+            rows = []
+            for doc, vector in zip(collection.documents[start:start + INSERT_BATCH],
+                                   vectors[start:start + INSERT_BATCH], strict=True):
+                title, t1 = _cut(doc.title, MAX_VARCHAR_BYTES)
+                text, t2 = _cut(doc.content, MAX_VARCHAR_BYTES)
+                cut += int(t1 or t2)
+                rows.append({"doc_id": doc.doc_id, "title": title, "text": text,
+                             "embedding": [float(x) for x in vector]})
+            client.insert(name, rows)
+            if progress is not None:
+                progress("export", min(total, start + INSERT_BATCH), total)
+        client.flush(name)
+        client.load_collection(name)
+    except SearchGradeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Milvus errors become one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SearchGradeError(f"Milvus at {uri!r} failed while loading {name!r} ({first})") from None
+    finally:
+        client.close()
+    return {"documents": total, "cut": cut, "dim": dim, "seconds": time.perf_counter() - started,
+            "collection": name, "uri": uri}
+
