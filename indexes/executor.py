@@ -120,8 +120,9 @@ class Execution:
         for name, failed in other.failures.items():
             self.failures.setdefault(name, {}).update(failed)
         for name, docs in other.documents.items():
+            mine = self.documents.setdefault(name, {})
             for doc_id, doc in docs.items():
-                self.documents.setdefault(name, {}).setdefault(doc_id, doc)
+                mine.setdefault(doc_id, doc)
         for name, s in other.seconds.items():
             self.seconds[name] = self.seconds.get(name, 0.0) + s
 
@@ -265,16 +266,6 @@ class Executor:
             out.failures[name] = failed
             out.documents[name] = docs
         return out
-
-
-def described_documents(node_name: str, outcomes: Sequence[Outcome]) -> dict[str, Document]:
-    """Every document an input's replies described, for a consumer that needs their text."""
-    docs: dict[str, Document] = {}
-    for o in outcomes:
-        if isinstance(o, Answer) and o.documents:
-            for doc_id, doc in o.documents.items():
-                docs.setdefault(doc_id, doc)
-    return docs
 
 
 def timed_each(search_one: Callable[[str, int], list[ScoredDoc]], texts: Sequence[str],
