@@ -1,0 +1,154 @@
+"""Declared strategies through a whole run, against a real local search server process."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.records import SearchGradeError
+from engine.collections import load_collection
+from engine.config import RunConfig
+from engine.pipeline import resume_run, run_evaluation
+from engine.store import Store
+from tests.conftest import DEMO, write_beir
+from tests.indexes.backends.conftest import SearchServer
+from tests.indexes.conftest import tiny_cross_encoder_dir  # noqa: F401 - a fixture
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return write_beir(tmp_path_factory.mktemp("beir") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_folder, tmp_path_factory):
+    server = SearchServer(tiny_folder, tmp_path_factory.mktemp("server-data"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def healthy(server):
+    server.control()
+    yield
+
+
+def declared(server, **keys):
+    return {"es": {"kind": "elasticsearch", "host": server.url, "index": "tiny",
+                   "query": '{"match": {"text": {{query}}}}', "retries": 0, "concurrency": 1,
+                   "backoff_s": 0.01, **keys}}
+
+
+def config(server, strategies=("fulltext", "es"), **keys):
+    from indexes.backends.spec import parse_spec
+
+    decl = {name: parse_spec(name, table).to_json() for name, table in declared(server, **keys).items()}
+    return RunConfig(name="t", strategies=strategies, n_bootstrap=200, declared=decl)
+
+
+def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_them(tmp_path, tiny_folder, server):
+    store = Store(tmp_path / "d")
+    server.control(close_every=2)
+    outcome = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
+    run = store.get_run(outcome.run_id)
+    assert run.status == "complete"
+    assert store.failed_query_counts(run.run_id) == {"es": 2}
+    assert run.stats["failed_queries"] == {"es": 2}
+    assert any("es failed on 2 queries" in n and "searchgrade resume" in n for n in outcome.notes)
+    summary = {(r["strategy"], r["metric"]): r for r in store.metric_summary(run.run_id, 10)}
+    assert summary[("es", "dcg")]["n"] == 3 and summary[("fulltext", "dcg")]["n"] == 5
+    answered = {r["query_id"] for r in store.results_with_grades(run.run_id, "es")}
+    failed = {r["query_id"] for r in store.failed_queries(run.run_id)}
+    assert len(answered) == 3 and answered.isdisjoint(failed)
+
+    server.control()
+    resume_run(run.run_id, store, tmp_path / "d")
+    assert server.stats()["requests"] == 2  # only the two failed queries were asked again
+    run = store.get_run(run.run_id)
+    assert run.status == "complete" and store.failed_query_counts(run.run_id) == {}
+    summary = {(r["strategy"], r["metric"]): r for r in store.metric_summary(run.run_id, 10)}
+    assert summary[("es", "dcg")]["n"] == 5
+    fulltext = {(r["query_id"], r["rank"]): r["doc_id"] for r in store.results_with_grades(run.run_id, "fulltext")}
+    es = {(r["query_id"], r["rank"]): r["doc_id"] for r in store.results_with_grades(run.run_id, "es")}
+    assert es == fulltext  # the server is our full-text search
+
+
+def test_500s_on_every_third_request_complete_the_run_with_those_failed(tmp_path, tiny_folder, server):
+    store = Store(tmp_path / "d")
+    server.control(fail_every=3)
+    run_id = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d").run_id
+    (failed,) = store.failed_queries(run_id)
+    assert failed["strategy"] == "es" and "HTTP 500" in failed["error"]
+
+
+def test_ids_none_of_which_is_in_the_collection_stop_the_run_on_the_first_query(tmp_path, tiny_folder, server):
+    store = Store(tmp_path / "d")
+    server.control(prefix="doc-")
+    with pytest.raises(SearchGradeError, match=r"none of the \d ids es returned for the first query "
+                                               r"\('doc-d1'.*check the id mapping"):
+        run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
+    assert server.stats()["requests"] == 1
+    assert store.list_runs()[0].status == "failed"
+
+
+def test_an_unreachable_server_stops_the_run_on_the_first_query_with_one_line(tmp_path, tiny_folder):
+    from indexes.backends.spec import parse_spec
+
+    decl = {"es": parse_spec("es", {"kind": "elasticsearch", "host": "http://127.0.0.1:9", "index": "x",
+                                    "query": '{"match": {"text": {{query}}}}', "retries": 0}).to_json()}
+    with pytest.raises(SearchGradeError) as error:
+        run_evaluation(load_collection(tiny_folder), RunConfig(strategies=("es",), declared=decl),
+                       Store(tmp_path / "d"), tmp_path / "d")
+    assert "strategy es failed on the first query: cannot connect" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_results_outside_the_collection_are_counted_and_named(tmp_path, tiny_folder, server):
+    store = Store(tmp_path / "d")
+    server.control(extra=["outside-1"])
+    outcome = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
+    counts = store.get_run(outcome.run_id).stats["not_in_collection"]["es"]
+    assert counts["not_in_collection"] == 5 and counts["described"] == 5
+    assert any(n.startswith(f"{5 / counts['results']:.0%} of es results are not in the collection: "
+                            "check the id mapping") for n in outcome.notes)
+    assert store.documents(outcome.run_id, ["outside-1"])["outside-1"]["origin"] == "es"
+
+
+def test_a_declared_strategy_with_rerank_has_its_twin_or_a_reason(tmp_path, tiny_folder, server,
+                                                                  tiny_cross_encoder_dir):
+    from indexes.settings import IndexSettings
+
+    store = Store(tmp_path / "d")
+    cfg = config(server, strategies=("es", "es_rerank"), rerank=True)
+    skipped = RunConfig(**{**cfg.__dict__, "index": IndexSettings(reranker_model="no/such-reranker")})
+    outcome = run_evaluation(load_collection(tiny_folder), skipped, store, tmp_path / "d")
+    assert "es_rerank" in outcome.skipped and "reranker model" in outcome.skipped["es_rerank"]
+    with_model = RunConfig(**{**cfg.__dict__, "index": IndexSettings(reranker_model=str(tiny_cross_encoder_dir))})
+    outcome = run_evaluation(load_collection(tiny_folder), with_model, store, tmp_path / "d")
+    assert set(store.result_strategies(outcome.run_id)) == {"es", "es_rerank"}
+
+
+@pytest.mark.slow
+def test_http_in_front_of_the_builtin_fulltext_gives_its_top_10_and_metrics_on_scifact(tmp_path_factory):
+    server = SearchServer(DEMO, tmp_path_factory.mktemp("scifact-server"))
+    try:
+        data = tmp_path_factory.mktemp("d")
+        store = Store(data)
+        cfg = RunConfig(name="scifact", strategies=("fulltext", "es"), max_queries=100, n_bootstrap=200,
+                        declared={"es": {"kind": "elasticsearch", "host": server.url, "index": "scifact",
+                                         "query": '{"match": {"text": {{query}}}}', "concurrency": 4}})
+        from indexes.backends.spec import parse_spec
+
+        cfg = RunConfig(**{**cfg.__dict__, "declared": {"es": parse_spec("es", cfg.declared["es"]).to_json()}})
+        run_id = run_evaluation(load_collection(DEMO), cfg, store, data).run_id
+    finally:
+        server.stop()
+    results = store.results_with_grades(run_id)
+    lists = {}
+    for r in results:
+        lists.setdefault(r["strategy"], {}).setdefault(r["query_id"], []).append(r["doc_id"])
+    assert len(lists["es"]) == 100 and lists["es"] == lists["fulltext"]
+    values = {}
+    for r in store.metric_values(run_id):
+        values.setdefault(r["strategy"], {})[(r["query_id"], r["metric"], r["k"])] = r["value"]
+    assert values["es"].keys() == values["fulltext"].keys()
+    assert all(values["es"][key] == pytest.approx(value, abs=1e-12) for key, value in values["fulltext"].items())
