@@ -131,7 +131,7 @@ class PluginNode:
     def _lists(self, lists: Any, n: int) -> list[Any]:
         if not isinstance(lists, Sequence) or isinstance(lists, (str, bytes)) or len(lists) != n:
             got = f"{len(lists)} lists" if isinstance(lists, Sequence) else type(lists).__name__
-            raise SearchGradeError(f"search() returned {got} for {n} queries: it must return one "
+            raise SearchGradeError(f"search() returned {got} for {n} quer{'y' if n == 1 else 'ies'}: it must return one "
                                    "ranked list of (doc_id, score) per query")
         return list(lists)
 
