@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from engine import SearchGradeError, jobs
 from engine.llm.accounting import usage_text
 from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, key_withheld_note, llm_defaults
+from engine.report.collection_form import Choice
+from engine.report.declared import Declared, declared_strategies, test_strategy
 from engine.report.evaluate import (
     CollectionOverview,
     index_choices,
@@ -15,7 +19,6 @@ from engine.report.evaluate import (
     mode_status,
 )
 from engine.report.runs import run_choices, skipped_messages
-from engine.strategies import known_strategies
 from engine.strategies import label as strategy_label
 from views._collection import choose_collection, collection_overview, show_error
 from views._common import (
@@ -243,8 +246,13 @@ def _form() -> None:
                     format_func={m.mode: m.label for m in available}.get, horizontal=True)
     uses_llm = mode in ("llm", "qrels_llm")
 
-    strategies = st.multiselect("Strategies", known_strategies(), default=list(known_strategies()),
+    offered = declared_strategies()
+    if offered.error:
+        st.error(plain(f"Strategies file {offered.path}: {offered.error}"))
+    strategies = st.multiselect("Strategies", offered.names, default=list(offered.names),
                                 format_func=strategy_label, key="evaluate_strategies")
+    if offered.kinds:
+        _declared_panel(offered, choice)
     one, two, three = st.columns(3)
     k = one.number_input("k (cut-off of the headline metrics)", 1, 100, 10, key="evaluate_k")
     depth = two.number_input("Results kept per query (metrics at any k up to it)", 1, 1000, 10,
@@ -278,9 +286,10 @@ def _form() -> None:
                 max_queries=int(sample) or None,
                 index=index_settings({"embedding_model": embedding.strip(),
                                        "reranker_model": reranker.strip(), "ann_index": ann}),
-                **_llm_config(llm_fields, model, base_url),
+                declared=offered.declared, **_llm_config(llm_fields, model, base_url),
             )
             config.validate()
+            config.check_environment()
         except SearchGradeError as exc:
             show_error(exc)
             return
@@ -291,6 +300,36 @@ def _form() -> None:
         st.session_state["evaluate_job_id"] = job.job_id
         st.session_state["evaluate_form"] = False
         st.rerun()
+
+
+def _declared_panel(offered: Declared, choice: Choice) -> None:
+    """The strategies file's strategies, each with a Test: one sample query, mapped ids and titles."""
+    with st.expander(f"Your own search systems ({len(offered.kinds)} declared in "
+                     f"{Path(offered.path).name})"):
+        st.caption("Declared in the strategies file (`searchgrade app --strategies-file FILE`); secrets "
+                   "are read from the app server's environment, never shown or stored. Test runs one "
+                   "sample query (the collection's first) and shows what the mapping reads.")
+        for name, kind in offered.kinds.items():
+            left, right = st.columns([4, 1])
+            left.markdown(f"**{plain(name)}** ({plain(kind)})")
+            if right.button("Test", key=f"evaluate_test_{name}"):
+                from engine.collections import load_collection
+
+                with st.spinner(f"One query through {name}…"):
+                    try:
+                        result = test_strategy(name, offered.declared,
+                                               load_collection(choice.path, **choice.options), Path(home()))
+                    except SearchGradeError as exc:
+                        show_error(exc)
+                        continue
+                if result.error:
+                    st.error(plain(f"{name}: {result.error}"))
+                    continue
+                shown = len(result.results)
+                message = (f"{name} answered {result.query!r} in {1000 * result.seconds:.0f} ms: "
+                           f"{result.in_collection} of {shown} results are in the collection")
+                (st.success if result.in_collection == shown and shown else st.warning)(plain(message))
+                st.dataframe(result.results, hide_index=True, key=f"evaluate_test_table_{name}")
 
 
 if st.session_state["evaluate_job_id"]:

@@ -32,6 +32,7 @@ from views._common import (
     run_choices,
     running_controls,
 )
+from views._overlap import overlap_table, search_problems
 from views._rating import rate_failed_results, rescore_controls
 from views._slices import query_slices_section
 from views._trust import trust_section
@@ -93,6 +94,7 @@ for note in view.notes:
 if view.ann_index:
     st.caption(plain(view.ann_index))
 rescore_controls(run, "results")
+search_problems(run_id)
 
 # -- the main comparison: bars beside the two tables
 st.subheader(f"{name} per strategy, without and with the reranker")
@@ -120,6 +122,7 @@ tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index
 tables.markdown(f"**Mean relevance@{k}** (mean grade of the top {k})")
 tables.dataframe(view.relevance_table.dropna(axis="columns", how="all"), hide_index=True,
                  column_config=config)
+overlap_table(run_id)
 
 # -- recommendations and significance
 st.subheader("Recommendations")

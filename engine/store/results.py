@@ -206,3 +206,13 @@ class ResultsMixin(StoreConnection):
             # Table and column names come from the allow-list and the catalog, never from input.
             con.execute(f"INSERT INTO {table} (run_id, {', '.join(rest)}) SELECT ?, {', '.join(rest)} "
                         f"FROM {table} WHERE run_id = ?", [target_run, source_run])
+
+    def top_lists(self, run_id: str, k: int) -> dict[str, dict[str, list[str]]]:
+        """strategy -> query id -> its top ``k`` doc ids in rank order (failed queries absent)."""
+        rows = self._dicts(
+            "SELECT strategy, query_id, list(doc_id ORDER BY rank) AS ids FROM results "
+            "WHERE run_id = ? AND rank <= ? GROUP BY strategy, query_id", [run_id, int(k)])
+        out: dict[str, dict[str, list[str]]] = {}
+        for r in rows:
+            out.setdefault(r["strategy"], {})[r["query_id"]] = list(r["ids"])
+        return out

@@ -1,0 +1,96 @@
+"""The Evaluate page's declared strategies: what the app's strategies file declares (``searchgrade
+app --strategies-file`` or ``$SEARCHGRADE_STRATEGIES_FILE``), and a "Test" of one of them: one
+sample query, the ids and titles it maps, and how many are in the collection."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.records import Collection, SearchGradeError
+from engine.strategies import ENV_STRATEGIES_FILE, declared_from_file, registry_for_declared
+
+
+@dataclass
+class Declared:
+    """The strategies the app offers.
+
+    Attributes:
+        names: every strategy that can run, built-in and declared, in display order.
+        declared: name -> declaration as a run stores it (``env:`` values as written).
+        kinds: declared strategy -> its kind.
+        path: the strategies file ("" when none).
+        error: why the file could not be read (one line), or "".
+    """
+
+    names: tuple[str, ...]
+    declared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    path: str = ""
+    error: str = ""
+
+
+def declared_strategies(environ: Any = None) -> Declared:
+    """The app's strategies: the built-ins plus the strategies file's (a bad file: error, no crash)."""
+    path = ((environ if environ is not None else os.environ).get(ENV_STRATEGIES_FILE) or "").strip()
+    try:
+        declared = declared_from_file(path or None)
+        registry = registry_for_declared(declared)
+    except SearchGradeError as exc:
+        return Declared(registry_for_declared({}).defaults(), path=path, error=str(exc))
+    kinds = {name: registry.info(name).kind for name in registry.names()
+             if registry.info(name).kind != "builtin"}
+    return Declared(registry.defaults(), declared, kinds, path)
+
+
+@dataclass
+class StrategyTest:
+    """One sample query through a declared strategy."""
+
+    strategy: str
+    query: str
+    results: pd.DataFrame  # Rank, Id, Title, In collection
+    in_collection: int
+    seconds: float
+    error: str = ""
+
+
+def test_strategy(name: str, declared: dict[str, dict[str, Any]], collection: Collection, data_dir: Path,
+                  query: str | None = None, k: int = 10) -> StrategyTest:
+    """Run one query (the collection's first, or ``query``) through strategy ``name``.
+
+    Errors (the backend's, or a strategy that cannot be built) are returned as ``error``.
+    """
+    from indexes.build import build_searchers
+    from indexes.executor import Executor, QueryBatch
+    from indexes.settings import IndexSettings
+
+    text = query or (collection.queries[0].text if collection.queries else "")
+    empty = pd.DataFrame(columns=["Rank", "Id", "Title", "In collection"])
+    if not text:
+        return StrategyTest(name, "", empty, 0, 0.0, "the collection has no queries: type one")
+    titles = {d.doc_id: d.title for d in collection.documents}
+    try:
+        registry = registry_for_declared(declared)
+        built = build_searchers(collection, IndexSettings(), data_dir, strategies=[name], registry=registry)
+        if name in built.skipped:
+            return StrategyTest(name, text, empty, 0, 0.0, built.skipped[name])
+        execution = Executor(built.nodes, [name], k).run(QueryBatch(["sample"], [text]))
+    except SearchGradeError as exc:
+        return StrategyTest(name, text, empty, 0, 0.0, str(exc))
+    hits = execution.hits[name][0]
+    if hits is None:
+        failure = execution.failures[name]["sample"]
+        return StrategyTest(name, text, empty, 0, 0.0, failure.error)
+    described = execution.documents.get(name, {})
+    rows = []
+    for d in hits.docs:
+        inside = d.doc_id in titles
+        title = titles.get(d.doc_id) or (described[d.doc_id].title if d.doc_id in described else "")
+        rows.append((d.rank, d.doc_id, title, "yes" if inside else "no"))
+    frame = pd.DataFrame(rows, columns=empty.columns)
+    return StrategyTest(name, text, frame, int((frame["In collection"] == "yes").sum()), hits.latency_s)

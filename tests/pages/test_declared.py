@@ -1,0 +1,84 @@
+"""Declared strategies in the app: the Evaluate page lists them with a Test action (against a real
+local search server), and Results shows overlaps and backend problems."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import write_beir
+from tests.indexes.backends.conftest import SearchServer
+from tests.pages.conftest import open_page
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return write_beir(tmp_path_factory.mktemp("beir") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_folder, tmp_path_factory):
+    server = SearchServer(tiny_folder, tmp_path_factory.mktemp("server-data"))
+    yield server
+    server.stop()
+
+
+def declare(home, monkeypatch, text):
+    path = home / "strategies.toml"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("SEARCHGRADE_STRATEGIES_FILE", str(path))
+
+
+def test_declared_strategies_are_offered_and_tested_with_one_sample_query(home, monkeypatch, server,
+                                                                          tiny_folder):
+    monkeypatch.delenv("SG_PAGE_SECRET", raising=False)
+    declare(home, monkeypatch, f'''
+[strategy.es]
+kind = "elasticsearch"
+host = "{server.url}"
+index = "tiny"
+query = '{{"match": {{"text": {{{{query}}}}}}}}'
+
+[strategy.locked]
+kind = "elasticsearch"
+host = "{server.url}"
+index = "tiny"
+query = '{{"match": {{"text": {{{{query}}}}}}}}'
+headers = {{ Authorization = "env:SG_PAGE_SECRET" }}
+''')
+    at = open_page("views/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(tiny_folder)).run()
+    options = at.multiselect(key="evaluate_strategies").options
+    assert {"es", "locked", "ANN (dense)"} <= set(options)
+    at.button(key="evaluate_test_es").click().run()
+    assert not at.exception
+    message = at.success[0].value.replace("\\", "")
+    assert message.startswith("es answered") and "results are in the collection" in message
+    (table,) = [d.value for d in at.dataframe]
+    assert table["In collection"].eq("yes").all() and table["Id"].iloc[0] == "d1"
+    at.button(key="evaluate_test_locked").click().run()
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert any("SG_PAGE_SECRET" in e and "not set" in e for e in errors), errors
+
+
+def test_a_bad_strategies_file_is_one_error_and_the_built_ins_stay(home, monkeypatch):
+    declare(home, monkeypatch, '[strategy.x]\nkind = "solr"\n')
+    at = open_page("views/evaluate.py")
+    assert any("unknown kind 'solr'" in e.value for e in at.error)
+    assert len(at.multiselect(key="evaluate_strategies").options) == 6
+
+
+def test_results_show_the_overlap_of_each_pair_and_backend_problems(tiny_run, store):
+    with store.transaction() as con:
+        con.execute("INSERT INTO failed_queries VALUES (?, 'fulltext', 'q2', 'HTTP 500', 3)", [tiny_run])
+    store.update_run(tiny_run, stats={"not_in_collection": {"ann": {"results": 6, "not_in_collection": 3,
+                                                                    "described": 0}}})
+    at = open_page("views/results.py")
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any(w.startswith("Full-text (BM25) failed on 1 query") for w in warnings)
+    assert "50% of ANN (dense) results are not in the collection: check the id mapping" in warnings
+    (overlap,) = [d.value for d in at.dataframe if "RBO@10" in d.value.columns]
+    assert len(overlap) == 3 and set(overlap.columns) >= {"Jaccard@10", "RBO@10"}
+    assert json.loads(overlap.to_json())  # plain numbers
