@@ -280,3 +280,16 @@ def _build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, d
             progress("bm25_build", len(doc_ids), len(doc_ids))
         searcher = fulltext.FulltextSearcher.from_settings(index, settings)
     return searcher
+
+
+def document_vectors(collection: Collection, settings: IndexSettings, data_dir: Path,
+                     progress: ProgressFn | None = None) -> Any:
+    """The collection's document vectors for ``settings.embedding_model``, in document order:
+    from the embedding cache (and the vectors a collection folder ships), encoding only the rest."""
+    cache_dir = cache_dir_for(Path(data_dir), settings.embedding_model)
+    bundled = bundled_shard(collection, settings.embedding_model)
+    if bundled is not None and bundled.is_file():
+        EmbeddingCache(cache_dir).import_shard(bundled)
+    vectors, _stats = encode_cached(settings.embedding_model, [d.content for d in collection.documents],
+                                    cache_dir, settings.batch_size, progress)
+    return vectors

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from core.records import SearchGradeError
-from engine.cli import app, evaluate, gate, import_vectors, index, labels, show
+from engine.cli import app, evaluate, export_index, gate, import_vectors, index, labels, show
 
 #: Command modules by name, in the order `searchgrade --help` lists their subcommands.
 COMMANDS = {
@@ -25,6 +25,7 @@ COMMANDS = {
     "show": show,  # runs, show, export
     "labels": labels,  # labels list|export|import, rescore
     "gate": gate,  # gate
+    "export-index": export_index,  # export-index
     "app": app,  # app
 }
 

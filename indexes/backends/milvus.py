@@ -20,8 +20,9 @@ with our k1 and b).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from core.records import Collection, ScoredDoc, SearchGradeError
@@ -73,25 +74,44 @@ def check(spec: StrategySpec) -> StrategySpec:
     return spec
 
 
+#: One client per (uri, token, database) in a process: a Milvus Lite file is served by one embedded
+#: server, which several strategies (dense, bm25, hybrid on one collection) share.
+_CLIENTS: dict[tuple[str, str | None, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+CONNECT_ATTEMPTS = 3
+
+
 def connect(uri: str, token: str | None = None, db_name: str | None = None,
             where: str = "milvus") -> Any:
-    """A MilvusClient for a Milvus Lite file or a server URL.
+    """The process's MilvusClient for a Milvus Lite file or a server URL (made once).
 
     Raises:
         SearchGradeError: it cannot connect (one line with the fix).
     """
     pymilvus = _pymilvus()
-    kwargs: dict[str, Any] = {}
-    if token:
-        kwargs["token"] = token
-    if db_name:
-        kwargs["db_name"] = db_name
-    try:
-        return pymilvus.MilvusClient(uri, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - pymilvus raises many kinds; the user gets one line
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SearchGradeError(f"{where}: cannot open Milvus at {uri!r} ({first}): give a Milvus Lite "
-                               "file path (milvus-lite installed) or a reachable server URL") from None
+    key = (uri, token, db_name)
+    with _CLIENTS_LOCK:
+        if key in _CLIENTS:
+            return _CLIENTS[key]
+        kwargs: dict[str, Any] = {}
+        if token:
+            kwargs["token"] = token
+        if db_name:
+            kwargs["db_name"] = db_name
+        for attempt in range(1, CONNECT_ATTEMPTS + 1):
+            try:
+                client = pymilvus.MilvusClient(uri, **kwargs)
+                break
+            except Exception as exc:  # noqa: BLE001 - pymilvus raises many kinds; the user gets one line
+                if attempt < CONNECT_ATTEMPTS:
+                    time.sleep(1.0)  # an embedded server still starting or stopping
+                    continue
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise SearchGradeError(f"{where}: cannot open Milvus at {uri!r} ({first}): give a Milvus "
+                                       "Lite file path (milvus-lite installed) or a reachable server "
+                                       "URL") from None
+        _CLIENTS[key] = client
+        return client
 
 
 class MilvusNode:
@@ -233,6 +253,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
     if len(vectors) != len(collection.documents):
         raise ValueError(f"{len(vectors)} vectors for {len(collection.documents)} documents")
     client = connect(uri, token, None, where)
+    created = False
     try:
         if client.has_collection(name):
             if not replace:
@@ -253,6 +274,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
                         params={"bm25_k1": k1, "bm25_b": b})
         client.create_collection(name, schema=schema, index_params=index)
+        created = True
         cut = 0
         total = len(collection.documents)
         for start in range(0, total, INSERT_BATCH):
@@ -269,13 +291,17 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
                 progress("export", min(total, start + INSERT_BATCH), total)
         client.flush(name)
         client.load_collection(name)
-    except SearchGradeError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - Milvus errors become one line
+    except BaseException as exc:
+        if created:  # nothing half-loaded is left behind (Ctrl-C included)
+            try:
+                client.drop_collection(name)
+            except Exception:  # noqa: BLE001, S110 - the first error is the one to report
+                pass
+        if isinstance(exc, SearchGradeError) or not isinstance(exc, Exception):
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SearchGradeError(f"Milvus at {uri!r} failed while loading {name!r} ({first})") from None
-    finally:
-        client.close()
+        raise SearchGradeError(f"Milvus at {uri!r} failed while loading {name!r} ({first}): the "
+                               "partly loaded collection was dropped") from None
     return {"documents": total, "cut": cut, "dim": dim, "seconds": time.perf_counter() - started,
             "collection": name, "uri": uri}
 
