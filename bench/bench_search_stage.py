@@ -1,0 +1,123 @@
+"""The search stage, shared candidates vs each strategy on its own, side by side in one run.
+
+Before the executor (indexes/executor.py), the pipeline ran each strategy's ``search`` in turn:
+hybrid searched ANN and BM25 again, each reranked strategy searched its base again and scored its
+candidates with the cross-encoder even when another reranked strategy had scored the same pair,
+and every query was embedded on its own, once per strategy that needed it. This bench runs both
+on the same built indexes and queries, checks that they give the same lists (ids in order; scores
+to 1e-4), and times them, alternating, ``--repeats`` times.
+
+The reranker: the packaged all-MiniLM-L6-v2 body with a fresh one-logit head (a real 6-layer
+cross-encoder's compute; its ranking means nothing, this bench only times it). No cross-encoder
+can be downloaded here.
+
+    .venv/bin/python bench/bench_search_stage.py [--queries 50] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.collections import load_collection  # noqa: E402
+from indexes.build import build_searchers  # noqa: E402
+from indexes.executor import Executor, QueryBatch  # noqa: E402
+from indexes.hybrid import HybridSearcher  # noqa: E402
+from indexes.rerank import RerankSearcher  # noqa: E402
+from indexes.settings import IndexSettings  # noqa: E402
+
+DEMO = ROOT / "demo" / "scifact"
+STRATEGIES = ["ann", "fulltext", "hybrid", "ann_rerank", "fulltext_rerank", "hybrid_rerank"]
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.1f}"
+
+
+def make_reranker(folder: Path) -> Path:
+    from sentence_transformers import CrossEncoder
+
+    from indexes.embeddings import resolve_model
+
+    import torch
+
+    torch.manual_seed(0)
+    model = CrossEncoder(resolve_model("sentence-transformers/all-MiniLM-L6-v2"), num_labels=1)
+    model.save_pretrained(str(folder))
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--k", type=int, default=10)
+    args = parser.parse_args()
+
+    collection = load_collection(DEMO)
+    queries = collection.queries[: args.queries]
+    texts = [q.text for q in queries]
+    ids = [q.query_id for q in queries]
+    with tempfile.TemporaryDirectory() as tmp:
+        reranker = make_reranker(Path(tmp) / "reranker")
+        settings = IndexSettings(reranker_model=str(reranker))
+        built = build_searchers(collection, settings, Path(tmp) / "data", strategies=STRATEGIES)
+        ctx = built.context
+        model = ctx.scorer().scorer.model
+        ann, fulltext = ctx.ann(), ctx.fulltext()
+        hybrid = HybridSearcher(ann, fulltext, settings.rrf_k, settings.fusion_depth)
+        alone = {"ann": ann, "fulltext": fulltext, "hybrid": hybrid,
+                 "ann_rerank": RerankSearcher(ann, model, ctx.contents, settings.rerank_depth, settings.batch_size),
+                 "fulltext_rerank": RerankSearcher(fulltext, model, ctx.contents, settings.rerank_depth,
+                                                   settings.batch_size),
+                 "hybrid_rerank": RerankSearcher(hybrid, model, ctx.contents, settings.rerank_depth,
+                                                 settings.batch_size)}
+
+        def before() -> dict[str, list]:
+            return {name: searcher.search(texts, args.k) for name, searcher in alone.items()}
+
+        def after() -> dict[str, list]:
+            ctx._scores.scores.clear()  # a cold score cache each repeat, as in a new run
+            return Executor(built.nodes, STRATEGIES, args.k).run(QueryBatch(ids, texts)).hits
+
+        print(f"machine: {machine()}")
+        print(f"SciFact demo, {len(queries)} queries, k = {args.k}, strategies: {', '.join(STRATEGIES)}")
+        before(), after()  # warm-up: models and indexes loaded, caches of the OS filled
+        times = {"each strategy on its own": [], "shared (executor)": []}
+        lists = {}
+        for _ in range(args.repeats):
+            for label, fn in (("each strategy on its own", before), ("shared (executor)", after)):
+                start = time.perf_counter()
+                lists[label] = fn()
+                times[label].append(time.perf_counter() - start)
+        a, b = lists["each strategy on its own"], lists["shared (executor)"]
+        same_ids = all([d.doc_id for d in x.docs] == [d.doc_id for d in y.docs]
+                       for s in STRATEGIES for x, y in zip(a[s], b[s], strict=True))
+        same_scores = all(np.allclose([d.score for d in x.docs], [d.score for d in y.docs], atol=1e-4)
+                          for s in STRATEGIES for x, y in zip(a[s], b[s], strict=True))
+        for label, values in times.items():
+            print(f"  {label:26s} median {statistics.median(values):7.2f} s  (runs: "
+                  f"{', '.join(f'{v:.2f}' for v in values)})")
+        ratio = statistics.median(times["each strategy on its own"]) / statistics.median(times["shared (executor)"])
+        print(f"  speed-up: {ratio:.2f}x; same ids in the same order: {same_ids}; same scores (1e-4): {same_scores}")
+        scores = ctx._scores
+        print(f"  cross-encoder pairs per run: shared {scores.scored}, on their own "
+              f"{sum(min(settings.rerank_depth, 10**9) for _ in range(3)) * len(queries)} (3 x depth x queries)")
+        print(f"machine after: {machine()}")
+
+
+if __name__ == "__main__":
+    main()
