@@ -168,7 +168,8 @@ def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: in
 
     Counted as the pipeline counts them: a failed judgment (grade NULL) is 0 in the rank metrics
     and left out of mean relevance and the relevance distribution (NaN where every top-k result
-    failed); a query a strategy returned nothing for gets the metrics of an empty ranking.
+    failed); a query a strategy returned nothing for gets the metrics of an empty ranking, and a
+    query it failed on (a backend error, in failed_queries) has no row for it.
     Rows: strategies in display order, each over the run's queries in id order.
     """
     check_cutoff(run, k)

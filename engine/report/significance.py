@@ -10,7 +10,7 @@ and nothing more: it is not evidence that the two are equal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -94,15 +94,19 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
             for pair, test in zip(kept, tests, strict=True)}
 
 
-def results_pairs(rows: pd.DataFrame, metric: str, wide: pd.DataFrame) -> list[tuple[str, str]]:
+def results_pairs(rows: pd.DataFrame, metric: str,
+                  wide: pd.DataFrame | Collection[str]) -> list[tuple[str, str]]:
     """The comparisons the Results page shows: the best strategy against each other one, and each
-    retrieval strategy against its reranked twin."""
+    retrieval strategy against its reranked twin.
+
+    ``wide``: the strategies with values, as the columns of a wide frame or as names."""
     compared = []
     if len(rows) >= 2:
         best = best_row(rows, metric)["strategy"]
         compared += [(best, other) for other in rows["strategy"] if other != best]
-    for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
-        if reranked is not None and base in wide:
+    names = list(wide)  # a frame iterates over its columns
+    for base, reranked in pairs(names):  # by name: a declared strategy's X_rerank too
+        if reranked is not None and base in names:
             compared.append((reranked, base))
     return compared
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.records import SearchGradeError
 from engine.collections import load_collection
 from engine.config import RunConfig
+from engine.llm.client import LLMSettings
+from engine.llm.querygen import QueryGenSettings
 from engine.pipeline import resume_run, run_evaluation
+from engine.report.recompute import Figures, recompute_values
 from engine.store import Store
 from tests.conftest import DEMO, write_beir
+from tests.engine.llm.fake_server import FakeOpenAIServer
+from tests.engine.llm_fakes import MIN_WORDS, Recorder
 from tests.indexes.backends.conftest import SearchServer
 from tests.indexes.conftest import tiny_cross_encoder_dir  # noqa: F401 - a fixture
 
@@ -59,6 +66,9 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     answered = {r["query_id"] for r in store.results_with_grades(run.run_id, "es")}
     failed = {r["query_id"] for r in store.failed_queries(run.run_id)}
     assert len(answered) == 3 and answered.isdisjoint(failed)
+    _recomputed_cutoffs_leave_failed_queries_out(store, run, answered, failed)
+    trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run.run_id}
+    assert trend == {"es": 3, "fulltext": 5}
 
     server.control()
     resume_run(run.run_id, store, tmp_path / "d")
@@ -70,6 +80,50 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     fulltext = {(r["query_id"], r["rank"]): r["doc_id"] for r in store.results_with_grades(run.run_id, "fulltext")}
     es = {(r["query_id"], r["rank"]): r["doc_id"] for r in store.results_with_grades(run.run_id, "es")}
     assert es == fulltext  # the server is our full-text search
+    # The re-graded run replaced its Trends rows (not kept beside them, not left stale).
+    trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run.run_id}
+    assert trend == {"es": 5, "fulltext": 5}
+
+
+def _recomputed_cutoffs_leave_failed_queries_out(store, run, answered, failed):
+    """A cut-off the run did not store is recomputed from its grades: a query a strategy failed on
+    has no value there either (not the metrics of an empty ranking), as at the stored cut-offs."""
+    figures = Figures(store, run, 7)
+    assert not figures.stored
+    per_query = figures.per_query("dcg")
+    assert set(per_query.loc[per_query["strategy"] == "es", "query_id"]) == answered
+    assert len(per_query[per_query["strategy"] == "fulltext"]) == 5
+    n = figures.summary().query("metric == 'dcg'").set_index("strategy")["n"].to_dict()
+    assert n == {"es": 3, "fulltext": 5}
+    wide = figures.wide("dcg")
+    assert wide.loc[sorted(failed), "es"].isna().all() and wide["fulltext"].notna().all()
+    # Recomputed at a stored cut-off, the same rows and values as the stored ones.
+    recomputed = recompute_values(store, run, ["ndcg"], 10).set_index(["strategy", "query_id"])["ndcg"]
+    stored = store.metric_frame(run.run_id, "ndcg", 10).set_index(["strategy", "query_id"])["value"]
+    assert sorted(recomputed.index) == sorted(stored.index)
+    assert recomputed.loc[stored.index].to_numpy() == pytest.approx(stored.to_numpy())
+
+
+def test_an_llm_run_with_failed_queries_resumes_to_one_set_of_graded_rows(tmp_path, tiny_folder, server):
+    # Re-grading on resume replaces what grading wrote (query overlap, Trends rows): an LLM run has
+    # source documents, so its query overlap rows exist and would clash if kept.
+    store = Store(tmp_path / "d")
+    server.control(close_every=2)
+    with FakeOpenAIServer(Recorder()) as llm:
+        run_config = replace(config(server), mode="llm", llm=LLMSettings(
+            model="fake", base_url=llm.base_url, concurrency=2, timeout_s=10, backoff_s=0.01),
+            querygen=QueryGenSettings(n_docs=3, n_natural=1, n_keyword=1, min_words=MIN_WORDS, min_chars=0))
+        run_id = run_evaluation(load_collection(tiny_folder), run_config, store, tmp_path / "d").run_id
+        assert store.failed_query_counts(run_id) == {"es": 3}
+        overlap = store.query_overlap(run_id)
+        assert len(overlap) == 6
+        server.control()
+        resume_run(run_id, store, tmp_path / "d")
+    run = store.get_run(run_id)
+    assert run.status == "complete" and store.failed_query_counts(run_id) == {}
+    assert store.query_overlap(run_id) == overlap
+    trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run_id}
+    assert trend == {"es": 6, "fulltext": 6}
 
 
 def test_500s_on_every_third_request_complete_the_run_with_those_failed(tmp_path, tiny_folder, server):
