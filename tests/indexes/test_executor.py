@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from core.records import ScoredDoc
-from indexes.ann import AnnSearcher
 from indexes.build import build_searchers
 from indexes.executor import Answer, Executor, Failure, QueryBatch
 from indexes.hybrid import HybridSearcher

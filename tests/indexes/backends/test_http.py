@@ -7,7 +7,7 @@ import pytest
 from core.records import SearchGradeError
 from indexes.backends.http import HttpNode
 from indexes.backends.spec import parse_spec
-from indexes.executor import Executor, Failure, QueryBatch
+from indexes.executor import Executor, QueryBatch
 from tests.conftest import TINY_QUERIES, write_beir
 
 from .conftest import SearchServer
