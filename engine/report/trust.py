@@ -134,10 +134,14 @@ def _judge_sentences(judge: JudgeVsHuman | None, rated_pairs: int) -> list[Sente
     return out
 
 
-def _hits(store: Store, run: RunRecord, k: int) -> tuple[list[str], dict[str, list[SearchHits]]]:
+def _hits(store: Store, run: RunRecord, k: int) -> tuple[list[str], dict[str, list[SearchHits | None]]]:
+    """Each strategy's top k per query; None where the strategy failed on the query (a backend
+    error has no value, as in the stored metrics, not the value of an empty ranking)."""
     ranked = {(r["strategy"], r["query_id"]): r["doc_ids"] for r in store.ranked_doc_ids(run.run_id, k)}
+    failed = {(r["strategy"], r["query_id"]) for r in store.failed_queries(run.run_id)}
     query_ids = [q["query_id"] for q in store.queries(run.run_id)]
-    hits = {s: [SearchHits([ScoredDoc(d, 0.0, i) for i, d in enumerate(ranked.get((s, q), []), 1)], 0.0)
+    hits = {s: [None if (s, q) in failed else
+                SearchHits([ScoredDoc(d, 0.0, i) for i, d in enumerate(ranked.get((s, q), []), 1)], 0.0)
                 for q in query_ids]
             for s in strategy_order(store.result_strategies(run.run_id))}
     return query_ids, hits
@@ -151,7 +155,7 @@ def corrected_estimates(store: Store, run: RunRecord, labels: RunLabels, k: int)
     rated: dict[str, set[str]] = {}
     for s, strategy_hits in hits.items():
         rated[s] = {q for q, h in zip(query_ids, strategy_hits, strict=True)
-                    if h.docs and all((q, d.doc_id) in human for d in h.docs)}
+                    if h is not None and h.docs and all((q, d.doc_id) in human for d in h.docs)}
     if not any(len(r) >= 2 for r in rated.values()):
         return pd.DataFrame(columns=columns)
     llm: dict[str, dict[str, int]] = {}

@@ -406,3 +406,33 @@ def test_the_ann_index_cost_is_said_in_words(measured, expected):
 
 def test_a_run_without_ann_says_nothing_about_an_ann_index():
     assert ann_index_text({"queries": 3}) is None
+
+
+def test_judge_corrected_estimates_leave_a_strategys_failed_queries_out(store):
+    from core.records import Query
+    from engine.labels import new_rating, run_labels
+    from engine.report.trust import corrected_estimates
+    from tests.pages.synthetic import llm_spec
+
+    spec = llm_spec()
+    spec.queries = [*spec.queries, Query("q3", "gamma", "keyword", "d3")]
+    spec.qrels["q3"] = {"d3": 2, "d4": 0, "d5": 1}
+    for strategy in ("ann", "fulltext"):
+        spec.rankings[strategy]["q3"] = ["d3", "d4", "d5"]
+    run_id = write_run(store, spec)
+    # Full-text failed on q3 (a backend error): no results, no metric values, a failed query.
+    with store.transaction() as con:
+        for table in ("results", "metric_values"):
+            con.execute(f"DELETE FROM {table} WHERE run_id = ? AND strategy = 'fulltext' AND query_id = 'q3'",
+                        [run_id])
+        con.execute("INSERT INTO failed_queries VALUES (?, 'fulltext', 'q3', 'HTTP 500', 3)", [run_id])
+    store.add_labels([new_rating(collection_name="tiny", query_id=q.query_id, query_text=q.text, doc_id=f"d{d}",
+                                 content_hash=None, grade=1, rater="Ada")
+                      for q in spec.queries for d in range(1, 7)])
+    run = store.get_run(run_id)
+    frame = corrected_estimates(store, run, run_labels(store, run), 3).set_index(["strategy", "metric"])
+    assert frame.loc[("ann", "dcg"), ["n_rated", "n_all"]].tolist() == [3, 3]
+    # Not the 0 of an empty ranking on q3: full-text has two queries, the ones it answered.
+    assert frame.loc[("fulltext", "dcg"), ["n_rated", "n_all"]].tolist() == [2, 2]
+    llm_dcg = store.metric_frame(run_id, "dcg", 3).query("strategy == 'fulltext'")["value"]
+    assert frame.loc[("fulltext", "dcg"), "llm"] == pytest.approx(llm_dcg.mean())
