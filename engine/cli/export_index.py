@@ -25,7 +25,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "URL (e.g. http://127.0.0.1:19530)")
     p.add_argument("--collection", dest="target", required=True, metavar="NAME",
                    help="the Milvus collection to create")
-    p.add_argument("--replace", action="store_true", help="drop a Milvus collection of that name first")
+    p.add_argument("--replace", action="store_true", help="replace a Milvus collection of that name (the new one is "
+                   "loaded aside and swapped in when complete: a failed load keeps the old one)")
     p.add_argument("--token-env", metavar="NAME", help="read the Milvus token from this environment variable")
     p.add_argument("--embedding-model", default=d.embedding_model,
                    help=f"model whose vectors are loaded (default: {d.embedding_model}); a Milvus "

@@ -222,6 +222,30 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return data[:limit].decode("utf-8", "ignore"), True
 
 
+#: A replacement is loaded under this prefix + the name, and renamed once complete.
+STAGING_PREFIX = "searchgrade_staging_"
+
+
+def _swap_in(client: Any, staged: str, name: str) -> None:
+    """Replace collection ``name`` by the fully loaded ``staged`` one: the old one is renamed
+    aside, the new one renamed into place, and only then is the old one dropped."""
+    aside = STAGING_PREFIX + "old_" + name
+    if client.has_collection(aside):
+        client.drop_collection(aside)
+    client.rename_collection(name, aside)
+    try:
+        client.rename_collection(staged, name)
+    except BaseException:
+        client.rename_collection(aside, name)  # the old one back in place
+        client.load_collection(name)
+        raise
+    client.load_collection(name)  # a renamed collection comes back released (Milvus Lite)
+    try:
+        client.drop_collection(aside)
+    except Exception:  # noqa: BLE001, S110 - the new one is in place; the next replace drops it
+        pass
+
+
 def export_collection(collection: Collection, vectors: Any, uri: str, name: str, *,
                       k1: float = 1.5, b: float = 0.75, replace: bool = False, token: str | None = None,
                       progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
@@ -233,7 +257,9 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
         uri: a Milvus Lite file or a server URL.
         name: the Milvus collection to create.
         k1, b: BM25 parameters of the sparse index.
-        replace: drop an existing collection of that name first (otherwise it is an error).
+        replace: replace an existing collection of that name (otherwise it is an error). The new
+            one is loaded under a staging name first and swapped in only when complete, so a
+            failed load leaves the old collection as it was.
 
     Returns:
         What was done: documents inserted, texts cut to Milvus's VARCHAR limit, dimension, seconds.
@@ -254,12 +280,15 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
         raise ValueError(f"{len(vectors)} vectors for {len(collection.documents)} documents")
     client = connect(uri, token, None, where)
     created = False
+    load_as = name
     try:
         if client.has_collection(name):
             if not replace:
                 raise SearchGradeError(f"Milvus at {uri!r} already has a collection {name!r}: pass "
                                        "--replace to overwrite it, or another --collection")
-            client.drop_collection(name)
+            load_as = STAGING_PREFIX + name
+            if client.has_collection(load_as):  # left by a load that was killed
+                client.drop_collection(load_as)
         dim = int(vectors.shape[1])
         schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
@@ -273,7 +302,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
         index.add_index(field_name="embedding", index_type="FLAT", metric_type="IP")
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
                         params={"bm25_k1": k1, "bm25_b": b})
-        client.create_collection(name, schema=schema, index_params=index)
+        client.create_collection(load_as, schema=schema, index_params=index)
         created = True
         cut = 0
         total = len(collection.documents)
@@ -286,22 +315,25 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
                 cut += int(t1 or t2)
                 rows.append({"doc_id": doc.doc_id, "title": title, "text": text,
                              "embedding": [float(x) for x in vector]})
-            client.insert(name, rows)
+            client.insert(load_as, rows)
             if progress is not None:
                 progress("export", min(total, start + INSERT_BATCH), total)
-        client.flush(name)
-        client.load_collection(name)
+        client.flush(load_as)
+        client.load_collection(load_as)
+        if load_as != name:
+            _swap_in(client, load_as, name)
     except BaseException as exc:
         if created:  # nothing half-loaded is left behind (Ctrl-C included)
             try:
-                client.drop_collection(name)
+                client.drop_collection(load_as)
             except Exception:  # noqa: BLE001, S110 - the first error is the one to report
                 pass
         if isinstance(exc, SearchGradeError) or not isinstance(exc, Exception):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        kept = f"; the existing {name!r} is unchanged" if load_as != name else ""
         raise SearchGradeError(f"Milvus at {uri!r} failed while loading {name!r} ({first}): the "
-                               "partly loaded collection was dropped") from None
+                               f"partly loaded collection was dropped{kept}") from None
     return {"documents": total, "cut": cut, "dim": dim, "seconds": time.perf_counter() - started,
             "collection": name, "uri": uri}
 
