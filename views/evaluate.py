@@ -12,10 +12,14 @@ from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, key_withhe
 from engine.report.collection_form import Choice
 from engine.report.declared import Declared, declared_strategies, test_strategy
 from engine.report.evaluate import (
+    ESTIMATE_TIMEOUT_S,
     CollectionOverview,
+    cost_estimate,
     index_choices,
     index_defaults,
     index_settings,
+    judge_prompt_upload,
+    judge_prompt_version,
     mode_status,
 )
 from engine.report.runs import run_choices, skipped_messages
@@ -32,6 +36,8 @@ from views._common import (
 
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
+#: The last cost estimate: (the settings it was made for, its lines).
+st.session_state.setdefault("evaluate_estimate", None)
 # The LLM endpoint, pre-filled from the server's environment (the API key is never a widget).
 # Re-assigned on every run, so what was typed survives while the form is hidden by a run.
 for _name, _value in llm_defaults().items():
@@ -159,7 +165,31 @@ def _llm_settings(mode: str, overview: CollectionOverview) -> dict:
                 "graded, to measure judge-vs-human agreement (Cohen's kappa)")
         fields["concurrency"] = st.number_input("LLM requests in flight", 1, 64, 4,
                                                 key="evaluate_llm_concurrency")
+        fields["judge"] = _judge_prompt()
     return fields
+
+
+def _judge_prompt():
+    """The uploaded judge prompt's settings, checked as --judge-prompt is; None: the packaged prompt;
+    the error (shown here) for a file that is not one."""
+    from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES
+
+    upload = st.file_uploader(
+        "Judge prompt (optional): your own prompt file", type=["txt"], key="evaluate_judge_prompt",
+        max_upload_size=1,
+        help="A copy of engine/prompts/judge_v1.txt, edited: the same sections, exactly {{query}} and "
+        f"{{{{document}}}}, the 0-3 scale; at most {MAX_JUDGE_PROMPT_BYTES // 1024} KB. Empty: the "
+        "packaged prompt")
+    if upload is None:
+        return None
+    try:
+        settings = judge_prompt_upload(upload.name, upload)
+    except SearchGradeError as exc:
+        show_error(exc)
+        return exc
+    st.caption(plain(f"Judging with your prompt, version {judge_prompt_version(settings)} (its name and "
+                     "the hash of its text: part of every judgment's cache key, shown with the run)."))
+    return settings
 
 
 def _llm_config(fields: dict, model: str, base_url: str) -> dict:
@@ -170,8 +200,11 @@ def _llm_config(fields: dict, model: str, base_url: str) -> dict:
     from engine.llm.querygen import QueryGenSettings
 
     # The key is not here: the client reads OPENAI_API_KEY from the server's environment.
+    if isinstance(fields["judge"], SearchGradeError):
+        raise fields["judge"]  # a bad prompt file: nothing starts
     out: dict = {"llm": LLMSettings(model=model, base_url=base_url or None,
-                                    concurrency=int(fields["concurrency"]))}
+                                    concurrency=int(fields["concurrency"])),
+                 "judge": fields["judge"]}
     if fields["mode"] == "qrels_llm":
         out["judge_unjudged"] = bool(fields["judge_unjudged"])
         return out
@@ -275,21 +308,29 @@ def _form() -> None:
     name = st.text_input("Run name (optional)", key="evaluate_name",
                          placeholder=f"{overview.name} {{date}}")
 
-    if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
-        from engine.collections import load_collection
+    def run_config():
+        """The run the form describes (raises SearchGradeError)."""
         from engine.config import RunConfig
 
+        config = RunConfig(
+            name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
+            depth=max(int(depth), int(k)), strategies=tuple(strategies),
+            max_queries=int(sample) or None,
+            index=index_settings({"embedding_model": embedding.strip(),
+                                   "reranker_model": reranker.strip(), "ann_index": ann}),
+            declared=offered.declared, **_llm_config(llm_fields, model, base_url),
+        )
+        config.validate()
+        config.check_environment()
+        return config
+
+    if uses_llm:
+        _estimate(choice, run_config)
+    if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
+        from engine.collections import load_collection
+
         try:
-            config = RunConfig(
-                name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
-                depth=max(int(depth), int(k)), strategies=tuple(strategies),
-                max_queries=int(sample) or None,
-                index=index_settings({"embedding_model": embedding.strip(),
-                                       "reranker_model": reranker.strip(), "ann_index": ann}),
-                declared=offered.declared, **_llm_config(llm_fields, model, base_url),
-            )
-            config.validate()
-            config.check_environment()
+            config = run_config()
         except SearchGradeError as exc:
             show_error(exc)
             return
@@ -330,6 +371,43 @@ def _declared_panel(offered: Declared, choice: Choice) -> None:
                            f"{result.in_collection} of {shown} results are in the collection")
                 (st.success if result.in_collection == shown and shown else st.warning)(plain(message))
                 st.dataframe(result.results, hide_index=True, key=f"evaluate_test_table_{name}")
+
+
+def _estimate(choice: Choice, run_config) -> None:
+    """The dry run's calls and tokens (``evaluate --dry-run``'s function), on request; shown while the
+    form still describes the run they were estimated for."""
+    import json
+
+    if st.button("Estimate cost", key="evaluate_estimate_button",
+                 help="The LLM calls and tokens this run would use, as `searchgrade evaluate --dry-run` "
+                 "counts them: nothing is indexed, searched, prompted or stored"):
+        from engine.collections import load_collection
+
+        try:
+            config = run_config()
+            with st.spinner("Estimating: sampling documents and building prompts…"):
+                estimate = cost_estimate(load_collection(choice.path, **choice.options), config, get_store())
+        except SearchGradeError as exc:
+            show_error(exc)
+            return
+        signature = json.dumps(config.to_json(), sort_keys=True, default=str)
+        st.session_state["evaluate_estimate"] = (signature, [*estimate.notes, *estimate.lines()])
+    last = st.session_state["evaluate_estimate"]
+    if last is None:
+        return
+    try:
+        current = json.dumps(run_config().to_json(), sort_keys=True, default=str)
+    except SearchGradeError:
+        return
+    if current != last[0]:
+        return  # the form changed since: press Estimate again
+    with st.container(border=True, key="evaluate_estimate_box"):
+        st.markdown("**Estimated cost** (nothing was indexed, searched, prompted or stored)")
+        for line in last[1]:
+            st.markdown(f"- {plain(line[0].upper() + line[1:])}")
+        st.caption(f"Judge calls are an upper bound (the documents each strategy returns are known only "
+                   f"after searching); tokens at ~4 characters per token on real prompts. Cached replies "
+                   f"are counted when the endpoint answers GET /models within {ESTIMATE_TIMEOUT_S:g} s.")
 
 
 if st.session_state["evaluate_job_id"]:

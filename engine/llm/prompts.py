@@ -101,14 +101,14 @@ _GRADE = re.compile(r"(?<![\w.])([0-3])(?!\w|\.\d)")
 _OTHER_SCALE = re.compile(r"(?<![\w.])(?:0|1)\s*(?:-|–|to)\s*(?:[4-9]|10|100)(?!\w|\.\d)", re.IGNORECASE)
 
 
-def read_judge_prompt(path: str | Path) -> tuple[str, str]:
-    """The name (the file's stem) and text of a user's judge prompt file, validated.
+#: A judge prompt file bigger than this is refused (the packaged one is ~1 KB); it bounds what an
+#: upload in the app may hold, and the command line reads no more either.
+MAX_JUDGE_PROMPT_BYTES = 64 * 1024
 
-    The file has the format of engine/prompts/judge_v1.txt: a comment line, ``=== system ===``,
-    ``=== user ===``, and exactly the placeholders ``{{query}}`` and ``{{document}}``. It must
-    state the 0-3 scale: each of the grades 0, 1, 2 and 3 written in it, no scale reaching beyond
-    3 ("1-5", "0 to 10"), and the word "grade" (the reply is JSON ``{"grade": ..., "reason": ...}``,
-    validated as the packaged prompt's replies are).
+
+def read_judge_prompt(path: str | Path) -> tuple[str, str]:
+    """The name (the file's stem) and text of a user's judge prompt file, validated
+    (:func:`judge_prompt_from_bytes`).
 
     Raises:
         SearchGradeError: The file cannot be read or is not such a prompt (one line saying why).
@@ -116,13 +116,40 @@ def read_judge_prompt(path: str | Path) -> tuple[str, str]:
     source = Path(path)
     where = f"--judge-prompt {source}"
     try:
-        text = source.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise SearchGradeError(f"{where} is not UTF-8 text: save the prompt as UTF-8") from None
+        with source.open("rb") as file:
+            data = file.read(MAX_JUDGE_PROMPT_BYTES + 1)
     except OSError as exc:
         raise SearchGradeError(f"cannot read {where}: {exc.strerror}; pass an existing prompt file "
                                "(copy engine/prompts/judge_v1.txt and edit it)") from None
-    prompt = parse_prompt(source.stem, text, source=where)
+    return judge_prompt_from_bytes(source.name, data, where)
+
+
+def judge_prompt_from_bytes(filename: str, data: bytes, where: str) -> tuple[str, str]:
+    """The name (the stem of ``filename``) and text of a judge prompt file's content, validated.
+
+    The one check of a user's judge prompt, for ``--judge-prompt FILE`` and the app's upload alike.
+    The file has the format of engine/prompts/judge_v1.txt: a comment line, ``=== system ===``,
+    ``=== user ===``, and exactly the placeholders ``{{query}}`` and ``{{document}}``. It must
+    state the 0-3 scale: each of the grades 0, 1, 2 and 3 written in it, no scale reaching beyond
+    3 ("1-5", "0 to 10"), and the word "grade" (the reply is JSON ``{"grade": ..., "reason": ...}``,
+    validated as the packaged prompt's replies are). At most MAX_JUDGE_PROMPT_BYTES, UTF-8; line
+    ends are read as a text file reads them (CRLF as LF), so the version does not depend on them.
+
+    Args:
+        where: How messages name the file (``--judge-prompt PATH``, or the uploaded file's name).
+
+    Raises:
+        SearchGradeError: Not such a prompt (one line saying why).
+    """
+    if len(data) > MAX_JUDGE_PROMPT_BYTES:
+        raise SearchGradeError(f"{where} is larger than {MAX_JUDGE_PROMPT_BYTES // 1024} KB: a judge prompt "
+                               "is instructions, not data; shorten it (the packaged one is ~1 KB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SearchGradeError(f"{where} is not UTF-8 text: save the prompt as UTF-8") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    prompt = parse_prompt(Path(filename).stem, text, source=where)
     placeholders = prompt.placeholders
     missing = sorted(JUDGE_PLACEHOLDERS - placeholders)
     if missing:

@@ -1,17 +1,27 @@
 """The Evaluate screen: what a collection offers (sizes, judgments, grade scale), which grading
-modes can run with the LLM endpoint at hand, reusable query sets, and the index defaults."""
+modes can run with the LLM endpoint at hand, reusable query sets, the index defaults, the user's
+judge prompt and what an LLM run will cost."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from engine.collections import default_threshold, grade_scale, load_collection
 from engine.llm.env import endpoint_status
 from engine.report.runs import run_label
 from engine.store import Store
 from indexes.settings import ANN_INDEXES, IndexSettings
+
+if TYPE_CHECKING:
+    from core.records import Collection
+    from engine.config import RunConfig
+    from engine.estimate import CostEstimate
+    from engine.llm.judge import JudgeSettings
+
+#: How long the page's cost estimate waits for the endpoint's GET /models, its only request.
+ESTIMATE_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -119,3 +129,42 @@ def index_choices() -> tuple[str, ...]:
 def index_settings(values: dict[str, Any]) -> IndexSettings:
     """IndexSettings from the screen's values; a bad value raises SearchGradeError saying which."""
     return IndexSettings(**values)
+
+
+def judge_prompt_upload(filename: str, source: BinaryIO) -> JudgeSettings:
+    """The judge settings of a prompt file uploaded in the app, checked by the code that checks
+    ``--judge-prompt FILE`` (engine/llm/prompts.py), so the run stores its text and version alike.
+
+    Raises:
+        SearchGradeError: Not a judge prompt, too big or not UTF-8 (one line saying why).
+    """
+    from engine.llm.judge import JudgeSettings
+    from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, judge_prompt_from_bytes
+
+    source.seek(0)
+    data = source.read(MAX_JUDGE_PROMPT_BYTES + 1)
+    name, text = judge_prompt_from_bytes(filename, data, f"The judge prompt file {filename}")
+    return JudgeSettings(prompt=name, prompt_text=text)
+
+
+def judge_prompt_version(settings: JudgeSettings) -> str:
+    """The version a run records for this prompt (its name and the hash of its text)."""
+    from engine.llm.judge import judge_prompt
+
+    return judge_prompt(settings).version
+
+
+def cost_estimate(collection: Collection, config: RunConfig, store: Store) -> CostEstimate:
+    """What ``searchgrade evaluate --dry-run`` prints for this run (engine/estimate.py, the same
+    function): nothing is indexed, searched, prompted or stored.
+
+    Counting cached replies asks the endpoint ``GET /models`` (their key's fingerprint); here that
+    waits at most ESTIMATE_TIMEOUT_S, and an endpoint that does not answer in time is identified by
+    its URL, so replies cached under its listing are counted as calls (an overestimate). The key
+    goes where the run's would (engine/llm/env.py): never to an endpoint typed in the browser.
+    """
+    from engine.estimate import estimate_cost
+
+    if config.llm is not None:
+        config = replace(config, llm=replace(config.llm, timeout_s=min(config.llm.timeout_s, ESTIMATE_TIMEOUT_S)))
+    return estimate_cost(collection, config, store)

@@ -8,6 +8,7 @@ needs no index and no LLM: what it checks is the app's rating, storing, re-scori
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -96,3 +97,97 @@ def test_rate_three_results_rescore_and_see_the_new_figures(app, browser, tmp_pa
         time.sleep(1)
         page.screenshot(path=str(Path(SCREENSHOT_DIR) / "review.png"), full_page=True)
     assert [r["origin"] for r in store.labels("tiny")].count("review") == 1
+
+
+def _beir_with_long_documents(folder: Path) -> Path:
+    """Four documents long enough for the generator's default minimum (20 words, 100 characters)."""
+    import json
+
+    folder.mkdir(parents=True)
+    topics = ("glaciers", "volcanoes", "tides", "deserts")
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for i, topic in enumerate(topics):
+            text = (f"{topic} shape the land over long periods. This note explains how {topic} form, how "
+                    f"scientists measure them, and why {topic} matter for the people who live near them.")
+            f.write(json.dumps({"_id": f"d{i}", "title": topic.title(), "text": text}) + "\n")
+    (folder / "queries.jsonl").write_text("")
+    return folder
+
+
+def test_upload_a_judge_prompt_estimate_the_cost_then_run_with_it(app, browser, tmp_path):  # noqa: F811
+    """The Evaluate page in Chromium: a bad prompt file is one line, a good one is used; Estimate cost
+    shows the dry run's figures before anything runs, and the endpoint typed here never gets the key."""
+    from engine.collections import load_collection
+    from engine.config import RunConfig
+    from engine.estimate import estimate_cost
+    from engine.llm.client import LLMSettings
+    from engine.llm.judge import JudgeSettings
+    from engine.llm.querygen import QueryGenSettings
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+    from tests.engine.llm_fakes import Recorder
+    from tests.pages.test_evaluate_judge import PACKAGED, STRICT
+
+    url, home = app
+    folder = _beir_with_long_documents(tmp_path / "notes")
+    bad = tmp_path / "five_point.txt"
+    bad.write_text(PACKAGED.replace("0-3 scale", "1-5 scale"), encoding="utf-8")
+    good = tmp_path / "strict_judge.txt"
+    good.write_text(STRICT, encoding="utf-8")
+    recorder = Recorder()
+    with FakeOpenAIServer(recorder) as server:
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.get_by_role("button", name="Evaluate search quality").wait_for()
+        page.get_by_text("A path on this machine").click()
+        path = page.get_by_label("Path", exact=True)
+        path.fill(str(folder))
+        path.press("Enter")
+        page.get_by_text("4 documents").first.wait_for()
+        for label, value in (("Model", "fake"), ("Endpoint base URL", server.base_url)):
+            box = page.get_by_label(label, exact=True)
+            box.fill(value)
+            box.press("Enter")
+            _blur(page)
+        page.locator('[data-testid="stRadio"]').filter(has_text="Grading").get_by_text(
+            "LLM judge", exact=True).click()
+        uploader = page.locator('[data-testid="stFileUploader"]').filter(has_text="Judge prompt")
+        uploader.locator('input[type="file"]').set_input_files(str(bad))
+        _wait_text(page, r"The judge prompt file five_point\.txt describes a scale beyond 0-3")
+        for name in ("ANN (dense)", "Hybrid (RRF)", "ANN + reranker", "Full-text + reranker", "Hybrid + reranker"):
+            page.get_by_role("button", name=f"Remove {name}").click()
+        _blur(page)
+        page.get_by_role("button", name="Estimate cost").click()
+        _blur(page)
+        assert "Estimated cost" not in _main_text(page)
+        assert server.requests == []
+
+        uploader.locator('input[type="file"]').set_input_files(str(good))
+        _wait_text(page, r"Judging with your prompt, version strict_judge-")
+        assert "five_point" not in _main_text(page)
+        page.get_by_role("button", name="Estimate cost").click()
+        _wait_text(page, "Estimated cost")
+        shown = _main_text(page)
+        config = RunConfig(mode="llm", strategies=("fulltext",), depth=10,
+                           llm=LLMSettings(model="fake", base_url=server.base_url),
+                           querygen=QueryGenSettings(n_docs=4),
+                           judge=JudgeSettings(prompt="strict_judge", prompt_text=STRICT))
+        for line in estimate_cost(load_collection(folder), config, Store(home)).lines():
+            assert line[0].upper() + line[1:] in shown, (line, shown)
+        assert "Query generation: 4 calls" in shown
+        assert {method for method, _, _ in server.requests} == {"GET"} and recorder.posts == {"judge": 0, "querygen": 0}
+        assert Store(home).list_runs() == []
+        if SCREENSHOT_DIR:
+            Path(SCREENSHOT_DIR).mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(Path(SCREENSHOT_DIR) / "estimate.png"), full_page=True)
+
+        page.get_by_role("button", name="Evaluate search quality").click()
+        page.get_by_text("Run complete").wait_for(timeout=300_000)
+        page.close()
+    [run] = Store(home).list_runs()
+    assert run.status == "complete" and run.config["judge"]["prompt_text"] == STRICT
+    assert run.stats["llm"]["prompt_version"].startswith("strict_judge-")
+    assert recorder.posts["judge"] > 0
+    # The server's key, if the environment has one, never went to the endpoint typed in the browser.
+    key = os.environ.get("OPENAI_API_KEY")
+    assert not key or not [h for _, _, h in server.requests if key in " ".join(h.values())]

@@ -9,7 +9,7 @@ import pytest
 
 from core.records import SearchGradeError
 from engine.cli import main
-from engine.llm.prompts import PROMPTS_DIR, read_judge_prompt
+from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, judge_prompt_from_bytes, read_judge_prompt
 from engine.store import Store
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
@@ -55,6 +55,15 @@ def test_an_unreadable_prompt_file_is_refused(tmp_path):
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00bad")
     with pytest.raises(SearchGradeError, match="not UTF-8"):
         read_judge_prompt(tmp_path / "bin.txt")
+
+
+def test_line_ends_do_not_change_the_prompt_and_a_huge_file_is_refused(tmp_path):
+    (tmp_path / "crlf.txt").write_bytes(STRICT.replace("\n", "\r\n").encode())
+    assert read_judge_prompt(tmp_path / "crlf.txt") == ("crlf", STRICT)
+    assert judge_prompt_from_bytes("crlf.txt", STRICT.encode(), "upload") == ("crlf", STRICT)
+    (tmp_path / "huge.txt").write_bytes(STRICT.encode() + b"#" * MAX_JUDGE_PROMPT_BYTES)
+    with pytest.raises(SearchGradeError, match=r"^--judge-prompt \S+huge.txt is larger than 64 KB"):
+        read_judge_prompt(tmp_path / "huge.txt")
 
 
 def test_the_judge_uses_the_users_prompt_its_hash_keys_the_cache_and_the_run_shows_it(
