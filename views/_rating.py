@@ -113,7 +113,13 @@ def rate_items(items: list[RateItem], *, key: str, run_id: str, show_query: bool
 
 
 def rescore_controls(run, key: str) -> LabelStatus:
-    """What people's ratings would change in this run, and "Re-score with the latest labels"."""
+    """What people's ratings would change in this run, and "Re-score with the latest labels"; for a
+    re-scored run, a way to Compare it with the run it came from."""
+    if run.parent_run_id and st.button("Compare with the run it was re-scored from", key=f"{key}_compare_parent",
+                                       help="Compare, with that run as A (before) and this one as B (after)"):
+        st.session_state["compare_a"] = run.parent_run_id
+        st.session_state["compare_b"] = run.run_id
+        st.switch_page("views/compare.py")
     status = label_status(get_store(), run)
     if not status.can_rate or not status.rated_pairs:
         return status

@@ -52,6 +52,10 @@ def test_rescoring_from_the_results_page_opens_the_new_run(store):
     assert at.session_state["results_run"] == child.run_id
     assert not [b for b in at.button if b.key == "results_rescore"]  # nothing left to apply
     assert any("All 1 rated pairs are already in this run's figures" in c.value for c in at.caption)
+    # The new run links to its parent: Compare opens with the parent before and it after.
+    at.button(key="results_compare_parent").click().run()
+    assert not at.exception and at.title[0].value.startswith("Compare")
+    assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (parent, child.run_id)
 
 
 def test_failed_queries_can_be_rated_from_results(store):
