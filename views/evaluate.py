@@ -340,6 +340,7 @@ def _form() -> None:
             st.toast("A run is already in progress: showing it instead of starting another.")
         st.session_state["evaluate_job_id"] = job.job_id
         st.session_state["evaluate_form"] = False
+        st.session_state["evaluate_estimate"] = None  # a run fills the cache: its counts are stale
         st.rerun()
 
 

@@ -27,28 +27,24 @@ PACKAGED = (PROMPTS_DIR / "judge_v1.txt").read_text(encoding="utf-8")
 #: The packaged prompt with one more instruction (the fake server still recognises a judge request).
 STRICT = PACKAGED.replace("Work through it:", "Be strict: grade 3 only for a complete answer. Work through it:")
 
-
-@pytest.fixture(autouse=True)
-def clean_jobs():
-    yield
-    for _ in range(200):
-        if jobs.active_job() is None:
-            break
-        time.sleep(0.05)
-    jobs._reset_for_tests()
+pytestmark = pytest.mark.usefixtures("clean_jobs")
 
 
-def _llm_form(at, folder, base_url: str, *, docs: int = 3):
-    """The form set to an LLM run of one strategy on ``folder`` against ``base_url``."""
+def _llm_form(at, folder, base_url: str, *, model: str = "fake", mode: str = "llm", docs: int = 3, queries: int = 2):
+    """The form set to an LLM run of full-text search on ``folder`` against ``base_url``: in mode
+    "llm" on ``docs`` sampled documents, in mode "qrels_llm" on ``queries`` of the collection's."""
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
-    at.text_input(key="evaluate_llm_model").set_value("fake").run()
+    at.text_input(key="evaluate_llm_model").set_value(model).run()
     at.text_input(key="evaluate_llm_base_url").set_value(base_url).run()
-    at.radio(key="evaluate_mode").set_value("llm").run()
+    at.radio(key="evaluate_mode").set_value(mode).run()
     at.multiselect(key="evaluate_strategies").set_value(["fulltext"]).run()
-    at.number_input(key="evaluate_llm_docs").set_value(docs).run()
-    at.number_input(key="evaluate_llm_natural").set_value(1).run()
-    at.number_input(key="evaluate_llm_min_words").set_value(MIN_WORDS).run()
+    if mode == "llm":
+        at.number_input(key="evaluate_llm_docs").set_value(docs).run()
+        at.number_input(key="evaluate_llm_natural").set_value(1).run()
+        at.number_input(key="evaluate_llm_min_words").set_value(MIN_WORDS).run()
+    else:
+        at.number_input(key="evaluate_sample").set_value(queries).run()
     return at
 
 

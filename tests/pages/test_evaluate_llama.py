@@ -14,10 +14,10 @@ from engine.llm.judge import JudgeSettings
 from tests.conftest import write_beir
 from tests.engine.llm.conftest import llama_server  # noqa: F401 - the session's real server
 from tests.pages.conftest import open_page
-from tests.pages.test_evaluate_judge import STRICT, _upload
+from tests.pages.test_evaluate_judge import STRICT, _llm_form, _upload
 from tests.pages.test_llm import _text, _wait_job
 
-pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
+pytestmark = [pytest.mark.llm_server, pytest.mark.slow, pytest.mark.usefixtures("clean_jobs")]
 
 
 def _shown_estimate(at) -> str:
@@ -29,14 +29,8 @@ def _shown_estimate(at) -> str:
 def test_the_app_judges_with_the_uploaded_prompt_and_estimates_what_is_cached(home, store, tmp_path,
                                                                                 llama_server):  # noqa: F811
     folder = write_beir(tmp_path / "tiny")
-    at = open_page("views/evaluate.py", timeout=180)
-    at.radio(key="evaluate_source").set_value("A path on this machine").run()
-    at.text_input(key="evaluate_path").set_value(str(folder)).run()
-    at.text_input(key="evaluate_llm_model").set_value("gemma3").run()
-    at.text_input(key="evaluate_llm_base_url").set_value(llama_server).run()
-    at.radio(key="evaluate_mode").set_value("qrels_llm").run()
-    at.multiselect(key="evaluate_strategies").set_value(["fulltext"]).run()
-    at.number_input(key="evaluate_sample").set_value(2).run()
+    at = _llm_form(open_page("views/evaluate.py", timeout=180), folder, llama_server, model="gemma3",
+                   mode="qrels_llm", queries=2)
     _upload(at, "strict_judge.txt", STRICT.encode())
     config = RunConfig(mode="qrels", strategies=("fulltext",), depth=10, max_queries=2,
                        llm=LLMSettings(model="gemma3", base_url=llama_server),
