@@ -10,7 +10,9 @@ in this process (``_OPEN_CLOSE``). A connection is retried while another process
 
 Opening the file is the expensive part (10-100 ms: the database instance, its catalog); a
 connection to an instance already open costs ~0.1 ms. ``session()`` keeps the instance open across
-the reads of one page, so a page pays for one open, and lets it go when the page is done.
+the reads of one page, so a page pays for one open, and lets it go when the page is done. For the
+same reason a ``StoreConnection`` opens nothing when it is made: the file is migrated by the first
+connection that opens it (a new process's first page pays for one open, not two).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class StoreConnection:
         self._session_lock = threading.Lock()
         self._sessions = 0
         self._keeper: duckdb.DuckDBPyConnection | None = None
+        self._migrated = False
+        self._migrate_lock = threading.Lock()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -82,8 +86,6 @@ class StoreConnection:
                 f"cannot create the data directory {self.data_dir}: {exc.strerror}; "
                 "pass a writable --data-dir or set SEARCHGRADE_HOME"
             ) from None
-        with self.connect() as con:
-            migrate(con)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -141,7 +143,21 @@ class StoreConnection:
                     f"cannot open the run store {self.path}: {str(exc).splitlines()[0]}; "
                     "it may not be a searchgrade DuckDB file: point --data-dir elsewhere"
                 ) from None
+        if not self._migrated:
+            self._migrate(con)
         return con
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Bring the file to the current schema, once per StoreConnection (on its first open)."""
+        try:
+            with self._migrate_lock:
+                if not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+        except BaseException:
+            with _OPEN_CLOSE:
+                con.close()
+            raise
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -165,7 +181,7 @@ class StoreConnection:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
-    def _frame(self, sql: str, params: Sequence[Any]) -> pd.DataFrame:
+    def _frame(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> pd.DataFrame:
         """A query's rows as a DataFrame, column by column (no Python object per row)."""
         with self.connect() as con:
             return con.execute(sql, params).df()
