@@ -3,7 +3,6 @@ and charts, best and worst queries, failed queries and latency."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,7 @@ from engine.report.ann_index import ann_index_text
 from engine.report.llm_panel import LLMPanel, llm_panel
 from engine.report.recommendations import recommendations
 from engine.report.recompute import Figures
-from engine.report.significance import paired_comparisons, reranker_tests, results_pairs, significance
+from engine.report.significance import reranker_tests, results_comparisons, significance
 from engine.store import RunRecord, Store
 from engine.strategies import (
     display_rank,
@@ -91,7 +90,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     head_table = table if hk == k else Figures(store, run, hk).summary()
     headline = _headline(head_table, hk, store.query_count(run.run_id))
     wide = figures.wide(metric)
-    tested = paired_comparisons(wide, results_pairs(selected, metric, wide))
+    tested = results_comparisons(store, run, metric, k, selected, wide)
     best, worst = best_and_worst_queries(store, figures, n_queries)
     view = ResultsView(
         run=run,
@@ -117,6 +116,17 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     )
     view.recommendations = recommendations(store, run, view, figures)
     return view
+
+
+def remember_headline_tests(store: Store, run_id: str) -> None:
+    """Compute and keep a just-completed run's paired tests at its headline metric and k: the
+    Results page a user opens first then reads them instead of resampling every query."""
+    with store.session():
+        run = store.get_run(run_id)
+        k = primary_k(run)
+        figures = Figures(store, run, k)
+        selected = metric_rows(figures.summary(), PRIMARY_METRIC)
+        results_comparisons(store, run, PRIMARY_METRIC, k, selected, figures.wide(PRIMARY_METRIC))
 
 
 def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:
@@ -255,13 +265,10 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     "[grade] title (doc id)", so a reader sees what came back instead. A top 1 whose judgment
     failed shows "[judge failed]", never a grade, and does not make its query a failed one.
     """
-    rows = store.failed_top1(run_id, strategy)
-    if not rows:
+    frame = store.failed_top1_cells(run_id, strategy)
+    if frame.empty:
         labels = [label(s) for s in strategy_order(store.result_strategies(run_id))]
         return pd.DataFrame(columns=["Query id", "Query", "Type", *labels])
-    frame = pd.DataFrame(rows)
-    frame["cell"] = [_result_cell(r.grade, r.title, r.doc_id, bool(r.judge_failed))
-                     for r in frame.itertuples()]
     wide = frame.pivot(index=["query_id", "text", "query_type"], columns="strategy", values="cell")
     # The strategy whose top 1 failed comes first: it is what the table is about.
     others = [s for s in strategy_order(wide.columns.tolist()) if s != strategy]
@@ -270,17 +277,6 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     wide = wide.reset_index().rename(columns={"query_id": "Query id", "text": "Query",
                                               "query_type": "Type"})
     return wide.fillna("(no results)")
-
-
-def _result_cell(grade: Any, title: Any, doc_id: str, judge_failed: bool = False) -> str:
-    if judge_failed:
-        shown: Any = "judge failed"
-    elif grade is None or (isinstance(grade, float) and math.isnan(grade)):
-        shown = "unjudged"
-    else:
-        shown = int(grade)
-    title = title if isinstance(title, str) and title else doc_id
-    return f"[{shown}] {title[:80]} ({doc_id})"
 
 
 def latency(store: Store, run: RunRecord) -> pd.DataFrame:

@@ -209,6 +209,44 @@ class DashboardReadsMixin(StoreConnection):
             [run_id, strategy, run_id, run_id],
         )
 
+    def stored_paired_tests(self, run_id: str, metric: str, k: int) -> str | None:
+        """The paired tests remembered for a run at metric@k (JSON text), or None."""
+        rows = self._dicts("SELECT tests FROM paired_tests WHERE run_id = ? AND metric = ? AND k = ?",
+                           [run_id, metric, k])
+        return rows[0]["tests"] if rows else None
+
+    def remember_paired_tests(self, run_id: str, metric: str, k: int, tests: str) -> None:
+        """Keep a complete run's paired tests at metric@k (the first writer wins: two pages that
+        computed them at once computed the same)."""
+        try:
+            with self.transaction() as con:
+                con.execute("INSERT OR IGNORE INTO paired_tests VALUES (?, ?, ?, ?)", [run_id, metric, k, tests])
+        except duckdb.TransactionException:
+            pass  # another thread's insert of the same row won
+
+    def failed_top1_cells(self, run_id: str, strategy: str) -> pd.DataFrame:
+        """``failed_top1`` with each top 1 written as the failed-queries table shows it, in SQL
+        (a 10,000-query run has tens of thousands of cells): columns query_id, text, query_type,
+        strategy, cell = "[grade] title (doc id)", "[unjudged] ...", "[judge failed] ...", the
+        title cut to 80 characters and the doc id standing in for a missing one."""
+        return self._frame(
+            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "
+            "top1 AS (SELECT r.query_id, r.strategy, r.doc_id, g.grade, g.source FROM results r "
+            "  LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "  WHERE r.run_id = $run AND r.rank = 1), "
+            "failed AS (SELECT query_id FROM top1 WHERE strategy = $strategy "
+            "  AND (grade = 0 OR source IS NULL)) "
+            "SELECT q.query_id, q.text, q.query_type, t.strategy, "
+            "'[' || CASE WHEN t.source IS NOT NULL AND t.grade IS NULL THEN 'judge failed' "
+            "  WHEN t.grade IS NULL THEN 'unjudged' ELSE CAST(CAST(t.grade AS BIGINT) AS VARCHAR) END "
+            "|| '] ' || substring(coalesce(nullif(d.title, ''), t.doc_id), 1, 80) || ' (' || t.doc_id || ')' AS cell "
+            "FROM failed f JOIN queries q ON q.run_id = $run AND q.query_id = f.query_id "
+            "JOIN top1 t ON t.query_id = f.query_id "
+            "LEFT JOIN documents d ON d.run_id = $run AND d.doc_id = t.doc_id "
+            "ORDER BY q.query_id, t.strategy",
+            {"run": run_id, "strategy": strategy},
+        )
+
     def failed_top1_counts(self, run_id: str) -> list[dict[str, Any]]:
         """Per strategy: queries whose top 1 is graded 0 or unjudged (failed), unjudged, whose top-1
         judgment failed (judge_failed, not counted as failed), and queries answered."""
