@@ -5,7 +5,11 @@ index; metrics and CIs from the pipeline's own functions) and times, for each si
 models a page calls, each call cold (a fresh Store, no page cache, the database not yet open in
 the process), in the same process and run for both implementations:
 
-- results: the Results page's view model at the stored k = 10, with its failed-queries table;
+- results: the Results page's view model at the stored k = 10, with its failed-queries table
+  (runs are written as the pipeline writes them: with the paired tests of their headline metric
+  kept when they complete);
+- results, other metric: the same view at another stored metric, opened for the first time (its
+  paired tests computed, then kept): each repeat a metric not opened before;
 - results at k = 7: a cut-off the run did not store (recomputed from the stored grades);
 - drill-down: one query of the run;
 - compare: two runs of the same queries at DCG@10;
@@ -40,6 +44,10 @@ TARGETS = {
     ("drill-down", 10000): 0.2, ("compare", 10000): 1.5,
     ("trends", 500): 0.5,
 }
+
+#: Stored metrics whose paired tests no call has kept yet (dcg is the headline, kept at completion):
+#: "results, other metric" opens one per repeat.
+FIRST_VIEW_METRICS = ["ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged"]
 
 
 def machine() -> str:
@@ -149,6 +157,8 @@ def main() -> int:
     parser.add_argument("--slow-s", type=float, default=20.0,
                         help="a call slower than this is not repeated (the baseline at 10,000 queries)")
     args = parser.parse_args()
+    if not 1 <= args.repeats <= len(FIRST_VIEW_METRICS):
+        parser.error(f"--repeats must be 1 to {len(FIRST_VIEW_METRICS)} (one metric not opened before per repeat)")
 
     from bench.dashboard_baseline import BaselineStore
     from bench.dashboard_baseline import compare as old_compare
@@ -176,11 +186,15 @@ def main() -> int:
                 # A fresh Store per call: nothing cached, the database not open yet in this process.
                 return (lambda: new(Store(path)), lambda: old(BaselineStore(path)))
 
+            new_metrics, old_metrics = iter(FIRST_VIEW_METRICS), iter(FIRST_VIEW_METRICS)
             views = {
                 "results": pair(lambda s: (results.results_view(s, run_a, "dcg", 10),
                                            results.failed_queries(s, run_a, best)),
                                 lambda s: (old_results.results_view(s, run_a, "dcg", 10),
                                            old_results.failed_queries(s, run_a, best))),
+                "results, other metric": (
+                    lambda: results.results_view(Store(path), run_a, next(new_metrics), 10),
+                    lambda: old_results.results_view(BaselineStore(path), run_a, next(old_metrics), 10)),
                 "results at k=7": pair(lambda s: results.results_view(s, run_a, "dcg", 7),
                                        lambda s: old_results.results_view(s, run_a, "dcg", 7)),
                 "drill-down": pair(lambda s: drilldown.query_detail(s, run_a, query),

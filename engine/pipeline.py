@@ -323,6 +323,9 @@ def _execute(ctx: RunContext) -> RunOutcome:
             _stop(ctx, "failed", f"{type(exc).__name__}: {message}")
             raise
         ctx.store.finish_run(ctx.run_id, "complete", owner=ctx.owner)
+    from engine.report.results import remember_headline_tests
+
+    remember_headline_tests(ctx.store, ctx.run_id)
     outcome.status = "complete"
     return outcome
 

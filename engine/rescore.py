@@ -186,4 +186,7 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None) -> str:
         store.finish_run(new_id, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         raise
     store.finish_run(new_id, "complete")
+    from engine.report.results import remember_headline_tests
+
+    remember_headline_tests(store, new_id)
     return new_id

@@ -10,8 +10,9 @@ and nothing more: it is not evidence that the two are equal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,9 @@ from engine.report.common import (
 from engine.scoring import higher_is_better
 from engine.statistics import PairedTest, holm, paired_tests
 from engine.strategies import label, pairs
+
+if TYPE_CHECKING:
+    from engine.store import RunRecord, Store
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
                     "Adjusted p (Holm)", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
@@ -109,6 +113,37 @@ def results_pairs(rows: pd.DataFrame, metric: str,
         if reranked is not None and base in names:
             compared.append((reranked, base))
     return compared
+
+
+def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
+                        wide: pd.DataFrame) -> dict[tuple[str, str], Tested]:
+    """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
+
+    A complete run's are computed once and kept in the store (its metrics never change: a
+    re-score is a new run, a re-graded run is cleared first); a run still in progress, or
+    stopped, is tested afresh each time.
+    """
+    complete = run.status == "complete"
+    if complete:
+        stored = store.stored_paired_tests(run.run_id, metric, k)
+        if stored is not None:
+            return decode_tests(stored)
+    tested = paired_comparisons(wide, results_pairs(rows, metric, wide))
+    if complete:
+        store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested))
+    return tested
+
+
+def encode_tests(tested: dict[tuple[str, str], Tested]) -> str:
+    """JSON text of paired comparisons, in their order; floats as Python writes them (exact)."""
+    return json.dumps([[a, b, *t.test, t.adjusted_p, t.family] for (a, b), t in tested.items()])
+
+
+def decode_tests(text: str) -> dict[tuple[str, str], Tested]:
+    out = {}
+    for a, b, diff, ci_low, ci_high, p_value, n, adjusted_p, family in json.loads(text):
+        out[(a, b)] = Tested(PairedTest(diff, ci_low, ci_high, p_value, n), adjusted_p, family)
+    return out
 
 
 def significance(rows: pd.DataFrame, metric: str, k: int,

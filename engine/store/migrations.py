@@ -229,4 +229,20 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         ALTER TABLE documents ADD COLUMN origin VARCHAR;
         """,
     ),
+    (
+        7,
+        # The Results page's paired tests of a complete run at one metric and cut-off, as JSON
+        # (engine/report/significance.py): 5,000 resamples over every query are the slowest part
+        # of a cold Results page, and a complete run's metrics never change. Written when a run
+        # completes (its headline metric) and when a page first computes another one.
+        """
+        CREATE TABLE paired_tests (
+            run_id VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            k INTEGER NOT NULL,
+            tests VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, metric, k)
+        )
+        """,
+    ),
 )

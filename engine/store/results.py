@@ -111,8 +111,10 @@ class ResultsMixin(StoreConnection):
 
     #: What a run's grading and scoring write (its queries and search results are written before).
     #: query_overlap is written with the grades; run_summary (the Trends rows) is derived from
-    #: metric_summary: both are cleared with them when a run is graded again.
-    GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary")
+    #: metric_summary, and paired_tests (Results' kept tests) from metric_values: all are cleared
+    #: with them when a run is graded again.
+    GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary",
+                     "paired_tests")
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
                            tables: Sequence[str] | None = None) -> None:
