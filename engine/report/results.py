@@ -180,6 +180,9 @@ def relevance_by_position(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
                         columns=["strategy", "rank", "mean_grade", "n", "judge_failed", "label"])
 
 
+#: Query means equal to this many decimals tie (the SQL ranking in store.query_extremes uses the same).
+TIE_DECIMALS = 9
+
 QUERY_COLUMNS = ["query_id", "mean_value", "text", "query_type", "max_value", "best_strategy",
                  "min_value", "worst_strategy"]
 
@@ -187,9 +190,10 @@ QUERY_COLUMNS = ["query_id", "mean_value", "text", "query_type", "max_value", "b
 def best_and_worst_queries(store: Store, figures: Figures, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The best and worst queries by mean relevance at the figures' k, averaged over strategies.
 
-    Best: the n highest means (ties by query id), at most half of the queries (rounded up) so a
-    small run lists each query once; worst: the n lowest among the rest. Ranked in SQL where the
-    run stored k, else from the recomputed values.
+    Best: the n highest means (ties by query id; means equal to TIE_DECIMALS decimals tie, so
+    float rounding in how a mean was summed cannot order them), at most half of the queries
+    (rounded up) so a small run lists each query once; worst: the n lowest among the rest. Ranked
+    in SQL where the run stored k, else from the recomputed values.
     """
     if figures.stored:
         rows = store.query_extremes(figures.run.run_id, "mean_relevance", figures.k, n)
@@ -197,10 +201,11 @@ def best_and_worst_queries(store: Store, figures: Figures, n: int) -> tuple[pd.D
         worst = [r for r in rows if not r["is_best"]]
     else:
         means = query_means(store, figures.run, "mean_relevance", figures.k, figures)
-        best_frame = means.sort_values(["mean_value", "query_id"], ascending=[False, True]).head(
+        means["tied"] = means["mean_value"].round(TIE_DECIMALS)
+        best_frame = means.sort_values(["tied", "query_id"], ascending=[False, True]).head(
             min(n, (len(means) + 1) // 2))
         worst_frame = means[~means["query_id"].isin(best_frame["query_id"])].sort_values(
-            ["mean_value", "query_id"]).head(n)
+            ["tied", "query_id"]).head(n)
         best, worst = best_frame.to_dict("records"), worst_frame.to_dict("records")
     return _labelled(best), _labelled(worst)
 

@@ -153,8 +153,9 @@ class DashboardReadsMixin(StoreConnection):
     def query_extremes(self, run_id: str, metric: str, k: int, n: int) -> list[dict[str, Any]]:
         """The best and worst queries by a stored metric's mean over strategies, ranked in SQL.
 
-        Best: the n highest means (ties by query id), at most half of the queries (rounded up) so
-        a small run lists each query once; worst: the n lowest among the rest. Rows as
+        Best: the n highest means (ties by query id: means equal to 9 decimals tie, so that the
+        order in which a mean's terms were added cannot decide it), at most half of the queries
+        (rounded up) so a small run lists each query once; worst: the n lowest among the rest. Rows as
         ``query_metric_means`` plus ``is_best``, best first, then worst, each in its order.
         """
         return self._dicts(
@@ -164,9 +165,9 @@ class DashboardReadsMixin(StoreConnection):
             "  FROM metric_values v JOIN queries q ON q.run_id = v.run_id AND q.query_id = v.query_id "
             "  WHERE v.run_id = $run AND v.metric = $metric AND v.k = $k "
             "  GROUP BY q.query_id, q.text, q.query_type), "
-            "r AS (SELECT *, row_number() OVER (ORDER BY mean_value DESC, query_id) AS best_rank, "
+            "r AS (SELECT *, row_number() OVER (ORDER BY round(mean_value, 9) DESC, query_id) AS best_rank, "
             "  least($n, (count(*) OVER () + 1) // 2) AS n_best FROM m), "
-            "w AS (SELECT *, row_number() OVER (ORDER BY mean_value, query_id) AS worst_rank "
+            "w AS (SELECT *, row_number() OVER (ORDER BY round(mean_value, 9), query_id) AS worst_rank "
             "  FROM r WHERE best_rank > n_best) "
             "SELECT query_id, text, query_type, mean_value, max_value, best_strategy, min_value, "
             "  worst_strategy, true AS is_best, best_rank AS place FROM r WHERE best_rank <= n_best "
