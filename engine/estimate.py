@@ -169,7 +169,7 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
 def _generation(collection, config, store, cache, model, rng, notes):
     from engine.llm.cache import cache_key
     from engine.llm.prompts import load_prompt, neutralise_tags
-    from engine.llm.querygen import CACHE_KIND, sample_documents
+    from engine.llm.querygen import CACHE_KIND, QueryGenSettings, sample_documents
 
     if config.queries_from is not None and store is None:
         raise ValueError("an estimate with --queries-from needs the run store")
@@ -179,7 +179,7 @@ def _generation(collection, config, store, cache, model, rng, notes):
         queries = [Query(**row) for row in store.queries(source.run_id)]
         notes.append(f"queries reused from run {source.run_id}: no query generation")
         return None, queries, len(queries)
-    qg = config.querygen
+    qg = config.querygen or QueryGenSettings(seed=config.seed)  # the run's defaults (engine/pipeline.py)
     sample = sample_documents(collection.documents, qg.n_docs, qg.seed, qg.min_words, qg.min_chars)
     prompt = load_prompt(qg.prompt)
     cached = 0

@@ -8,11 +8,13 @@ from engine.cli import main
 from engine.collections import load_collection
 from engine.estimate import estimate_cost, estimate_tokens
 from engine.llm.prompts import load_prompt
+from engine.llm.querygen import QueryGenSettings
 from engine.pipeline import run_evaluation
 from engine.store import Store
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
 from tests.engine.test_llm_cli import _no_llm_environment, llm_args  # noqa: F401
+from tests.conftest import CRANFIELD
 from tests.engine.test_llm_pipeline import llm_config
 
 
@@ -50,6 +52,14 @@ def test_tokens_are_measured_on_the_real_prompts(tiny_beir):
     per_call = estimate.generation.prompt_tokens / estimate.generation.calls
     assert min(sizes) - 1 <= per_call <= max(sizes) + 1
     assert estimate.judge.prompt_tokens > estimate.judge.calls * 100  # the judge prompt alone is ~250 tokens
+
+
+def test_without_query_generation_settings_the_estimate_uses_the_runs_defaults():
+    collection = load_collection(CRANFIELD)
+    bare = estimate_cost(collection, llm_config("http://127.0.0.1:9/v1", querygen=None, seed=3))
+    explicit = estimate_cost(collection, llm_config("http://127.0.0.1:9/v1", querygen=QueryGenSettings(seed=3),
+                                                    seed=3))
+    assert bare.lines() == explicit.lines() and bare.generation.calls == QueryGenSettings().n_docs
 
 
 def test_qrels_with_the_judge_counts_at_most_the_graded_pairs(tiny_beir):
