@@ -1,12 +1,33 @@
-"""Starting the real app for browser tests: a free port, and waiting until it answers."""
+"""What every browser test shares: the real app started as users start it, and Debian's Chromium.
+
+`serve_app` runs `searchgrade app` (which execs the Streamlit server) on a free loopback port in
+its own process group, waits until it answers, and stops the whole group afterwards; the
+`browser` fixture (tests/browser/conftest.py) launches Chromium through Playwright with
+`chromium()`.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+#: What the app reads to decide where the LLM key goes and whether a login is needed: tests start
+#: from none of it, whatever the machine's environment holds.
+DEPLOYMENT_ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SEARCHGRADE_LLM_MODEL",
+                          "SEARCHGRADE_LLM_ALLOWED_URLS", "SEARCHGRADE_APP_PASSWORD",
+                          "SEARCHGRADE_APP_NO_AUTH", "SEARCHGRADE_COLLECTIONS_ROOT")
 
 
 def free_port() -> int:
@@ -28,3 +49,54 @@ def wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: floa
         if server.poll() is not None or time.time() > deadline:
             raise RuntimeError(f"the app did not start: {log.read_text()[-2000:]}")
         time.sleep(0.5)
+
+
+def environment(home: Path, **extra: str) -> dict[str, str]:
+    """The process environment for the app or the CLI under test: this tree first on the path, the
+    data directory ``home``, none of the machine's deployment settings, then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_ENVIRONMENT}
+    return dict(env, PYTHONPATH=str(ROOT), SEARCHGRADE_HOME=str(home), **extra)
+
+
+@contextmanager
+def serve_app(workdir: Path, *args: str, env: dict[str, str]) -> Iterator[str]:
+    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log).
+
+    Yields the app's URL once its health check answers; stops the server's process group after.
+    """
+    port = free_port()
+    log_path = workdir / "app.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_up(url, server, log_path)
+            yield url
+        finally:
+            _stop_group(server)
+
+
+@contextmanager
+def chromium() -> Iterator:
+    """Debian's Chromium, headless, driven by Playwright; closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _stop_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(5)
+    except ProcessLookupError:
+        process.wait(5)

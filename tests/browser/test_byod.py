@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -21,15 +17,11 @@ from pathlib import Path
 import pytest
 
 from engine.store import Store
-from tests.browser.server import free_port, wait_until_up
+from tests.browser.server import ROOT, environment, serve_app
 from tests.conftest import CRANFIELD
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 UPLOAD_MB = 64
 #: Queries (and their judgments) taken from Cranfield.
 N_QUERIES = 12
@@ -92,37 +84,11 @@ def make_user_files(out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    """`searchgrade app` on loopback with a 64 MB upload limit, in its own process group."""
+    """`searchgrade app --max-upload-mb 64` on loopback."""
     tmp = tmp_path_factory.mktemp("app")
-    home, port = tmp / "home", free_port()
-    log = open(tmp / "app.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "app", "--port", str(port), "--host", "127.0.0.1",
-         "--max-upload-mb", str(UPLOAD_MB), "--data-dir", str(home)],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, server, tmp / "app.log")
+    home = tmp / "home"
+    with serve_app(tmp, "--max-upload-mb", str(UPLOAD_MB), env=environment(home)) as url:
         yield url, home
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(5)
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _open(browser, url):

@@ -1,7 +1,7 @@
 """The real app in a real browser: evaluate the demo by clicking, then check what the pages show.
 
-Starts `streamlit run app.py` on a free port with SEARCHGRADE_HOME in tmp_path, drives Debian's
-Chromium through Playwright, and compares the charts and tables with the run stored in DuckDB.
+Starts the app as users do (`searchgrade app`) on a free port with its data directory in tmp_path,
+drives Debian's Chromium through Playwright, and compares the charts and tables with the run stored in DuckDB.
 
 Collection: the bundled demo (as a user would), when its precomputed vectors are shipped
 (demo/scifact/embeddings/); otherwise a small BEIR folder cut from it, entered through the app's
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,14 +19,10 @@ import pytest
 
 from engine.paths import DEMO_DIR
 from engine.store import Store
-from tests.browser.server import free_port, wait_until_up
+from tests.browser.server import environment, serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 #: Where a screenshot of the results page is written, besides tmp_path, when set.
 SCREENSHOT_DIR = os.environ.get("SEARCHGRADE_E2E_SCREENSHOTS")
 
@@ -63,36 +57,8 @@ def small_beir(target: Path, n_queries: int = 12, n_other_docs: int = 60) -> Pat
 @pytest.fixture
 def app(tmp_path):
     home = tmp_path / "home"
-    port = free_port()
-    env = dict(os.environ, SEARCHGRADE_HOME=str(home))
-    log = open(tmp_path / "streamlit.log", "w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url, server, tmp_path / "streamlit.log")
+    with serve_app(tmp_path, env=environment(home)) as url:
         yield url, home
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _charts(page) -> dict[str, dict]:

@@ -17,7 +17,7 @@ import pytest
 
 from engine.store import Store
 from engine.strategies import label as strategy_label
-from tests.browser.test_e2e import SCREENSHOT_DIR, _wait_chart, app, browser  # noqa: F401 - fixtures
+from tests.browser.test_e2e import SCREENSHOT_DIR, _wait_chart, app  # noqa: F401 - a fixture
 from tests.pages.synthetic import llm_spec, write_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
