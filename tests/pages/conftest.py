@@ -96,8 +96,7 @@ def clean_jobs():
     from engine import jobs
 
     yield
-    for _ in range(100):
-        if jobs.active_job() is None:
-            break
+    deadline = time.time() + 10
+    while jobs.active_job() is not None and time.time() < deadline:
         time.sleep(0.05)
     jobs._reset_for_tests()

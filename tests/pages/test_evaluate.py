@@ -16,14 +16,7 @@ from tests.pages.synthetic import tiny_spec, write_run
 SKIP_REASON = "no reranker model offline: pass --reranker-model /path/to/cross-encoder"
 
 
-@pytest.fixture(autouse=True)
-def clean_jobs():
-    yield
-    for _ in range(100):
-        if jobs.active_job() is None:
-            break
-        time.sleep(0.05)
-    jobs._reset_for_tests()
+pytestmark = pytest.mark.usefixtures("clean_jobs")
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
 from tests.pages.conftest import LLM_ENVIRONMENT, open_page
 
+pytestmark = pytest.mark.usefixtures("clean_jobs")
+
 SECRET = "sk-test-never-show-this-key-0123456789"
 
 
@@ -53,16 +55,6 @@ def llm_home(llm_runs, monkeypatch):
     for name in LLM_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     return Store(home), ids
-
-
-@pytest.fixture(autouse=True)
-def clean_jobs():
-    yield
-    for _ in range(200):
-        if jobs.active_job() is None:
-            break
-        time.sleep(0.05)
-    jobs._reset_for_tests()
 
 
 def _text(at) -> str:
