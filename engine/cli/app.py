@@ -51,6 +51,11 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
             # Streamlit would otherwise watch every module file under the app's folder,
             # .venv included (torch and all): polling thousands of files slows a run ~4x.
             "--server.fileWatcherType", "none",
+            # Streamlit runs a full garbage collection after every script run, and the pages
+            # that show a run live rerun every second or two: with torch loaded that holds the GIL
+            # long enough to slow the run in the background several times (measured: a tiny
+            # collection's index stage past 190 s with the Evaluate page open, 33 s without).
+            "--runner.postScriptGC", "false",
             "--browser.gatherUsageStats", "false"]
 
 

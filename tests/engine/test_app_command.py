@@ -93,3 +93,19 @@ def test_the_app_command_is_the_server_so_kill_stops_it(tmp_path):
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0, "something still serves the port"
     assert "no login, as asked with --no-auth" in proc.stderr.read()
+
+
+def test_the_server_runs_no_full_garbage_collection_after_each_script_run():
+    """Streamlit's default gc.collect(2) after every script run holds the GIL for long once torch is
+    loaded; the Evaluate and Results pages rerun every second or two while a run is shown, and the run
+    in the background crawled (a tiny collection's index stage past 190 s with the page open, 33 s
+    without). Both ways of starting the app turn it off."""
+    import tomllib
+
+    from engine.cli.app import streamlit_command
+    from engine.cli import build_parser
+
+    command = streamlit_command(build_parser().parse_args(["app"]))
+    assert command[command.index("--runner.postScriptGC") + 1] == "false"
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
