@@ -10,6 +10,7 @@ tiny collection and full-text search only: no model is loaded, so the LLM is rea
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -107,10 +108,15 @@ def _start_llm_run(page, folder: Path, endpoint: str, model: str) -> None:
     page.get_by_text("OPENAI_API_KEY in the app server's environment (set)").wait_for()
     page.get_by_text("Human judgments + LLM agreement").click()
     # Full-text only: the dense and reranked strategies load models before the judge is asked.
-    for name in ("ANN (dense)", "Hybrid (RRF)", "ANN + reranker", "Full-text + reranker", "Hybrid + reranker"):
-        page.get_by_role("button", name=f"Remove {name}").click()
-    page.get_by_role("button", name="Remove Full-text (BM25)").wait_for()
-    assert page.get_by_role("button", name="Remove Full-text + reranker").count() == 0
+    strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
+    others = strategies.get_by_role("button", name=re.compile(r"^Remove (?!Full-text \(BM25\)$)"))
+    for _ in range(20):
+        if not others.count():
+            break
+        others.first.click()
+        page.wait_for_timeout(200)
+    chips = strategies.get_by_role("button", name=re.compile(r"^Remove "))
+    assert chips.count() == 1 and strategies.get_by_role("button", name="Remove Full-text (BM25)").count() == 1
     in_flight = page.get_by_role("spinbutton", name="LLM requests in flight")
     in_flight.fill("1")
     in_flight.press("Enter")
