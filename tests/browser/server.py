@@ -27,7 +27,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 #: from none of it, whatever the machine's environment holds.
 DEPLOYMENT_ENVIRONMENT = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SEARCHGRADE_LLM_MODEL",
                           "SEARCHGRADE_LLM_ALLOWED_URLS", "SEARCHGRADE_APP_PASSWORD",
-                          "SEARCHGRADE_APP_NO_AUTH", "SEARCHGRADE_COLLECTIONS_ROOT")
+                          "SEARCHGRADE_APP_NO_AUTH", "SEARCHGRADE_COLLECTIONS_ROOT", "SEARCHGRADE_STRATEGIES_FILE")
 
 
 def free_port() -> int:
