@@ -32,9 +32,9 @@ HEARTBEAT_TIMEOUT_S = 3
 #: What the page may take, after the heartbeat timeout, to show a killed run interrupted: the
 #: Results page's status watch polls every 2 s, then the page reruns.
 SHOW_INTERRUPTED_S = 15
-#: The tables that hold a run's contents (engine/store/results.py clear_run_contents).
-CONTENT_TABLES = ("queries", "results", "grades", "documents", "metric_values", "metric_summary",
-                  "query_overlap", "run_summary")
+#: A run's search stage lands whole in its own transaction (queries, results); what grading
+#: writes (Store.GRADED_TABLES) lands whole at the end. A stopped run holds all of a stage or none.
+SEARCH_TABLES = ("queries", "results")
 NO_KEY = "No API key is sent to this endpoint"
 
 
@@ -136,7 +136,16 @@ def _wait_for_post(listener: FakeOpenAIServer, timeout_s: float, process: subpro
 def _contents(home: Path, run_id: str) -> dict[str, int]:
     with Store(home).connect() as con:
         return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
-                for t in CONTENT_TABLES}
+                for t in (*SEARCH_TABLES, *Store.GRADED_TABLES)}
+
+
+def _only_whole_search(home: Path, run_id: str) -> dict[str, int]:
+    """The contents of a run stopped while grading: its whole search stage, nothing of the grading."""
+    contents = _contents(home, run_id)
+    assert contents["queries"] == len({q for q, _, _ in TINY_QRELS}), contents
+    assert contents["results"] > 0, contents
+    assert {t: contents[t] for t in Store.GRADED_TABLES} == dict.fromkeys(Store.GRADED_TABLES, 0), contents
+    return contents
 
 
 def _pick_run(page, name: str) -> None:
@@ -202,7 +211,7 @@ def test_cancel_from_the_page_ends_the_run_cancelled_with_nothing_half_written_t
         run = Store(home).list_runs()[0]
         assert run.status == "cancelled", run.error
         assert "cancelled from the app during grade" in run.error
-        assert _contents(home, run.run_id) == dict.fromkeys(CONTENT_TABLES, 0)
+        stopped = _only_whole_search(home, run.run_id)
         asked_before = listener.posts
         assert asked_before < len(TINY_QRELS)  # it was stopped, not finished
 
@@ -211,7 +220,10 @@ def test_cancel_from_the_page_ends_the_run_cancelled_with_nothing_half_written_t
         page.get_by_text("Run complete").first.wait_for()
     run = Store(home).get_run(run.run_id)
     assert run.status == "complete", run.error
-    assert all(_contents(home, run.run_id)[t] for t in ("queries", "results", "grades", "metric_summary"))
+    done = _contents(home, run.run_id)
+    # The search the cancelled run stored was the whole stage: the resume kept it as it was.
+    assert {t: done[t] for t in SEARCH_TABLES} == {t: stopped[t] for t in SEARCH_TABLES}
+    assert all(done[t] for t in ("grades", "metric_values", "metric_summary")), done
     # The replies received before the cancel were kept: the resume asked only for the rest.
     pairs = _judged_pairs(listener)
     assert len(pairs) - len(set(pairs)) <= 1, "at most the request in flight at the cancel is asked again"
@@ -244,7 +256,7 @@ def test_a_cli_run_killed_while_the_app_is_open_shows_interrupted_and_resumes_fr
         shown_after = time.monotonic() - killed
         [run] = [r for r in Store(home).list_runs() if r.name == "killed run"]
         assert run.status == "interrupted" and "no heartbeat" in run.error, run.error
-        assert _contents(home, run.run_id) == dict.fromkeys(CONTENT_TABLES, 0)
+        _only_whole_search(home, run.run_id)
         from_cli = len(listener.requests)
 
         listener.latency_s = 0.0
