@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from core.records import SearchGradeError
-from engine.cli import app, evaluate, export_index, gate, import_vectors, index, labels, show
+from engine.cli import (
+    app,
+    evaluate,
+    export_index,
+    gate,
+    import_vectors,
+    index,
+    labels,
+    show,
+    train_reranker,
+)
 
 #: Command modules by name, in the order `searchgrade --help` lists their subcommands.
 COMMANDS = {
@@ -26,6 +36,7 @@ COMMANDS = {
     "labels": labels,  # labels list|export|import, rescore
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
+    "train-reranker": train_reranker,  # train-reranker
     "app": app,  # app
 }
 

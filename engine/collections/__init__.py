@@ -17,10 +17,12 @@ documents, which count as trec_eval counts them, negative grades, queries with e
 handled and reported in ``Collection.notes``.
 
 Modules: ``loader`` (the entry point), ``readers``, ``fields``, ``documents``, ``queries``,
-``qrels``, ``textfolder``, ``problems``, ``preview`` (what the app shows before loading).
+``qrels``, ``textfolder``, ``problems``, ``preview`` (what the app shows before loading),
+``judgments`` (a judgments file and its queries apart from a collection: a training split).
 """
 
 from engine.collections.fields import DocumentFields, QueryFields
+from engine.collections.judgments import load_judgments
 from engine.collections.loader import QRELS_CANDIDATES, SUPPORTED, load_collection
 from engine.collections.problems import KNOBS, QRELS_FILE, QUERIES_FILE, Shown
 from engine.collections.qrels import QRELS_HEADER, default_threshold, grade_scale
@@ -46,4 +48,5 @@ __all__ = [
     "default_threshold",
     "grade_scale",
     "load_collection",
+    "load_judgments",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.statistics import Interval, PairedTest, bootstrap_ci, paired_test
+from engine.statistics import Interval, PairedTest, bootstrap_ci, holm, paired_test
 
 
 def _normal(seed: int, n: int, mean: float = 0.5, sd: float = 0.2) -> np.ndarray:
@@ -149,3 +149,17 @@ def test_paired_test_rejects_a_length_mismatch_naming_both_lengths():
 def test_paired_test_rejects_no_queries():
     with pytest.raises(ValueError, match="empty"):
         paired_test([], [])
+
+
+# holm
+
+
+def test_holm_matches_hand_computed_adjustments():
+    # sorted: 0.01 * 3 = 0.03; 0.02 * 2 = 0.04; 0.04 * 1 = 0.04 (kept monotone)
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+
+
+def test_holm_never_goes_above_one_and_keeps_one_p_value():
+    assert holm([0.6, 0.7]) == [1.0, 1.0]
+    assert holm([0.03]) == [0.03]
+    assert holm([]) == []

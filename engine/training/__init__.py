@@ -1,0 +1,1 @@
+"""Training a domain reranker from a run's grades (see engine/training/reranker.py)."""
