@@ -67,7 +67,9 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
         training=TrainingSettings(epochs=args.epochs, max_length=args.max_length,
                                   batch_size=args.batch_size, learning_rate=args.learning_rate,
                                   seed=args.seed,
-                                  train_layers=None if args.train_layers < 0 else args.train_layers),
+                                  train_layers=None if args.train_layers < 0 else args.train_layers,
+                                  body_layers=args.body_layers),
+        blend=not args.no_blend,
     )
     reranker = train_reranker(store, outcome.run_id, data_dir, config, progress=_progress,
                               collection=collection)
@@ -83,7 +85,10 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
           f"pairs; candidates {t['candidates_s']:.0f} s; total {t['total_s']:.0f} s")
     print(f"{'strategy':<10} {'metric':<8} {'base':>7} {'reranked':>9} {'change':>8} {'95% CI':>20} "
           f"{'p':>7} {'better/worse':>13}")
-    for f in card["heldout"]["figures"]:
+    weights = {k: m.get("blend_weight") for k, m in card["models"].items()}
+    print(f"blend weights: {weights}")
+    for f in card["heldout"]["figures"] + [dict(f, strategy=f["strategy"] + " CE")
+                                           for f in card["heldout"].get("cross_encoder_alone", [])]:
         print(f"{f['strategy']:<10} {f['metric'] + '@' + str(f['k']):<8} {f['base']:>7.4f} "
               f"{f['reranked']:>9.4f} {f['diff']:>+8.4f} [{f['ci_low']:+.4f},{f['ci_high']:+.4f}] "
               f"{f['p_value']:>7.4f} {f['improved']:>6}/{f['hurt']:<6}")
@@ -111,6 +116,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--train-layers", type=int, default=d.train_layers,
                         help="top transformer layers trained (-1: all)")
+    parser.add_argument("--body-layers", type=int, help="keep the body's first N layers (default: all)")
+    parser.add_argument("--no-blend", action="store_true", help="the cross-encoder alone")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
     parser.add_argument("--full-model", action="store_true", help="also train the full model (timed)")
     parser.add_argument("--json", type=Path, help="write the cards here as JSON")

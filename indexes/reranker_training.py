@@ -52,6 +52,8 @@ class TrainingSettings:
         learning_rate: peak learning rate of AdamW (linear warm-up, then linear decay).
         warmup: share of the steps spent warming up.
         seed: seeds the head, the data order and dropout.
+        body_layers: keep only the body's first N transformer layers (None: all of them).
+            Scoring and training cost about in proportion; a shallower reranker reads less well.
         train_layers: how many of the body's top transformer layers are trained (with the
             scoring head); the layers below and the token embeddings stay as they are. None
             trains everything. Fewer trained layers cost less time (no gradients below them) and
@@ -66,6 +68,7 @@ class TrainingSettings:
     warmup: float = 0.1
     seed: int = 0
     train_layers: int | None = 2
+    body_layers: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_length", "batch_size"):
@@ -85,6 +88,10 @@ class TrainingSettings:
                                                or isinstance(self.train_layers, bool)
                                                or self.train_layers < 0):
             raise SearchGradeError(f"train_layers must be a whole number >= 0 (or all), got {self.train_layers!r}")
+        if self.body_layers is not None and (not isinstance(self.body_layers, int)
+                                              or isinstance(self.body_layers, bool)
+                                              or self.body_layers < 1):
+            raise SearchGradeError(f"body_layers must be a whole number >= 1 (or all), got {self.body_layers!r}")
         if not str(self.base_model).strip():
             raise SearchGradeError("base_model is empty: give a local model folder")
 
@@ -159,6 +166,26 @@ def scoring_labels(folder: Path) -> int | None:
         return None
     id2label = config.get("id2label")
     return len(id2label) if isinstance(id2label, dict) else int(config.get("num_labels", 2))
+
+
+def truncate_body(model: Any, layers: int) -> int:
+    """Keep the first ``layers`` transformer layers of a CrossEncoder's body; returns how many it had.
+
+    Raises:
+        SearchGradeError: the body has no ``encoder.layer`` list (BERT-style) or fewer layers.
+    """
+    hf = model[0].model if hasattr(model[0], "model") else None
+    body = getattr(hf, getattr(hf, "base_model_prefix", ""), None) if hf is not None else None
+    stack = getattr(getattr(body, "encoder", None), "layer", None)
+    if stack is None:
+        raise SearchGradeError("--body-layers works with BERT-style bodies (encoder.layer); "
+                               "leave it out for this model")
+    had = len(stack)
+    if layers > had:
+        raise SearchGradeError(f"--body-layers {layers} is more than the body's {had} layers")
+    body.encoder.layer = stack[:layers]
+    hf.config.num_hidden_layers = layers
+    return had
 
 
 def new_cross_encoder(base_model: str, max_length: int, seed: int) -> tuple[Any, bool]:
@@ -256,6 +283,8 @@ def train_cross_encoder(
         raise SearchGradeError("every training label is 0: the grades hold no relevant document to "
                                "learn from; grade more results or pick another run")
     model, fresh = new_cross_encoder(settings.base_model, settings.max_length, settings.seed)
+    if settings.body_layers is not None:
+        truncate_body(model, settings.body_layers)
     freeze_below(model, settings.train_layers)
     from datasets import Dataset
     from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
@@ -273,7 +302,7 @@ def train_cross_encoder(
         num_train_epochs=settings.epochs,
         per_device_train_batch_size=settings.batch_size,
         learning_rate=settings.learning_rate,
-        warmup_steps=settings.warmup,  # a float below 1 is a share of the steps
+        warmup_steps=int(round(settings.warmup * steps)),
         seed=settings.seed,
         data_seed=settings.seed,
         report_to="none",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,8 @@ class RerankerTrainingConfig:
         blend: blend each model's scores with the base ranking, with a weight chosen on a fold
             the model did not train on (indexes.trained_reranker.blend); each fold model then
             trains on k - 2 folds. Without it: the cross-encoder alone, on k - 1 folds.
+        max_validation: at most this many validation queries per model (a seeded sample): they
+            cost scoring time and only choose one weight.
         threads: torch threads while training and scoring (None: torch's default, one per
             core). On a machine whose cores are busy with other work, 1 can be several times
             faster than 2: threads that wait for each other under contention waste their turns.
@@ -91,6 +94,7 @@ class RerankerTrainingConfig:
     replace: bool = False
     threads: int | None = None
     blend: bool = True
+    max_validation: int = 40
 
     def validate(self) -> None:
         check_name(self.name)
@@ -293,15 +297,21 @@ def _plans(work: _Work, config: RerankerTrainingConfig, split: bool) -> list[_Pl
             validation = [q.query_id for q in train if inner[q.query_id] == 1]
         held = [q.query_id for q in work.eval_queries if q.query_id in graded]
         fit = [q.query_id for q in train if q.query_id not in set(validation)]
-        return [_Plan(FULL, fit, [v for v in validation if v in train_graded], held)]
+        validation = [v for v in validation if v in train_graded][:config.max_validation]
+        return [_Plan(FULL, fit, validation, held)]
     k = config.folds
     plans = []
     for fold in range(1, k + 1):
         val_fold = fold % k + 1 if config.blend else None
+        validation = [q.query_id for q in train
+                      if work.folds[q.query_id] == val_fold and q.query_id in train_graded]
+        if len(validation) > config.max_validation:
+            validation = sorted(random.Random(f"{config.training.seed}:{fold}").sample(
+                validation, config.max_validation))
         plans.append(_Plan(
             model_key(fold),
             [q.query_id for q in train if work.folds[q.query_id] not in (fold, val_fold)],
-            [q.query_id for q in train if work.folds[q.query_id] == val_fold and q.query_id in train_graded],
+            validation,
             [q.query_id for q in train if work.folds[q.query_id] == fold and q.query_id in graded],
         ))
     if config.full_model:
