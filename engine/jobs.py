@@ -9,9 +9,11 @@ a second click never starts a duplicate run (the machine has few cores, and two 
 slow each other down).
 
 A stopped run (interrupted, failed or cancelled) is resumed the same way, in a worker
-(:func:`start_resume`, over :func:`engine.pipeline.resume_run`). LLM stages report their calls and
-tokens so far into the job (``Job.usage``), for the live progress. :func:`cancel` stops a job at
-its next progress step; the run is marked cancelled and keeps what it did, for resume.
+(:func:`start_resume`, over :func:`engine.pipeline.resume_run`), and so is training a reranker
+from a run's grades (:func:`start_training`). LLM stages report their calls and tokens so far into
+the job (``Job.usage``), for the live progress; every stage knows when it started, so a page can
+show the time left (``StageProgress.remaining_s``). :func:`cancel` stops a job at its next
+progress step; the run is marked cancelled and keeps what it did, for resume.
 
 The registry's lock guards only the in-memory jobs: it is never held while the store (DuckDB,
 which may wait seconds for another process's file lock) is read or written.
@@ -41,10 +43,19 @@ class StageProgress:
     stage: str
     done: int
     total: int
+    #: time.time() when the stage first reported.
+    started_at: float = field(default_factory=time.time)
 
     @property
     def fraction(self) -> float:
         return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+    @property
+    def remaining_s(self) -> float | None:
+        """Seconds left at the stage's pace so far (None before the first step is done)."""
+        if self.done <= 0 or self.done >= self.total:
+            return None
+        return (time.time() - self.started_at) / self.done * (self.total - self.done)
 
 
 @dataclass
@@ -63,8 +74,10 @@ class Job:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     finished_at: float | None = None
-    #: "evaluate" or "resume".
+    #: "evaluate", "resume" or "train" (a reranker from a run's grades; run_id is that run).
     kind: str = "evaluate"
+    #: kind "train": the reranker's name (``--reranker-model trained:NAME``).
+    reranker: str | None = None
     #: LLM stage -> its counters so far in this job (requests, tokens, cache_hits, failures, ...).
     usage: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Cancel was asked: the worker stops at its next progress step.
@@ -185,12 +198,54 @@ def start_resume(
     return _start(label, "resume", body, store)
 
 
-def _start(label: str, kind: str, body: Callable[[_Reporter], Any], store: Any) -> tuple[Job, bool]:
+def start_training(
+    run_id: str,
+    config: Any,
+    store: Any,
+    data_dir: str | Path,
+    *,
+    label: str,
+    train: Callable[..., Any] | None = None,
+) -> tuple[Job, bool]:
+    """Train a reranker from a run's grades in a worker thread, unless a job is active.
+
+    Args:
+        run_id: The complete run whose grades train it.
+        config: The engine.training.reranker.RerankerTrainingConfig.
+        train: engine.training.reranker.train_reranker unless a test passes a fake.
+
+    Returns:
+        (job, started) as :func:`start_job`; the job's ``reranker`` is the name it trains.
+    """
+    if train is None:
+        from engine.training.reranker import train_reranker as train
+
+    def body(report: _Reporter) -> Any:
+        report.created(run_id)
+        report.running([])
+        train(store, run_id, Path(data_dir), config, progress=report.progress)
+        return _Done(run_id)
+
+    return _start(label, "train", body, store, reranker=config.name)
+
+
+@dataclass
+class _Done:
+    """The outcome of a job that makes no run of its own."""
+
+    run_id: str
+    status: str = "complete"
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def _start(label: str, kind: str, body: Callable[[_Reporter], Any], store: Any,
+           reranker: str | None = None) -> tuple[Job, bool]:
     with _LOCK:
         for job in _JOBS.values():
             if job.active:
                 return _copy(job), False
-        job = Job(job_id=uuid.uuid4().hex[:12], collection=label, started_at=time.time(), kind=kind)
+        job = Job(job_id=uuid.uuid4().hex[:12], collection=label, started_at=time.time(), kind=kind,
+                  reranker=reranker)
         _JOBS[job.job_id] = job
         thread = threading.Thread(target=_work, args=(job.job_id, body, store),
                                   name=f"searchgrade-job-{job.job_id}", daemon=True)
@@ -235,7 +290,9 @@ class _Reporter:
     def progress(self, stage: str, done: int, total: int) -> None:
         with _LOCK:
             job = _JOBS[self.job_id]
-            job.stages[stage] = StageProgress(stage, int(done), int(total))
+            before = job.stages.get(stage)
+            job.stages[stage] = StageProgress(stage, int(done), int(total),
+                                              before.started_at if before else time.time())
             job.current_stage = stage
             cancelled = job.cancel_requested
         if cancelled:

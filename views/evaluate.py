@@ -73,7 +73,8 @@ def _live(job_id: str) -> None:
         st.rerun()
     # From the worker's memory, not the store: opening DuckDB every second slows the run down.
     run_stage = job.current_stage or "loading"
-    verb = "Resuming a stopped run" if job.kind == "resume" else "Running"
+    verb = {"resume": "Resuming a stopped run", "train": f"Training reranker {job.reranker}"}.get(
+        job.kind, "Running")
     st.markdown(f"**{verb}** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
                 f"{job.elapsed_s:.0f} s")
     _stage_table(job)
@@ -96,7 +97,9 @@ def _show_job(job_id: str) -> None:
         _live(job_id)
     elif job.state == "complete":
         run = get_store().get_run(job.run_id)
-        st.success(plain(f"Run complete: {run.name} ({job.elapsed_s:.0f} s)"))
+        done = (f"Reranker {job.reranker} trained from run {run.name}" if job.kind == "train"
+                else f"Run complete: {run.name}")
+        st.success(plain(f"{done} ({job.elapsed_s:.0f} s)"))
         _stage_table(job)
     else:
         show = st.warning if job.state == "cancelled" else st.error

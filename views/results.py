@@ -15,6 +15,7 @@ from engine.report.common import (
     primary_k,
 )
 from engine.report.downloads import per_query_csv, trec_zip
+from engine.report.reranker import trained_reranker_use
 from engine.report.results import bar_series
 from engine.strategies import color as strategy_color
 from engine.strategies import label as strategy_label
@@ -34,6 +35,7 @@ from views._common import (
 )
 from views._overlap import overlap_table, search_problems
 from views._rating import rate_failed_results, rescore_controls
+from views._reranker import train_section
 from views._slices import query_slices_section
 from views._trust import trust_section
 
@@ -148,7 +150,10 @@ figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade", height=340, m
 st.plotly_chart(figure, key="results_position_chart")
 
 # -- baseline vs reranker, distribution
-st.subheader("Baseline vs reranker")
+trained = trained_reranker_use(run)
+st.subheader(trained.title if trained else "Baseline vs reranker")
+if trained is not None:
+    st.caption(plain(trained.caption))
 if view.reranker_table.empty:
     st.caption("No strategy ran both without and with the reranker.")
 else:
@@ -252,6 +257,8 @@ with st.expander("Latency per query"):
     st.dataframe(view.latency.drop(columns="strategy"), hide_index=True,
                  column_config={"p50_ms": st.column_config.NumberColumn("Median (ms)", format="%.1f"),
                                 "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f")})
+
+train_section(run)
 
 # -- downloads
 st.subheader("Downloads")

@@ -1,0 +1,95 @@
+"""A trained reranker on the Results page: how a run used it, and what its card says.
+
+A run evaluated with ``--reranker-model trained:NAME`` records in ``stats["reranker"]`` which
+model scored each query: the fold model that never saw it (cross-fitted) or, for a query no
+training query matches, a model trained on other queries (plain). The page says which, with the
+words "measured on queries the reranker never saw" when every query was held out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.store import RunRecord
+from engine.strategies import label
+
+#: The words the page shows beside a trained reranker's figures when no query was trained on.
+NEVER_SAW = "measured on queries the reranker never saw"
+
+
+@dataclass(frozen=True)
+class TrainedRerankerUse:
+    """How one run used a trained reranker."""
+
+    name: str
+    #: "cross-fitted" (each query by the fold model that never saw it), "plain" (no query of the
+    #: run was trained on) or "mixed".
+    mode: str
+    held_out: int
+    plain: int
+    source_run: str | None
+
+    @property
+    def title(self) -> str:
+        return f"Baseline vs trained reranker {self.name}"
+
+    @property
+    def caption(self) -> str:
+        if self.mode == "cross-fitted":
+            return (f"{NEVER_SAW.capitalize()}: each of the {self.held_out:,} queries was reranked by "
+                    f"the model of its fold, trained on the other folds of run {self.source_run} "
+                    "(queries from the same source document or with the same text share a fold).")
+        if self.mode == "plain":
+            return (f"{NEVER_SAW.capitalize()}: the reranker was trained on other queries"
+                    f"{f' (run {self.source_run})' if self.source_run else ''}, none of them one of "
+                    f"these {self.plain:,}.")
+        return (f"{NEVER_SAW.capitalize()}: {self.held_out:,} queries were reranked by the fold model "
+                f"that did not train on them (cross-fitted), {self.plain:,} by a model trained on "
+                "other queries.")
+
+
+def trained_reranker_use(run: RunRecord) -> TrainedRerankerUse | None:
+    """What ``run`` recorded about its trained reranker, or None when it used none."""
+    info = run.stats.get("reranker") if isinstance(run.stats, dict) else None
+    if not info or not info.get("trained"):
+        return None
+    return TrainedRerankerUse(str(info["trained"]), str(info.get("mode", "plain")),
+                              int(info.get("held_out", 0)), int(info.get("plain", 0)),
+                              info.get("source_run"))
+
+
+def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
+    """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone)."""
+    rows = card.get("heldout", {}).get("cross_encoder_alone" if alone else "figures", [])
+    columns = ["Strategy", "Metric", "Base", "Reranked", "Change", "CI low", "CI high", "p (Holm)",
+               "Verdict", "Queries improved", "Queries hurt"]
+    out = []
+    for f in rows:
+        out.append({
+            "Strategy": label(f["strategy"]), "Metric": f"{f['metric'].upper()}@{f['k']}",
+            "Base": f["base"], "Reranked": f["reranked"], "Change": f["diff"], "CI low": f["ci_low"],
+            "CI high": f["ci_high"], "p (Holm)": f["p_holm"],
+            "Verdict": ("significant gain" if f["diff"] > 0 else "significant loss")
+            if f["p_holm"] < 0.05 else "not distinguishable",
+            "Queries improved": f["improved"], "Queries hurt": f["hurt"],
+        })
+    return pd.DataFrame(out, columns=columns)
+
+
+def trained_rerankers(data_dir: Path) -> list[dict[str, Any]]:
+    """The cards of the rerankers trained in this data directory, newest first."""
+    import json
+
+    from indexes.trained_reranker import rerankers_dir
+
+    cards = []
+    for path in sorted(rerankers_dir(data_dir).glob("*/card.json")):
+        try:
+            cards.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return sorted(cards, key=lambda c: c.get("created_at", ""), reverse=True)
