@@ -55,10 +55,13 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
     collection = load_collection(path)
     settings = IndexSettings(rerank_depth=args.depth)
     t0 = time.perf_counter()
-    outcome = run_evaluation(collection, RunConfig(name=f"{name} bench", strategies=base_strategies(),
-                                                   max_queries=args.max_queries, index=settings,
-                                                   n_bootstrap=1000),
-                             store, data_dir)
+    if args.run:
+        run_id = store.get_run(args.run).run_id
+    else:
+        run_id = run_evaluation(collection, RunConfig(name=f"{name} bench", strategies=base_strategies(),
+                                                      max_queries=args.max_queries, index=settings,
+                                                      n_bootstrap=1000),
+                                store, data_dir).run_id
     evaluate_s = time.perf_counter() - t0
     config = RerankerTrainingConfig(
         name=f"{name}-bench", folds=args.folds, replace=True, full_model=args.full_model,
@@ -71,7 +74,7 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
                                   body_layers=args.body_layers),
         blend=not args.no_blend,
     )
-    reranker = train_reranker(store, outcome.run_id, data_dir, config, progress=_progress,
+    reranker = train_reranker(store, run_id, data_dir, config, progress=_progress,
                               collection=collection)
     card = reranker.card
     print(f"\n== {name}: {card['heldout']['queries']} held-out queries, {card['folds']} folds, "
@@ -102,6 +105,8 @@ def main() -> int:
                         help="comma-separated: scifact, cranfield, or BEIR folder paths")
     parser.add_argument("--data-dir", type=Path, help="artifact root (default: a temporary folder)")
     parser.add_argument("--max-queries", type=int, help="a seeded sample of queries (quick run)")
+    parser.add_argument("--run", help="train from this stored run instead of evaluating again "
+                        "(one collection only)")
     d, s = TrainingSettings(), NegativeSampling()
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--depth", type=int, default=IndexSettings().rerank_depth,
@@ -118,11 +123,16 @@ def main() -> int:
                         help="top transformer layers trained (-1: all)")
     parser.add_argument("--body-layers", type=int, help="keep the body's first N layers (default: all)")
     parser.add_argument("--no-blend", action="store_true", help="the cross-encoder alone")
-    parser.add_argument("--threads", type=int, help="torch threads (default: torch's, one per core)")
+    parser.add_argument("--threads", type=int, help="torch threads for the whole bench (default: "
+                        "torch's, one per core)")
     parser.add_argument("--full-model", action="store_true", help="also train the full model (timed)")
     parser.add_argument("--json", type=Path, help="write the cards here as JSON")
     args = parser.parse_args()
 
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)  # the evaluation too, not only the training
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()}, python {platform.python_version()}")
     tmp = None

@@ -188,6 +188,23 @@ def truncate_body(model: Any, layers: int) -> int:
     return had
 
 
+def check_body(base_model: str) -> Path:
+    """The body's folder, checked before any work: it exists and has at most one output.
+
+    Raises:
+        SearchGradeError: not a local model folder, or a classifier with several outputs.
+    """
+    folder = resolve_body(base_model)
+    labels = scoring_labels(folder)
+    if labels is not None and labels != 1:
+        raise SearchGradeError(
+            f"base model '{folder}' is a classifier with {labels} outputs; a reranker needs one "
+            "relevance score: pass a sentence-transformers folder (a fresh head is added) or a "
+            "one-logit cross-encoder"
+        )
+    return folder
+
+
 def new_cross_encoder(base_model: str, max_length: int, seed: int) -> tuple[Any, bool]:
     """A CrossEncoder to train: the body with a fresh seeded one-logit head, or a one-logit
     cross-encoder as it is. Returns (model, fresh_head).
@@ -199,14 +216,8 @@ def new_cross_encoder(base_model: str, max_length: int, seed: int) -> tuple[Any,
     from sentence_transformers.cross_encoder import CrossEncoder
     from transformers import set_seed
 
-    folder = resolve_body(base_model)
+    folder = check_body(base_model)
     labels = scoring_labels(folder)
-    if labels is not None and labels != 1:
-        raise SearchGradeError(
-            f"base model '{folder}' is a classifier with {labels} outputs; a reranker needs one "
-            "relevance score: pass a sentence-transformers folder (a fresh head is added) or a "
-            "one-logit cross-encoder"
-        )
     set_seed(seed)  # the fresh head's initial weights
     try:
         model = CrossEncoder(str(folder), num_labels=1, max_length=max_length, device="cpu",

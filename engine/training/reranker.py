@@ -39,7 +39,13 @@ from engine.training.pairs import (
 )
 from core.records import Collection, SearchGradeError
 from engine.strategies import base_of, base_strategies
-from indexes.reranker_training import LabelledPair, TrainingSettings, predict, train_cross_encoder
+from indexes.reranker_training import (
+    LabelledPair,
+    TrainingSettings,
+    check_body,
+    predict,
+    train_cross_encoder,
+)
 from indexes.trained_reranker import (
     CARD_FORMAT,
     FULL,
@@ -106,6 +112,7 @@ class RerankerTrainingConfig:
             raise SearchGradeError(f"--threads of {self.threads!r} must be at least 1")
         if self.train_queries is not None and self.train_qrels is None:
             raise SearchGradeError("--train-queries goes with --train-qrels (the texts of its queries)")
+        check_body(self.training.base_model)
 
 
 @dataclass
@@ -152,6 +159,10 @@ def train_reranker(
         raise SearchGradeError(f"a reranker named {config.name!r} exists ({target}); pass --replace "
                                "to overwrite it or pick another --name")
     work = _prepare(store, run_id, data_dir, config, collection)
+    fold_queries = [FoldQuery(q.query_id, q.text, q.source_doc_id) for q in work.train_queries]
+    work.groups = query_groups(fold_queries)
+    if config.train_qrels is None:  # before any work: too few groups for the folds fails here
+        work.folds = assign_folds(fold_queries, config.folds, config.training.seed)
     partial = rerankers_dir(data_dir) / f".partial-{config.name}-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "models").mkdir(parents=True)
@@ -323,10 +334,6 @@ def _train_and_score(work: _Work, config: RerankerTrainingConfig, folder: Path,
                      report: Progress) -> dict[str, Any]:
     split = config.train_qrels is not None
     train = work.train_queries
-    fold_queries = [FoldQuery(q.query_id, q.text, q.source_doc_id) for q in train]
-    work.groups = query_groups(fold_queries)
-    if not split:
-        work.folds = assign_folds(fold_queries, config.folds, config.training.seed)
     per_query: dict[str, tuple[list[LabelledPair], PairStats]] = {}
     for q in train:
         lists = [work.candidates[s].get(q.query_id, []) for s in work.strategies]

@@ -34,19 +34,20 @@ def documents() -> dict[str, tuple[str, str]]:
     return docs
 
 
-def queries() -> list[Query]:
+def queries(topics: range = range(len(TOPICS))) -> list[Query]:
     out = []
-    for t, topic in enumerate(TOPICS):
+    for t in topics:
+        topic = TOPICS[t]
         source = f"t{t}-0"
         out.append(Query(f"g-t{t}-n0", f"what do we know about the {topic}", "natural", source))
         out.append(Query(f"g-t{t}-k0", f"{topic} facts", "keyword", source))
     return out
 
 
-def grades(learnable: bool, seed: int = 7) -> list[Grade]:
+def grades(learnable: bool, seed: int = 7, topics: range = range(len(TOPICS))) -> list[Grade]:
     rng = random.Random(seed)
     out = []
-    for t in range(len(TOPICS)):
+    for t in topics:
         good = {i for i in range(6) if i % 2 == 0} if learnable else set(rng.sample(range(6), 3))
         for query_suffix in ("n0", "k0"):
             for i in range(6):
@@ -63,7 +64,21 @@ def write_collection(folder: Path) -> Path:
     return folder
 
 
-def store_run(store: Store, collection_path: Path, learnable: bool) -> str:
+def write_split(folder: Path, topics: range) -> tuple[Path, Path]:
+    """A separate training split: queries.jsonl and a qrels file (learnable grades) of ``topics``."""
+    queries_path, qrels_path = folder / "train-queries.jsonl", folder / "train-qrels.tsv"
+    with open(queries_path, "w", encoding="utf-8") as f:
+        for q in queries(topics):
+            f.write(json.dumps({"_id": f"train-{q.query_id}", "text": q.text}) + "\n")
+    with open(qrels_path, "w", encoding="utf-8") as f:
+        f.write("query-id\tcorpus-id\tscore\n")
+        for g in grades(True, topics=topics):
+            f.write(f"train-{g.query_id}\t{g.doc_id}\t{g.grade}\n")
+    return queries_path, qrels_path
+
+
+def store_run(store: Store, collection_path: Path, learnable: bool,
+              topics: range = range(len(TOPICS))) -> str:
     """A complete LLM-judged run of the three base strategies holding these queries and grades."""
     config = RunConfig(mode="llm", strategies=("ann", "fulltext", "hybrid"))
     run_id = store.create_run(
@@ -72,7 +87,7 @@ def store_run(store: Store, collection_path: Path, learnable: bool) -> str:
         grade_max=3, threshold=2, k=10, depth=10, config=config.to_json(),
     )
     with store.transaction() as con:
-        store.write_queries(con, run_id, queries())
-        store.write_grades(con, run_id, grades(learnable))
+        store.write_queries(con, run_id, queries(topics))
+        store.write_grades(con, run_id, grades(learnable, topics=topics))
     store.finish_run(run_id, "complete")
     return run_id

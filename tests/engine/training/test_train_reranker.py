@@ -129,3 +129,22 @@ def test_a_taken_name_is_refused_without_replace(learnable):
     config = RerankerTrainingConfig(name=reranker.name, folds=4, training=SETTINGS)
     with pytest.raises(SearchGradeError, match="--replace"):
         train_reranker(store, run_id, data_dir, config)
+
+
+def test_a_separate_training_split_trains_one_model_and_holds_out_every_run_query(tmp_path):
+    data_dir = tmp_path / "data"
+    store = Store(data_dir)
+    collection = synthetic.write_collection(tmp_path / "synthetic")
+    run_id = synthetic.store_run(store, collection, True, topics=range(16, 24))
+    # the split: topics 0-16, one of which (16) is also a run query: it must be left out
+    queries_path, qrels_path = synthetic.write_split(tmp_path, range(0, 17))
+    config = RerankerTrainingConfig(name="split", sampling=SAMPLING, training=SETTINGS, depth=10,
+                                    threads=1, train_qrels=str(qrels_path), train_queries=str(queries_path))
+    card = train_reranker(store, run_id, data_dir, config).card
+    assert card["mode"] == "training-split" and card["folds"] == 0 and set(card["models"]) == {"full"}
+    trained = set(card["models"]["full"]["train_query_ids"]) | set(card["models"]["full"]["validation_query_ids"])
+    assert trained == {f"train-{q.query_id}" for q in synthetic.queries(range(0, 16))}
+    assert any("left out 2 training-split queries" in n for n in card["notes"])
+    assert card["heldout"]["queries"] == 16
+    ndcg = [f for f in card["heldout"]["figures"] if f["metric"] == "ndcg"]
+    assert all(f["reranked"] > f["base"] for f in ndcg), ndcg
