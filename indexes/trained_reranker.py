@@ -230,18 +230,21 @@ class Assignment(NamedTuple):
 
 
 class CrossFittedScorer:
-    """Scores (query, documents) with the model of the reranker that never saw the query.
+    """Scores (query, document) pairs with the model of the reranker that never saw the query.
 
-    ``scorer(query_id, query, documents)`` returns one score per document, higher is more
-    relevant: the model's logits blended with the base ranking (:func:`blend`), so ``documents``
-    must come in the base strategy's order. Which model scored each query is kept in ``used`` (query id -> Assignment), so
-    a run can record it and a test can check it. Scores the reranker gave while training are
-    reused when the model, the query text and the document content are the same.
+    A pair scorer for the reranked strategies (indexes/rerank.py): ``score_pairs`` takes pairs
+    with ``query_id``, ``query``, ``doc_id`` and ``content`` and returns the models' logits, each
+    query's from the model ``assign`` picks; ``finalize(query_id, scores)`` blends one query's
+    logits, given in the base strategy's order, with that order (:func:`blend`, the weight of the
+    query's model). Which model scored each query is kept in ``used`` (query id -> Assignment),
+    for the run's record and for tests. Scores the reranker gave while training are reused when
+    the model, the query text and the document content are the same.
     """
 
     def __init__(self, reranker: TrainedReranker, source_docs: Mapping[str, str | None] | None = None,
                  batch_size: int = 32) -> None:
         self.reranker = reranker
+        self.name = f"{TRAINED_PREFIX}{reranker.name}"
         self.source_docs = dict(source_docs or {})
         self.batch_size = batch_size
         self.used: dict[str, Assignment] = {}
@@ -256,27 +259,42 @@ class CrossFittedScorer:
             return Assignment(model_key(fold), True)
         return Assignment(FULL if self.reranker.has_model(FULL) else model_key(1), False)
 
-    def __call__(self, query_id: str, query: str, documents: Sequence[str],
-                 doc_ids: Sequence[str] | None = None) -> np.ndarray:
+    def score_pairs(self, pairs: Sequence[Any]) -> np.ndarray:
         from indexes.reranker_training import predict
 
-        assignment = self.assign(query_id, query)
-        self.used[query_id] = assignment
-        key = assignment.model
-        scores = np.zeros(len(documents), dtype=np.float64)
-        cache = self.reranker.cached_scores() if doc_ids is not None else {}
-        missing = []
-        qd = digest(query)
-        for i, content in enumerate(documents):
-            hit = cache.get((key, qd, doc_ids[i], digest(content))) if doc_ids is not None else None
+        scores = np.zeros(len(pairs), dtype=np.float64)
+        cache = self.reranker.cached_scores()
+        missing: dict[tuple[str, str], list[int]] = {}
+        for i, pair in enumerate(pairs):
+            if pair.query_id not in self.used:
+                self.used[pair.query_id] = self.assign(pair.query_id, pair.query)
+            key = self.used[pair.query_id].model
+            hit = cache.get((key, digest(pair.query), pair.doc_id, digest(pair.content)))
             if hit is None:
-                missing.append(i)
+                missing.setdefault((key, pair.query_id), []).append(i)
             else:
                 scores[i] = hit
                 self.cache_hits += 1
-        if missing:
-            predicted = predict(self.reranker.model(key), query, [documents[i] for i in missing],
-                                batch_size=self.batch_size)
-            scores[missing] = predicted
-            self.scored += len(missing)
-        return blend(scores, self.reranker.blend_weight(key))
+        for (key, _), rows in missing.items():
+            query = pairs[rows[0]].query
+            scores[rows] = predict(self.reranker.model(key), query, [pairs[i].content for i in rows],
+                                   batch_size=self.batch_size)
+            self.scored += len(rows)
+        return scores
+
+    def finalize(self, query_id: str, scores: np.ndarray) -> np.ndarray:
+        """One query's logits, in the base order, blended with that order."""
+        assignment = self.used.get(query_id)
+        if assignment is None:
+            raise SearchGradeError(f"query {query_id!r} was never scored by reranker {self.name!r}")
+        return blend(scores, self.reranker.blend_weight(assignment.model))
+
+    def summary(self) -> dict[str, Any]:
+        """What a run records about its use of the reranker."""
+        held_out = sum(1 for a in self.used.values() if a.held_out)
+        plain = len(self.used) - held_out
+        mode = "cross-fitted" if plain == 0 else "plain" if held_out == 0 else "mixed"
+        return {"trained": self.reranker.name, "mode": mode, "held_out": held_out, "plain": plain,
+                "source_run": self.reranker.card.get("source_run", {}).get("run_id"),
+                "models": {q: a.model for q, a in sorted(self.used.items())},
+                "cache_hits": self.cache_hits, "scored": self.scored}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.parquet as pq
 import pytest
@@ -19,6 +20,13 @@ from core.records import SearchGradeError
 from indexes.reranker_training import TrainingSettings
 from indexes.trained_reranker import CrossFittedScorer, TrainedReranker, digest, leakage_keys
 from tests.engine.training import synthetic
+
+
+class Pair(NamedTuple):
+    query_id: str
+    query: str
+    doc_id: str
+    content: str
 
 pytestmark = pytest.mark.slow
 
@@ -99,18 +107,20 @@ def test_the_scorer_sends_each_training_query_to_its_fold_and_new_ones_to_a_plai
     query = synthetic.queries()[0]
     docs = synthetic.documents()
     doc_ids = [f"t0-{i}" for i in range(6)]
-    contents = [f"{docs[d][0]} {docs[d][1]}" for d in doc_ids]
-    scores = scorer(query.query_id, query.text, contents, doc_ids)
+    pairs = [Pair(query.query_id, query.text, d, f"{docs[d][0]} {docs[d][1]}") for d in doc_ids]
+    raw = scorer.score_pairs(pairs)
     assert scorer.used[query.query_id] == (f"fold-{fold_of[query.query_id]}", True)
     assert scorer.cache_hits == 6 and scorer.scored == 0  # the held-out scores are reused
-    assert scores[0] > scores[1]  # blue above green
+    final = scorer.finalize(query.query_id, raw)
+    assert final[0] > final[1]  # blue above green
     # the same text under another id is the same query; a new question of that source too
     assert scorer.assign("other-id", query.text).model == f"fold-{fold_of[query.query_id]}"
     scorer.source_docs["new"] = query.source_doc_id
     assert scorer.assign("new", "a brand new question").held_out
     assert scorer.assign("unseen", "a question nobody asked") == ("fold-1", False)
-    fresh = scorer("unseen", "a question nobody asked", contents[:2])
+    fresh = scorer.score_pairs([Pair("unseen", "a question nobody asked", d, "text") for d in ("a", "b")])
     assert len(fresh) == 2 and scorer.scored == 2
+    assert scorer.summary()["mode"] == "mixed"
 
 
 def test_the_model_card_says_what_it_learnt_from(learnable):
