@@ -47,6 +47,7 @@ from engine.search import run_search
 from engine.store import Store, heartbeat_timeout_s, new_owner
 from indexes.build import build_searchers, measure_ann_recall
 from indexes.settings import IndexSettings
+from indexes.trained_reranker import merge_records
 
 Progress = Callable[[str, int, int], None]
 #: Called as on_usage(stage, counters) with a stage's LLM accounting so far (engine.llm.client.StageUsage).
@@ -160,6 +161,16 @@ def _client(config: RunConfig) -> LLMClient | None:
     return LLMClient(config.llm) if config.uses_llm else None
 
 
+def _check_trained_reranker(config: RunConfig, data_dir: str | Path) -> None:
+    """A ``trained:NAME`` reranker that is not there stops the run before it starts."""
+    from engine.strategies import base_of
+    from indexes.trained_reranker import TrainedReranker, trained_name
+
+    name = trained_name(config.index.reranker_model) if config.index is not None else None
+    if name is not None and any(base_of(s) for s in config.strategies):
+        TrainedReranker.load(Path(data_dir), name)
+
+
 def run_evaluation(
     collection: Collection,
     config: RunConfig,
@@ -186,6 +197,7 @@ def run_evaluation(
     """
     # How the collection was loaded (columns, queries and qrels files), so a resume loads it alike.
     config = _prepare(replace(config, collection_fields=dict(collection.fields)))
+    _check_trained_reranker(config, data_dir)
     plan = _plan(collection, config, store)
     client = _client(config)
     name = config.name or f"{collection.name} {time.strftime('%Y-%m-%d %H:%M')}"
@@ -367,6 +379,10 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     query_ids = [q.query_id for q in queries]
     strategies = [s for s in config.strategies if s in built.searchers]
     docs_by_id = {d.doc_id: d for d in collection.documents}
+    scores = getattr(built.context, "_scores", None)
+    bind = getattr(getattr(scores, "scorer", None), "bind_queries", None)
+    if bind is not None:  # a trained reranker picks its model per query (and source document)
+        bind(queries)
     searched = run_search(
         built.nodes, strategies, queries, config.retrieval_depth, collection_ids=set(docs_by_id),
         declared={s for s in strategies if registry.info(s).kind != "builtin"},
@@ -376,9 +392,11 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     hits = searched.hits
     ctx.timings["search"] = ctx.timings.get("search", 0.0) + time.perf_counter() - t0
     ctx.stats.update(searched.stats)
-    scores = getattr(built.context, "_scores", None)
     if scores is not None:
         ctx.stats["reranker_pairs"] = {"scored": scores.scored, "reused": scores.reused}
+        summary = getattr(scores.scorer, "summary", None)
+        if summary is not None:  # which model scored each query (engine/report/reranker.py)
+            ctx.stats["reranker"] = merge_records(ctx.stats.get("reranker"), summary())
     # Results and failed queries land now, in their own transaction: a resume searches only what
     # is missing (failed queries, or what an interrupted run had not searched).
     ctx.check()

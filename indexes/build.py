@@ -13,6 +13,9 @@ rebuilt ANN index only encodes documents it has never seen.
 
 A reranker that cannot be loaded is not faked: its strategies are listed in BuiltIndexes.skipped
 with the reason and the fix, and the other strategies are built as usual.
+``reranker_model = "trained:NAME"`` reranks with a reranker trained by ``train-reranker`` in the
+data directory, each query scored by the model that never saw it (indexes/trained_reranker.py):
+the reranked strategies share one CrossFittedScorer behind the shared scores.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ from indexes.embeddings import (
 from indexes.executor import Node, StrategySearcher
 from indexes.fulltext import FulltextNode
 from indexes.hybrid import HybridNode
-from indexes.rerank import CrossEncoderScorer, SharedScores, load_reranker
+from indexes.rerank import CrossEncoderScorer, PairScorer, SharedScores, load_reranker
 from indexes.settings import IndexSettings
+from indexes.trained_reranker import CrossFittedScorer, TrainedReranker, trained_name
 
 
 class SkipStrategy(SearchGradeError):
@@ -107,13 +111,22 @@ class BuildContext:
         if self._scores is None:
             with timed(self.built.timings, "reranker_load"):
                 try:
-                    model = load_reranker(self.settings.reranker_model)
+                    scorer = self._pair_scorer()
                 except SearchGradeError as exc:
                     self._scorer_error = str(exc)
                     raise SkipStrategy(self._scorer_error) from None
-            self._scores = SharedScores(CrossEncoderScorer(model, self.settings.reranker_model,
-                                                           self.settings.batch_size))
+            self._scores = SharedScores(scorer)
         return self._scores
+
+    def _pair_scorer(self) -> PairScorer:
+        """The cross-encoder, or a trained reranker's cross-fitted scorer for ``trained:NAME``
+        (its fold models load when a query first needs one)."""
+        name = self.settings.reranker_model
+        trained = trained_name(name)
+        if trained is not None:
+            return CrossFittedScorer(TrainedReranker.load(self.data_dir, trained),
+                                     batch_size=self.settings.batch_size)
+        return CrossEncoderScorer(load_reranker(name), name, self.settings.batch_size)
 
 
 def builtin_factory(name: str) -> registry_module.Factory:

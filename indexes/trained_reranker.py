@@ -248,6 +248,7 @@ class CrossFittedScorer:
         self.source_docs = dict(source_docs or {})
         self.batch_size = batch_size
         self.used: dict[str, Assignment] = {}
+        self._aliases: dict[str, list[str]] = {}
         self.cache_hits = 0
         self.scored = 0
 
@@ -259,6 +260,30 @@ class CrossFittedScorer:
             return Assignment(model_key(fold), True)
         return Assignment(FULL if self.reranker.has_model(FULL) else model_key(1), False)
 
+    def bind_queries(self, queries: Sequence[Any]) -> None:
+        """The run's queries (``query_id``, ``text``, ``source_doc_id``): their source documents
+        join the leakage check, and queries sharing a text (scored once, under the first id) are
+        recorded as scored by the same model.
+
+        Raises:
+            SearchGradeError: two queries share a text but no one model is clean for both.
+        """
+        self.source_docs.update({q.query_id: q.source_doc_id for q in queries})
+        by_text: dict[str, list[str]] = {}
+        for q in queries:
+            by_text.setdefault(q.text, []).append(q.query_id)
+        self._aliases = {}
+        for text, ids in by_text.items():
+            if len(ids) > 1:
+                models = {self.assign(qid, text) for qid in ids}
+                if len(models) > 1:
+                    raise SearchGradeError(
+                        f"queries {', '.join(ids)} share the text {text[:60]!r} but come from source "
+                        f"documents in different folds of reranker {self.name!r}: no model of it is "
+                        "clean for all of them; give them distinct texts or train on this run"
+                    )
+                self._aliases[ids[0]] = ids[1:]
+
     def score_pairs(self, pairs: Sequence[Any]) -> np.ndarray:
         from indexes.reranker_training import predict
 
@@ -268,6 +293,8 @@ class CrossFittedScorer:
         for i, pair in enumerate(pairs):
             if pair.query_id not in self.used:
                 self.used[pair.query_id] = self.assign(pair.query_id, pair.query)
+                for alias in self._aliases.get(pair.query_id, ()):
+                    self.used[alias] = self.used[pair.query_id]
             key = self.used[pair.query_id].model
             hit = cache.get((key, digest(pair.query), pair.doc_id, digest(pair.content)))
             if hit is None:
@@ -291,10 +318,27 @@ class CrossFittedScorer:
 
     def summary(self) -> dict[str, Any]:
         """What a run records about its use of the reranker."""
-        held_out = sum(1 for a in self.used.values() if a.held_out)
-        plain = len(self.used) - held_out
-        mode = "cross-fitted" if plain == 0 else "plain" if held_out == 0 else "mixed"
-        return {"trained": self.reranker.name, "mode": mode, "held_out": held_out, "plain": plain,
-                "source_run": self.reranker.card.get("source_run", {}).get("run_id"),
-                "models": {q: a.model for q, a in sorted(self.used.items())},
-                "cache_hits": self.cache_hits, "scored": self.scored}
+        return _record(self.reranker.name, self.reranker.card.get("source_run", {}).get("run_id"),
+                       {q: a.model for q, a in self.used.items()},
+                       {q for q, a in self.used.items() if not a.held_out}, self.cache_hits, self.scored)
+
+
+def _record(name: str, source_run: str | None, models: Mapping[str, str], plain: set[str],
+            cache_hits: int, scored: int) -> dict[str, Any]:
+    held_out = len(models) - len(plain)
+    mode = "cross-fitted" if not plain else "plain" if held_out == 0 else "mixed"
+    return {"trained": name, "mode": mode, "held_out": held_out, "plain": len(plain),
+            "source_run": source_run, "models": dict(sorted(models.items())),
+            "plain_queries": sorted(plain), "cache_hits": cache_hits, "scored": scored}
+
+
+def merge_records(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's record of its trained reranker after a resume searched some queries again: the
+    queries scored before and those scored now (now wins for a query in both)."""
+    if not previous or previous.get("trained") != current.get("trained"):
+        return dict(current)
+    models = {**previous.get("models", {}), **current["models"]}
+    plain = (set(previous.get("plain_queries", [])) - set(current["models"])) | set(current["plain_queries"])
+    return _record(current["trained"], current.get("source_run"), models, plain,
+                   int(previous.get("cache_hits", 0)) + current["cache_hits"],
+                   int(previous.get("scored", 0)) + current["scored"])

@@ -22,6 +22,7 @@ from engine.report.evaluate import (
     judge_prompt_version,
     mode_status,
 )
+from engine.report.reranker import trained_rerankers
 from engine.report.runs import run_choices, skipped_messages
 from engine.strategies import label as strategy_label
 from views._collection import choose_collection, collection_overview, show_error
@@ -303,8 +304,12 @@ def _form() -> None:
         defaults = index_defaults()
         embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
                                   key="evaluate_embedding")
-        reranker = st.text_input("Reranker model (cross-encoder name or local path)",
-                                 defaults["reranker_model"], key="evaluate_reranker")
+        trained = ", ".join(f"`trained:{c['name']}`" for c in trained_rerankers(home()))
+        reranker = st.text_input(
+            "Reranker model (cross-encoder name or local path)", defaults["reranker_model"],
+            key="evaluate_reranker",
+            help="Or trained:NAME, a reranker trained on a run's grades (Results, \"Train a reranker "
+                 "on these grades\")" + (f"; trained here: {trained}" if trained else ""))
         ann = st.selectbox("ANN index", index_choices(),
                            index=index_choices().index(defaults["ann_index"]), key="evaluate_ann",
                            help="auto: exact search up to 200,000 documents, IVF above")

@@ -67,7 +67,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ann-index", default=d.ann_index,
                    help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
     g.add_argument("--reranker-model", default=d.reranker_model,
-                   help=f"cross-encoder name or local path (default: {d.reranker_model})")
+                   help="cross-encoder name or local path, or trained:NAME for a reranker trained by "
+                   f"`searchgrade train-reranker` (default: {d.reranker_model})")
     g.add_argument("--rerank-depth", type=int, default=d.rerank_depth,
                    help=f"candidates the reranker rescores (default: {d.rerank_depth})")
     g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")

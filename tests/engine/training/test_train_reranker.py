@@ -13,12 +13,17 @@ from typing import NamedTuple
 import pyarrow.parquet as pq
 import pytest
 
+from engine.collections import load_collection
+from engine.config import RunConfig
+from engine.pipeline import run_evaluation
 from engine.store import Store
 from engine.training.pairs import NegativeSampling
 from engine.training.reranker import RerankerTrainingConfig, train_reranker
 from core.records import SearchGradeError
 from indexes.reranker_training import TrainingSettings
+from indexes.settings import IndexSettings
 from indexes.trained_reranker import CrossFittedScorer, TrainedReranker, digest, leakage_keys
+from tests.conftest import write_beir
 from tests.engine.training import synthetic
 
 
@@ -158,3 +163,41 @@ def test_a_separate_training_split_trains_one_model_and_holds_out_every_run_quer
     assert card["heldout"]["queries"] == 16
     ndcg = [f for f in card["heldout"]["figures"] if f["metric"] == "ndcg"]
     assert all(f["reranked"] > f["base"] for f in ndcg), ndcg
+
+
+def test_evaluate_with_the_trained_reranker_scores_each_query_by_its_fold_model(learnable, tmp_path):
+    """`--reranker-model trained:NAME` on the training run's queries: none of the three reranked
+    strategies is skipped, each query is reranked by the model of its fold (which trained on
+    neither it nor its twin), and the run's figures are the card's held-out figures."""
+    store, _, data_dir, reranker = learnable
+    card = reranker.card
+    folder = write_beir(tmp_path / "synthetic-qrels", synthetic.documents(),
+                        {q.query_id: q.text for q in synthetic.queries()},
+                        [(g.query_id, g.doc_id, g.grade) for g in synthetic.grades(True)])
+    config = RunConfig(name="trained reranker", k=10, depth=10, n_bootstrap=200,
+                       index=IndexSettings(reranker_model=f"trained:{reranker.name}", rerank_depth=10))
+    outcome = run_evaluation(load_collection(folder), config, store, data_dir)
+    assert outcome.status == "complete" and outcome.skipped == {}
+    record = store.get_run(outcome.run_id).stats["reranker"]
+    assert (record["trained"], record["mode"], record["held_out"], record["plain"]) == \
+        (reranker.name, "cross-fitted", 48, 0)
+    fold_of = {q["query_id"]: q["fold"] for q in card["queries"]}
+    assert record["models"] == {qid: f"fold-{fold}" for qid, fold in fold_of.items()}
+    for qid, model in record["models"].items():
+        twin = qid[:-2] + ("k0" if qid.endswith("n0") else "n0")
+        assert not {qid, twin} & set(card["models"][model]["train_query_ids"])
+    assert record["scored"] == 0 and record["cache_hits"] > 0  # the held-out scores, reused
+    means = {r["strategy"]: r["value"] for r in store.metric_summary(outcome.run_id, k=10)
+             if r["metric"] == "ndcg"}
+    for f in _figures(reranker):
+        assert means[f["strategy"]] == pytest.approx(f["base"], abs=1e-9)
+        assert means[f"{f['strategy']}_rerank"] == pytest.approx(f["reranked"], abs=1e-9)
+
+
+def test_evaluate_with_a_trained_reranker_that_is_not_there_stops_before_the_run(learnable, tmp_path):
+    store, _, data_dir, _ = learnable
+    before = len(store.list_runs())
+    config = RunConfig(index=IndexSettings(reranker_model="trained:no-such-reranker"))
+    with pytest.raises(SearchGradeError, match="no trained reranker 'no-such-reranker'.*train-reranker"):
+        run_evaluation(load_collection(write_beir(tmp_path / "tiny")), config, store, data_dir)
+    assert len(store.list_runs()) == before
