@@ -304,7 +304,7 @@ def _form() -> None:
         defaults = index_defaults()
         embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
                                   key="evaluate_embedding")
-        trained = ", ".join(f"`trained:{c['name']}`" for c in trained_rerankers(home()))
+        trained = ", ".join(plain(f"trained:{c['name']}") for c in trained_rerankers(home()))
         reranker = st.text_input(
             "Reranker model (cross-encoder name or local path)", defaults["reranker_model"],
             key="evaluate_reranker",
