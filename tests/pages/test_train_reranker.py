@@ -19,14 +19,8 @@ FIGURE = {"strategy": "ann", "metric": "ndcg", "k": 3, "n": 2, "base": 0.5, "rer
           "improved": 2, "hurt": 0, "judged_reranked": 1.0, "significant": True}
 
 
-@pytest.fixture(autouse=True)
-def clean_jobs():
-    yield
-    for _ in range(100):
-        if jobs.active_job() is None:
-            break
-        time.sleep(0.05)
-    jobs._reset_for_tests()
+#: Each test waits for its background job to end, then forgets finished jobs (tests/pages/conftest.py).
+pytestmark = pytest.mark.usefixtures("clean_jobs")
 
 
 @pytest.fixture
