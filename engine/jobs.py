@@ -266,7 +266,8 @@ def cancel(job_id: str, store: Any) -> Job | None:
             return None
         if job.active:
             job.cancel_requested = True
-        run_id = job.run_id if job.active else None
+        # A training job's run is its source run, complete: there is no run of its own to stop.
+        run_id = job.run_id if job.active and job.kind != "train" else None
         snap = _copy(job)
     if run_id is not None:
         store.request_cancel(run_id)
@@ -312,6 +313,15 @@ class _Reporter:
             _JOBS[self.job_id].notes = list(notes)
 
 
+#: What a cancelled job says, by kind: a run keeps what it did, a reranker is not saved at all.
+_CANCELLED = {
+    "evaluate": "cancelled: what was done is kept; resume the run to finish it",
+    "resume": "cancelled: what was done is kept; resume the run to finish it",
+    "train": "cancelled: no reranker was saved (a reranker with that name trained before is kept); "
+             "train it again to finish it",
+}
+
+
 def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
     try:
         outcome = body(_Reporter(job_id))
@@ -321,7 +331,9 @@ def _work(job_id: str, body: Callable[[_Reporter], Any], store: Any) -> None:
             job.skipped = dict(outcome.skipped)
             job.state = "complete" if outcome.status == "complete" else outcome.status
     except RunCancelled:
-        _fail(job_id, "cancelled: what was done is kept; resume the run to finish it", state="cancelled")
+        with _LOCK:
+            kind = _JOBS[job_id].kind
+        _fail(job_id, _CANCELLED.get(kind, _CANCELLED["evaluate"]), state="cancelled")
     except RunTakenOver as exc:
         _fail(job_id, str(exc), state="interrupted")
     except SearchGradeError as exc:

@@ -79,12 +79,15 @@ def _live(job_id: str) -> None:
     st.markdown(f"**{verb}** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
                 f"{job.elapsed_s:.0f} s")
     _stage_table(job)
+    training = job.kind == "train"
     if job.cancel_requested:
-        st.caption("Cancelling: the run stops at its next step and keeps what it did, for resume.")
+        st.caption("Cancelling: training stops at its next step and saves no reranker." if training
+                   else "Cancelling: the run stops at its next step and keeps what it did, for resume.")
     else:
-        st.caption("The run continues if you close or refresh this tab.")
-        if st.button("Cancel run", key="evaluate_cancel",
-                     help="Stop the run; what it did is kept and Resume continues it"):
+        st.caption(f"{'Training' if training else 'The run'} continues if you close or refresh this tab.")
+        if st.button("Cancel training" if training else "Cancel run", key="evaluate_cancel",
+                     help="Stop training; no reranker is saved and the run it learns from is unchanged"
+                     if training else "Stop the run; what it did is kept and Resume continues it"):
             jobs.cancel(job_id, get_store())
             st.rerun(scope="fragment")
 
@@ -104,9 +107,10 @@ def _show_job(job_id: str) -> None:
         _stage_table(job)
     else:
         show = st.warning if job.state == "cancelled" else st.error
-        show(public(f"The run {job.state}: {job.error}"))
+        what = f"Training reranker {job.reranker}" if job.kind == "train" else "The run"
+        show(public(f"{what} {job.state}: {job.error}"))
         _stage_table(job)
-        if job.run_id:
+        if job.run_id and job.kind != "train":  # a training job's run is its complete source run
             resume_controls(get_store().get_run(job.run_id), "evaluate_resume")
     for message in skipped_messages(job.skipped):
         st.warning(plain(message))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.cli.options import add_common, open_store
 from engine.report.ann_index import ann_index_text
+from engine.report.reranker import trained_reranker_use
 from engine.scoring import SOURCE_FOUND
 from engine.strategies import strategy_order
 
@@ -74,6 +75,9 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     ann_index = ann_index_text(run.stats)
     if ann_index:
         print(f"  {ann_index}", file=out)
+    use = trained_reranker_use(run)
+    if use is not None:
+        print(f"  {use.line}", file=out)
     if run.mode == "llm" or run.config.get("llm"):
         llm = llm_summary(store, run)
         calls, hits = llm["llm_calls"], llm["cache_hits"]

@@ -38,6 +38,16 @@ class TrainedRerankerUse:
         return f"Baseline vs trained reranker {self.name}"
 
     @property
+    def line(self) -> str:
+        """One line for `searchgrade show`: the reranker, its mode, and how many queries each way."""
+        counts = {"cross-fitted": f"{self.held_out:,} queries each by the fold model that never saw it",
+                  "plain": f"{self.plain:,} queries none of which it trained on"}.get(
+            self.mode, f"{self.held_out:,} queries cross-fitted, {self.plain:,} by a model trained on "
+                       "other queries")
+        source = f", trained on run {self.source_run}" if self.source_run else ""
+        return f"reranked strategies: trained reranker {self.name} ({self.mode}: {counts}{source})"
+
+    @property
     def caption(self) -> str:
         if self.mode == "cross-fitted":
             return (f"{NEVER_SAW.capitalize()}: each of the {self.held_out:,} queries was reranked by "

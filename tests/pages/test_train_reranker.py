@@ -90,3 +90,31 @@ def test_a_run_with_a_trained_reranker_says_it_was_measured_on_queries_it_never_
     at = open_page("views/results.py")
     assert "Baseline vs trained reranker tiny-v1" in [h.value for h in at.subheader]
     assert "Measured on queries the reranker never saw: each of the 2 queries" in _text(at)
+
+
+def test_cancelling_training_says_no_reranker_was_saved_not_resume(tiny_run, store, home):
+    """A cancelled training job names training and saves nothing; it offers no resume, and the run
+    it learns from stays complete (a training job has no run of its own to cancel)."""
+    from engine.training.reranker import RerankerTrainingConfig
+
+    release = threading.Event()
+
+    def train(store, run_id, data_dir, config, *, progress=None, collection=None):
+        progress("train", 1, 10)
+        release.wait(30)
+        progress("train", 2, 10)  # the worker's next step: the cancel takes effect here
+
+    job, started = jobs.start_training(tiny_run, RerankerTrainingConfig(name="tiny-v1"), store, home,
+                                       label="tiny", train=train)
+    assert started
+    jobs.cancel(job.job_id, store)
+    release.set()
+    final = jobs.wait(job.job_id, 30)
+    assert final.state == "cancelled"
+    assert "no reranker was saved" in final.error and "resume" not in final.error.lower()
+    assert store.get_run(tiny_run).status == "complete"
+    at = open_page("views/evaluate.py", state={"evaluate_job_id": job.job_id, "evaluate_form": False})
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "Training reranker tiny-v1 cancelled: cancelled: no reranker was saved" in warned
+    assert "Resume this run" not in [b.label for b in at.button]
+    assert not (home / "rerankers" / "tiny-v1").exists()

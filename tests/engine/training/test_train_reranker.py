@@ -6,6 +6,7 @@ and no query is ever scored by a model that trained on it or on a query leaking 
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -13,6 +14,7 @@ from typing import NamedTuple
 import pyarrow.parquet as pq
 import pytest
 
+from engine.cli.show import print_table
 from engine.collections import load_collection
 from engine.config import RunConfig
 from engine.pipeline import run_evaluation
@@ -187,6 +189,10 @@ def test_evaluate_with_the_trained_reranker_scores_each_query_by_its_fold_model(
         twin = qid[:-2] + ("k0" if qid.endswith("n0") else "n0")
         assert not {qid, twin} & set(card["models"][model]["train_query_ids"])
     assert record["scored"] == 0 and record["cache_hits"] > 0  # the held-out scores, reused
+    table = io.StringIO()
+    print_table(store, outcome.run_id, None, table)  # `searchgrade show` says which reranker, how
+    assert (f"reranked strategies: trained reranker {reranker.name} (cross-fitted: 48 queries each by "
+            "the fold model that never saw it, trained on run ") in table.getvalue()
     means = {r["strategy"]: r["value"] for r in store.metric_summary(outcome.run_id, k=10)
              if r["metric"] == "ndcg"}
     for f in _figures(reranker):
