@@ -109,3 +109,40 @@ def test_multi_label_cross_encoder_is_refused(tmp_path):
     BertTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(tmp_path)
     with pytest.raises(SearchGradeError, match="outputs 3 labels"):
         load_reranker(str(tmp_path))
+
+
+class RecordingScorer:
+    """A pair scorer stand-in (a trained reranker's shape): scores by content, finalizes by
+    negating, and keeps the pairs it got."""
+
+    name = "recording"
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+        self.pairs: list = []
+        self.finalized: list = []
+
+    def score_pairs(self, pairs):
+        self.pairs += pairs
+        return np.array([self.scores[p.content] for p in pairs])
+
+    def finalize(self, query_id, scores):
+        self.finalized.append((query_id, list(scores)))
+        return -scores
+
+
+def test_a_rerank_node_gives_its_pair_scorer_query_ids_and_finalizes_in_the_base_order():
+    """What a cross-fitted trained reranker relies on: each pair carries its query's id (so the
+    scorer picks the fold model per query), and finalize gets one query's raw scores in the
+    base order (so it can blend with the base ranks)."""
+    from indexes.executor import Answer, QueryBatch
+    from indexes.rerank import RerankNode, SharedScores
+
+    scorer = RecordingScorer({CONTENTS["d01"]: 0.1, CONTENTS["d02"]: 0.9, CONTENTS["d03"]: 0.5})
+    node = RerankNode("fulltext_rerank", "fulltext", SharedScores(scorer), depth=3, contents=CONTENTS)
+    base = [Answer([ScoredDoc(d, 1.0 / r, r) for r, d in enumerate(["d01", "d02", "d03"], start=1)], 0.0)]
+    out = node.answer(QueryBatch(["q7"], ["the text"]), 3, {"fulltext": base})
+    assert [(p.query_id, p.query, p.doc_id) for p in scorer.pairs] == [
+        ("q7", "the text", "d01"), ("q7", "the text", "d02"), ("q7", "the text", "d03")]
+    assert scorer.finalized == [("q7", [0.1, 0.9, 0.5])]
+    assert [d.doc_id for d in out[0].docs] == ["d01", "d03", "d02"]  # finalize negated the scores
