@@ -46,8 +46,9 @@ COLLECTIONS = {
 
 
 def _progress(stage: str, done: int, total: int) -> None:
-    if done == total or done % max(1, total // 10) == 0:
-        print(f"  {stage}: {done}/{total}", file=sys.stderr, flush=True)
+    """Each stage's first steps (to see the pace early), then every tenth, with the time."""
+    if done <= 5 or done == total or done % max(1, total // 10) == 0:
+        print(f"  {time.strftime('%H:%M:%S')} {stage}: {done}/{total}", file=sys.stderr, flush=True)
 
 
 def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> dict:
@@ -61,8 +62,9 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
         run_id = run_evaluation(collection, RunConfig(name=f"{name} bench", strategies=base_strategies(),
                                                       max_queries=args.max_queries, index=settings,
                                                       n_bootstrap=1000),
-                                store, data_dir).run_id
+                                store, data_dir, progress=_progress).run_id
     evaluate_s = time.perf_counter() - t0
+    print(f"{name}: run {run_id} (base strategies) in {evaluate_s:.0f} s", file=sys.stderr, flush=True)
     config = RerankerTrainingConfig(
         name=f"{name}-bench", folds=args.folds, replace=True, full_model=args.full_model,
         threads=args.threads,
@@ -87,7 +89,7 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
           f"held-out scoring {t['score_s']:.0f} s ({t['score_cpu_s']:.0f} CPU s) for {t['scored_pairs']} "
           f"pairs; candidates {t['candidates_s']:.0f} s; total {t['total_s']:.0f} s")
     print(f"{'strategy':<10} {'metric':<8} {'base':>7} {'reranked':>9} {'change':>8} {'95% CI':>20} "
-          f"{'p':>7} {'better/worse':>13}")
+          f"{'p':>7} {'better/worse':>13}", flush=True)
     weights = {k: m.get("blend_weight") for k, m in card["models"].items()}
     print(f"blend weights: {weights}")
     for f in card["heldout"]["figures"] + [dict(f, strategy=f["strategy"] + " CE")
@@ -95,7 +97,7 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
         print(f"{f['strategy']:<10} {f['metric'] + '@' + str(f['k']):<8} {f['base']:>7.4f} "
               f"{f['reranked']:>9.4f} {f['diff']:>+8.4f} [{f['ci_low']:+.4f},{f['ci_high']:+.4f}] "
               f"{f['p_value']:>7.4f} {f['improved']:>6}/{f['hurt']:<6}")
-    print(f"machine: {card['machine']}")
+    print(f"machine: {card['machine']}", flush=True)
     return card
 
 
