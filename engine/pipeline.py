@@ -335,9 +335,9 @@ def _execute(ctx: RunContext) -> RunOutcome:
             _stop(ctx, "failed", f"{type(exc).__name__}: {message}")
             raise
         ctx.store.finish_run(ctx.run_id, "complete", owner=ctx.owner)
-    from engine.report.results import remember_headline_tests
+    from engine.report.results import keep_first_view
 
-    remember_headline_tests(ctx.store, ctx.run_id)
+    keep_first_view(ctx.store, ctx.run_id)
     outcome.status = "complete"
     return outcome
 

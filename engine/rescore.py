@@ -186,7 +186,7 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None) -> str:
         store.finish_run(new_id, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         raise
     store.finish_run(new_id, "complete")
-    from engine.report.results import remember_headline_tests
+    from engine.report.results import keep_first_view
 
-    remember_headline_tests(store, new_id)
+    keep_first_view(store, new_id)
     return new_id

@@ -14,12 +14,15 @@ from engine.store import RunRecord, Store
 from engine.strategies import base_of, label, reranked_of
 
 if TYPE_CHECKING:
+    from engine.report.kept import RunReads
     from engine.report.recompute import Figures
     from engine.report.results import ResultsView
 
 
-def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures) -> list[Sentence]:
-    """What to do next, drawn from patterns in the results (``figures``: the run at the view's k)."""
+def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures,
+                    reads: RunReads) -> list[Sentence]:
+    """What to do next, drawn from patterns in the results (``figures``: the run at the view's k;
+    ``reads``: the run's kept reads)."""
     out: list[Sentence] = []
     k = view.k
     rows = view.metric_summary
@@ -35,10 +38,10 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
                      f"distinguishable from it on these queries ({', '.join(label(s) for s in ties)}): "
                      "this run cannot rank them against it.")
         out.append(Sentence(text, "good"))
-    out.extend(_query_type_findings(store, run, view.metric, figures))
+    out.extend(_query_type_findings(store, run, view.metric, figures, reads))
     for r in view.reranker_table.to_dict("records"):
         out.append(_reranker_finding(r, name, higher))
-    missing = store.unretrieved_relevant(run.run_id, run.threshold)
+    missing = reads.unretrieved_relevant()
     if missing["never_retrieved"]:
         share = missing["never_retrieved"] / missing["relevant"]
         out.append(Sentence(
@@ -80,14 +83,15 @@ def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:
                     "good" if better else "warn", subject)
 
 
-def _query_type_findings(store: Store, run: RunRecord, metric: str, figures: Figures) -> list[Sentence]:
+def _query_type_findings(store: Store, run: RunRecord, metric: str, figures: Figures,
+                         reads: RunReads) -> list[Sentence]:
     if not higher_is_better(metric):
         # "Does poorly" reads the ratio of a better-is-larger value; the same pattern shows on
         # the metric's larger-is-better twin (share relevant for share not relevant).
         return []
     k = figures.k
     if figures.stored:
-        rows = store.metric_by_query_type(run.run_id, metric, k)
+        rows = reads.metric_by_query_type(metric, k)
     else:
         typed = figures.per_query(metric).merge(store.query_table(run.run_id)[["query_id", "query_type"]],
                                                 on="query_id")

@@ -3,6 +3,7 @@ and charts, best and worst queries, failed queries and latency."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,10 +22,11 @@ from engine.report.common import (
     primary_k,
 )
 from engine.report.ann_index import ann_index_text
+from engine.report.kept import RunReads
 from engine.report.llm_panel import LLMPanel, llm_panel
 from engine.report.recommendations import recommendations
 from engine.report.recompute import Figures
-from engine.report.significance import reranker_tests, results_comparisons, significance
+from engine.report.significance import reranker_frame, reranker_rows, results_comparisons, significance
 from engine.store import RunRecord, Store
 from engine.strategies import (
     display_rank,
@@ -79,9 +81,13 @@ class ResultsView:
 @one_session
 def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int | None = None,
                  n_queries: int = 10) -> ResultsView:
-    """The results page for one run at metric@k (k defaults to the headline's k)."""
+    """The results page for one run at metric@k (k defaults to the headline's k).
+
+    A complete run's reads are kept the first time they are computed (engine/report/kept.py).
+    """
     run = store.get_run(run_id)
     k = k if k is not None else primary_k(run)
+    reads = RunReads(store, run)
     figures = Figures(store, run, k)
     table = figures.summary()
     strategies = strategy_order(table["strategy"].unique().tolist())
@@ -89,9 +95,10 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     hk = primary_k(run)
     head_table = table if hk == k else Figures(store, run, hk).summary()
     headline = _headline(head_table, hk, store.query_count(run.run_id))
-    wide = figures.wide(metric)
+    # Read only where something is computed afresh (kept tests and reranker rows need no values).
+    wide = functools.cache(lambda: figures.wide(metric))
     tested = results_comparisons(store, run, metric, k, selected, wide)
-    best, worst = best_and_worst_queries(store, figures, n_queries)
+    best, worst = best_and_worst_queries(store, figures, n_queries, reads)
     view = ResultsView(
         run=run,
         metric=metric,
@@ -101,32 +108,29 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         metric_summary=selected,
         metric_table=with_without(selected),
         relevance_table=with_without(metric_rows(table, "mean_relevance")),
-        by_position=relevance_by_position(store, run, k),
+        by_position=relevance_by_position(store, run, k, reads),
         best_queries=best,
         worst_queries=worst,
-        reranker_table=reranker_tests(wide, tested, metric),
+        reranker_table=reranker_frame(reads.reranker_rows(metric, k, lambda: reranker_rows(wide(), tested, metric))),
         distribution=relevance_distribution(table, run),
-        failed_counts=failed_counts(store, run),
+        failed_counts=failed_counts(store, run, reads),
         significance=significance(selected, metric, k, tested),
         recommendations=[],
-        latency=latency(store, run),
+        latency=latency(store, run, reads),
         notes=list(run.notes),
         llm=llm_panel(store, run, table) if is_llm_run(run) else None,
         ann_index=ann_index_text(run.stats),
     )
-    view.recommendations = recommendations(store, run, view, figures)
+    view.recommendations = recommendations(store, run, view, figures, reads)
+    reads.save()
     return view
 
 
-def remember_headline_tests(store: Store, run_id: str) -> None:
-    """Compute and keep a just-completed run's paired tests at its headline metric and k: the
-    Results page a user opens first then reads them instead of resampling every query."""
-    with store.session():
-        run = store.get_run(run_id)
-        k = primary_k(run)
-        figures = Figures(store, run, k)
-        selected = metric_rows(figures.summary(), PRIMARY_METRIC)
-        results_comparisons(store, run, PRIMARY_METRIC, k, selected, figures.wide(PRIMARY_METRIC))
+def keep_first_view(store: Store, run_id: str) -> None:
+    """Compute and keep what a just-completed run's first Results page reads (its headline metric
+    at its k): its paired tests, instead of resampling every query, and its other reads
+    (engine/report/kept.py), instead of joining every result with its grade."""
+    results_view(store, run_id)
 
 
 def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:
@@ -171,10 +175,10 @@ def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return series
 
 
-def relevance_by_position(store: Store, run: RunRecord, k: int) -> pd.DataFrame:
+def relevance_by_position(store: Store, run: RunRecord, k: int, reads: RunReads | None = None) -> pd.DataFrame:
     """Mean grade at each rank per strategy: unjudged as 0, failed judgments left out (as in the
     stored mean relevance); columns strategy, rank, mean_grade, n, judge_failed, label."""
-    rows = sorted(store.position_means(run.run_id, k),
+    rows = sorted((reads or RunReads(store, run)).position_means(k),
                   key=lambda r: (display_rank(r["strategy"]), r["strategy"], r["rank"]))
     return pd.DataFrame([{**r, "label": label(r["strategy"])} for r in rows],
                         columns=["strategy", "rank", "mean_grade", "n", "judge_failed", "label"])
@@ -187,7 +191,8 @@ QUERY_COLUMNS = ["query_id", "mean_value", "text", "query_type", "max_value", "b
                  "min_value", "worst_strategy"]
 
 
-def best_and_worst_queries(store: Store, figures: Figures, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def best_and_worst_queries(store: Store, figures: Figures, n: int,
+                           reads: RunReads | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The best and worst queries by mean relevance at the figures' k, averaged over strategies.
 
     Best: the n highest means (ties by query id; means equal to TIE_DECIMALS decimals tie, so
@@ -196,7 +201,7 @@ def best_and_worst_queries(store: Store, figures: Figures, n: int) -> tuple[pd.D
     in SQL where the run stored k, else from the recomputed values.
     """
     if figures.stored:
-        rows = store.query_extremes(figures.run.run_id, "mean_relevance", figures.k, n)
+        rows = (reads or RunReads(store, figures.run)).query_extremes("mean_relevance", figures.k, n)
         best = [r for r in rows if r["is_best"]]
         worst = [r for r in rows if not r["is_best"]]
     else:
@@ -256,8 +261,8 @@ def relevance_distribution(table: pd.DataFrame, run: RunRecord) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["Strategy", *(columns[m] for m in present)])
 
 
-def failed_counts(store: Store, run: RunRecord) -> pd.DataFrame:
-    rows = sorted(store.failed_top1_counts(run.run_id), key=lambda r: display_rank(r["strategy"]))
+def failed_counts(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.DataFrame:
+    rows = sorted((reads or RunReads(store, run)).failed_top1_counts(), key=lambda r: display_rank(r["strategy"]))
     return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in rows],
                         columns=["Strategy", "strategy", "failed", "unjudged", "judge_failed", "n"])
 
@@ -284,6 +289,7 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     return wide.fillna("(no results)")
 
 
-def latency(store: Store, run: RunRecord) -> pd.DataFrame:
-    return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in store.latency_summary(run.run_id)],
+def latency(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.DataFrame:
+    rows = (reads or RunReads(store, run)).latency_summary()
+    return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in rows],
                         columns=["Strategy", "strategy", "p50_ms", "p95_ms", "n"])

@@ -11,7 +11,7 @@ and nothing more: it is not evidence that the two are equal.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -116,19 +116,21 @@ def results_pairs(rows: pd.DataFrame, metric: str,
 
 
 def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
-                        wide: pd.DataFrame) -> dict[tuple[str, str], Tested]:
+                        wide: Callable[[], pd.DataFrame]) -> dict[tuple[str, str], Tested]:
     """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
 
     A complete run's are computed once and kept in the store (its metrics never change: a
     re-score is a new run, a re-graded run is cleared first); a run still in progress, or
-    stopped, is tested afresh each time.
+    stopped, is tested afresh each time. ``wide`` gives the metric's wide frame: read only when
+    the tests are computed.
     """
     complete = run.status == "complete"
     if complete:
         stored = store.stored_paired_tests(run.run_id, metric, k)
         if stored is not None:
             return decode_tests(stored)
-    tested = paired_comparisons(wide, results_pairs(rows, metric, wide))
+    values = wide()
+    tested = paired_comparisons(values, results_pairs(rows, metric, values))
     if complete:
         store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested))
     return tested
@@ -177,6 +179,16 @@ def reranker_tests(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], me
     A query is improved when the reranker moves its value the better way (down, for a metric
     where lower is better).
     """
+    return reranker_frame(reranker_rows(wide, tested, metric))
+
+
+def reranker_frame(rows: list[dict]) -> pd.DataFrame:
+    """``reranker_rows`` as the table the Results page shows."""
+    return pd.DataFrame(rows, columns=RERANKER_COLUMNS)
+
+
+def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], metric: str) -> list[dict]:
+    """``reranker_tests``' rows, as plain Python values."""
     sign = 1 if higher_is_better(metric) else -1
     out = []
     for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
@@ -195,4 +207,4 @@ def reranker_tests(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], me
             "Queries improved": int((diff > 1e-12).sum()), "Queries hurt": int((diff < -1e-12).sum()),
             "Unchanged": int((np.abs(diff) <= 1e-12).sum()),
         })
-    return pd.DataFrame(out, columns=RERANKER_COLUMNS)
+    return out

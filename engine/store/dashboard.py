@@ -50,6 +50,26 @@ _RANKED = (
 )
 
 
+#: A failed top 1 (the grade row ``{g}`` joined to a top-1 result): graded 0, or unjudged (no
+#: grade row: counts as 0, as in the metrics). A top 1 whose judgment failed (a grade row with
+#: grade NULL) is not one: nobody knows its grade.
+_FAILS = "({g}.grade = 0 OR {g}.source IS NULL)"
+# Every strategy's top 1 of the queries whose top 1 from $strategy failed (_FAILS), with its title,
+# grade and whether its judgment failed: one row per query and strategy.
+_FAILED_TOP1 = (
+    "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "
+    "top1 AS (SELECT r.query_id, r.strategy, r.doc_id, g.grade, g.source FROM results r "
+    "  LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
+    "  WHERE r.run_id = $run AND r.rank = 1), "
+    "failed AS (SELECT query_id FROM top1 WHERE strategy = $strategy AND " + _FAILS.format(g="top1") + ") "
+    "SELECT q.query_id, q.text, q.query_type, t.strategy, t.doc_id, d.title, t.grade, "
+    "(t.source IS NOT NULL AND t.grade IS NULL) AS judge_failed "
+    "FROM failed f JOIN queries q ON q.run_id = $run AND q.query_id = f.query_id "
+    "JOIN top1 t ON t.query_id = f.query_id "
+    "LEFT JOIN documents d ON d.run_id = $run AND d.doc_id = t.doc_id"
+)
+
+
 @dataclass
 class RankedRows:
     """Every stored ranking's top k (``ranked_grades``).
@@ -195,20 +215,7 @@ class DashboardReadsMixin(StoreConnection):
         judge_failed False means unjudged (counts as 0). A top 1 whose judgment failed (a grade row
         with grade NULL) is not a failed query: nobody knows its grade.
         """
-        return self._dicts(
-            "WITH failed AS (SELECT r.query_id FROM results r LEFT JOIN grades g "
-            "  ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "  WHERE r.run_id = ? AND r.strategy = ? AND r.rank = 1 "
-            "  AND (g.grade = 0 OR g.source IS NULL)) "
-            "SELECT q.query_id, q.text, q.query_type, r.strategy, r.doc_id, d.title, g.grade, "
-            "(g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed "
-            "FROM failed f JOIN queries q ON q.run_id = ? AND q.query_id = f.query_id "
-            "JOIN results r ON r.run_id = ? AND r.query_id = f.query_id AND r.rank = 1 "
-            "LEFT JOIN grades g ON g.run_id = r.run_id AND g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "LEFT JOIN documents d ON d.run_id = r.run_id AND d.doc_id = r.doc_id "
-            "ORDER BY q.query_id, r.strategy",
-            [run_id, strategy, run_id, run_id],
-        )
+        return self._dicts(_FAILED_TOP1 + " ORDER BY query_id, strategy", {"run": run_id, "strategy": strategy})
 
     def stored_paired_tests(self, run_id: str, metric: str, k: int) -> str | None:
         """The paired tests remembered for a run at metric@k (JSON text), or None."""
@@ -225,26 +232,37 @@ class DashboardReadsMixin(StoreConnection):
         except duckdb.TransactionException:
             pass  # another thread's insert of the same row won
 
+    def kept_reads(self, run_id: str) -> dict[tuple[str, str], str]:
+        """(part, key) -> the JSON text of each read kept for a run (engine/report/kept.py)."""
+        rows = self._dicts("SELECT part, key, value FROM kept_reads WHERE run_id = ?", [run_id])
+        return {(r["part"], r["key"]): r["value"] for r in rows}
+
+    def keep_reads(self, run_id: str, values: dict[tuple[str, str], str]) -> None:
+        """Keep reads of a run while it is complete: (part, key) -> JSON text. The first writer
+        wins (two pages that computed a read at once computed the same); nothing is kept once the
+        run is no longer complete (a resume reopened it in the meantime)."""
+        if not values:
+            return
+        try:
+            with self.transaction() as con:
+                con.executemany(
+                    "INSERT OR IGNORE INTO kept_reads SELECT ?, ?, ?, ? "
+                    "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'complete')",
+                    [[run_id, part, key, value, run_id] for (part, key), value in values.items()])
+        except duckdb.TransactionException:
+            pass  # another thread's insert of the same rows won
+
     def failed_top1_cells(self, run_id: str, strategy: str) -> pd.DataFrame:
         """``failed_top1`` with each top 1 written as the failed-queries table shows it, in SQL
         (a 10,000-query run has tens of thousands of cells): columns query_id, text, query_type,
         strategy, cell = "[grade] title (doc id)", "[unjudged] ...", "[judge failed] ...", the
         title cut to 80 characters and the doc id standing in for a missing one."""
         return self._frame(
-            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "
-            "top1 AS (SELECT r.query_id, r.strategy, r.doc_id, g.grade, g.source FROM results r "
-            "  LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "  WHERE r.run_id = $run AND r.rank = 1), "
-            "failed AS (SELECT query_id FROM top1 WHERE strategy = $strategy "
-            "  AND (grade = 0 OR source IS NULL)) "
-            "SELECT q.query_id, q.text, q.query_type, t.strategy, "
-            "'[' || CASE WHEN t.source IS NOT NULL AND t.grade IS NULL THEN 'judge failed' "
-            "  WHEN t.grade IS NULL THEN 'unjudged' ELSE CAST(CAST(t.grade AS BIGINT) AS VARCHAR) END "
-            "|| '] ' || substring(coalesce(nullif(d.title, ''), t.doc_id), 1, 80) || ' (' || t.doc_id || ')' AS cell "
-            "FROM failed f JOIN queries q ON q.run_id = $run AND q.query_id = f.query_id "
-            "JOIN top1 t ON t.query_id = f.query_id "
-            "LEFT JOIN documents d ON d.run_id = $run AND d.doc_id = t.doc_id "
-            "ORDER BY q.query_id, t.strategy",
+            "SELECT query_id, text, query_type, strategy, "
+            "'[' || CASE WHEN judge_failed THEN 'judge failed' WHEN grade IS NULL THEN 'unjudged' "
+            "  ELSE CAST(CAST(grade AS BIGINT) AS VARCHAR) END "
+            "|| '] ' || substring(coalesce(nullif(title, ''), doc_id), 1, 80) || ' (' || doc_id || ')' AS cell "
+            "FROM (" + _FAILED_TOP1 + ") ORDER BY query_id, strategy",
             {"run": run_id, "strategy": strategy},
         )
 
@@ -252,7 +270,7 @@ class DashboardReadsMixin(StoreConnection):
         """Per strategy: queries whose top 1 is graded 0 or unjudged (failed), unjudged, whose top-1
         judgment failed (judge_failed, not counted as failed), and queries answered."""
         return self._dicts(
-            "SELECT r.strategy, count(*) FILTER (WHERE g.grade = 0 OR g.source IS NULL) AS failed, "
+            "SELECT r.strategy, count(*) FILTER (WHERE " + _FAILS.format(g="g") + ") AS failed, "
             "count(*) FILTER (WHERE g.source IS NULL) AS unjudged, "
             "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed, "
             "count(*) AS n "

@@ -245,4 +245,23 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         )
         """,
     ),
+    (
+        8,
+        # A complete run's other Results reads (engine/report/kept.py), as JSON: the position
+        # curve, failed top-1 counts, latency, relevant documents never retrieved, best and worst
+        # queries, per-query-type means and the reranker table. Each is a scan and join of the
+        # run's results, grades or per-query metrics (tens of thousands of rows per 1,000
+        # queries) whose answer never changes once the run is complete. Written when a run
+        # completes (its first Results page) and on a page's first read of one that is not kept
+        # yet: runs that completed before this migration get theirs on their first view.
+        """
+        CREATE TABLE kept_reads (
+            run_id VARCHAR NOT NULL,
+            part VARCHAR NOT NULL,
+            key VARCHAR NOT NULL,
+            value VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, part, key)
+        )
+        """,
+    ),
 )

@@ -63,6 +63,10 @@ class ResultsMixin(StoreConnection):
         """
         con.execute("DELETE FROM results WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM failed_queries WHERE run_id = ?", [run_id])
+        # What was kept from the results before (a resume of a complete run retries its failed
+        # queries) no longer holds.
+        con.execute("DELETE FROM paired_tests WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM kept_reads WHERE run_id = ?", [run_id])
         for strategy, strategy_hits in hits.items():
             pairs = [(qid, h) for qid, h in zip(query_ids, strategy_hits, strict=True) if h is not None]
             self.write_results(con, run_id, strategy, [q for q, _ in pairs], [h for _, h in pairs])
@@ -111,10 +115,10 @@ class ResultsMixin(StoreConnection):
 
     #: What a run's grading and scoring write (its queries and search results are written before).
     #: query_overlap is written with the grades; run_summary (the Trends rows) is derived from
-    #: metric_summary, and paired_tests (Results' kept tests) from metric_values: all are cleared
-    #: with them when a run is graded again.
+    #: metric_summary, paired_tests (Results' kept tests) from metric_values, kept_reads (Results'
+    #: other kept reads) from all of them: all are cleared with them when a run is graded again.
     GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary",
-                     "paired_tests")
+                     "paired_tests", "kept_reads")
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
                            tables: Sequence[str] | None = None) -> None:

@@ -17,7 +17,7 @@ from engine.scoring import (
     source_found_metrics,
     summarise,
 )
-from engine.report.results import remember_headline_tests
+from engine.report.results import keep_first_view
 from engine.store import Store
 from engine.strategies import known_strategies
 
@@ -87,7 +87,7 @@ def write_run(store: Store, spec: RunSpec, *, n_bootstrap: int = 1000) -> str:
         store.update_run(run_id, skipped=spec.skipped)
     store.update_run(run_id, stats={"queries": len(query_ids), **(spec.stats or {})})
     store.finish_run(run_id, "complete")
-    remember_headline_tests(store, run_id)  # as the pipeline does when a run completes
+    keep_first_view(store, run_id)  # as the pipeline does when a run completes
     return run_id
 
 
