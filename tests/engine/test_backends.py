@@ -13,6 +13,7 @@ from engine.llm.client import LLMSettings
 from engine.llm.querygen import QueryGenSettings
 from engine.pipeline import resume_run, run_evaluation
 from engine.report.recompute import Figures, recompute_values
+from engine.report.results import results_view
 from engine.store import Store
 from tests.conftest import DEMO, write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
@@ -69,6 +70,10 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     _recomputed_cutoffs_leave_failed_queries_out(store, run, answered, failed)
     trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run.run_id}
     assert trend == {"es": 3, "fulltext": 5}
+    # The complete run's Results reads were kept when it completed (engine/report/kept.py).
+    assert store.kept_reads(run.run_id)
+    assert results_view(store, run.run_id).failed_counts.set_index("strategy")["n"].to_dict() == {
+        "fulltext": 5, "es": 3}
 
     server.control()
     resume_run(run.run_id, store, tmp_path / "d")
@@ -83,6 +88,10 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     # The re-graded run replaced its Trends rows (not kept beside them, not left stale).
     trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run.run_id}
     assert trend == {"es": 5, "fulltext": 5}
+    # ... and so were its Results reads: kept again from the new contents, not the first ones.
+    view = results_view(store, run.run_id)
+    assert view.failed_counts.set_index("strategy")["n"].to_dict() == {"fulltext": 5, "es": 5}
+    assert view.latency.set_index("strategy")["n"].to_dict() == {"fulltext": 5, "es": 5}
 
 
 def _recomputed_cutoffs_leave_failed_queries_out(store, run, answered, failed):

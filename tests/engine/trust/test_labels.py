@@ -21,6 +21,7 @@ from engine.labels import (
 )
 from engine.pipeline import run_evaluation
 from engine.collections import load_collection
+from engine.report.results import results_view
 from engine.rescore import apply_labels, rescore_run
 from engine.store import Store
 from tests.conftest import TINY_DOCS, TINY_QUERIES, write_beir
@@ -120,6 +121,14 @@ def test_rescore_makes_a_new_run_whose_metrics_move_as_the_labels_imply(tmp_path
     graded = {(g["query_id"], g["doc_id"]): g for g in store.grades(child)}
     assert graded[("q1", "d3")]["source"] == "human" and graded[("q1", "d3")]["llm_grade"] == 0
     assert graded[("q1", "d5")]["llm_grade"] is None  # the judge failed on it; a person graded it
+    # Each run's Results reads are kept from its own grades: ann's top 1 of q1 (d3) is 0 in the
+    # parent and 3 in the child: a failed query there, none here; mean grade at rank 1 (1 -> 2.5).
+    assert store.kept_reads(child)
+    for run_id, failed, first in ((parent, 1, 1.0), (child, 0, 2.5)):
+        view = results_view(store, run_id)
+        assert view.failed_counts.set_index("strategy").loc["ann", "failed"] == failed
+        by_position = view.by_position.set_index(["strategy", "rank"])
+        assert by_position.loc[("ann", 1), "mean_grade"] == pytest.approx(first)
     # Nothing new to apply: no second, identical run.
     with pytest.raises(SearchGradeError, match="nothing to re-score"):
         rescore_run(store, child)

@@ -1,0 +1,147 @@
+"""A complete run's Results reads are computed once and kept (engine/report/kept.py): the kept
+answers are exactly the fresh ones, a run completed before they existed gets them on its first
+view, a run that is not complete is read afresh, and whatever changes the run's contents (a
+re-grade, a resume's new search results, a reopened run) forgets them."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from core.records import ScoredDoc, SearchHits
+from engine.report.kept import RunReads
+from engine.report.results import failed_queries, keep_first_view, results_view
+from engine.store import Store
+from tests.pages.synthetic import llm_spec, random_spec, write_run
+
+FRAMES = ("metric_summary", "metric_table", "relevance_table", "by_position", "best_queries", "worst_queries",
+          "reranker_table", "distribution", "failed_counts", "latency")
+
+
+def _fresh_view(store: Store, run_id: str, metric: str, k: int, monkeypatch):
+    """The view with nothing kept read and nothing kept written: every read computed afresh."""
+    with monkeypatch.context() as m:
+        m.setattr(store, "kept_reads", lambda run_id: {})
+        m.setattr(store, "keep_reads", lambda run_id, values: None)
+        return results_view(store, run_id, metric, k)
+
+
+def _same_view(a, b) -> None:
+    for name in FRAMES:
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True, obj=name)
+    assert [s.text for s in a.significance] == [s.text for s in b.significance]
+    assert [s.text for s in a.recommendations] == [s.text for s in b.recommendations]
+
+
+def _parts(store: Store, run_id: str) -> set[str]:
+    return {part for part, _ in store.kept_reads(run_id)}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("kept-reads"))
+    return store, write_run(store, random_spec(60, n_docs=400, seed=7), n_bootstrap=200)
+
+
+def test_a_completed_run_keeps_its_first_views_reads_equal_to_fresh_ones(run, monkeypatch):
+    store, run_id = run
+    assert _parts(store, run_id) == {"position_means", "failed_top1_counts", "latency_summary",
+                                     "unretrieved_relevant", "query_extremes", "metric_by_query_type",
+                                     "reranker_rows"}
+    _same_view(results_view(store, run_id), _fresh_view(store, run_id, "dcg", 10, monkeypatch))
+    record = store.get_run(run_id)
+    kept = {part: json.loads(value) for (part, _), value in store.kept_reads(run_id).items()}
+    assert kept["unretrieved_relevant"] == store.unretrieved_relevant(run_id, record.threshold)
+    assert kept["failed_top1_counts"] == store.failed_top1_counts(run_id)
+    assert kept["latency_summary"] == store.latency_summary(run_id)
+
+
+def test_the_position_curve_is_kept_once_and_cut_at_each_k(run):
+    store, run_id = run
+    reads = RunReads(store, store.get_run(run_id))
+    for k in (1, 5, 10):
+        assert reads.position_means(k) == store.position_means(run_id, k)
+
+
+def test_another_metric_and_cut_off_are_kept_on_first_view_and_equal_fresh(run, monkeypatch):
+    store, run_id = run
+    for metric, k in (("ndcg", 5), ("precision", 7)):
+        first = results_view(store, run_id, metric, k)
+        assert (("reranker_rows", f"{metric}@{k}")) in store.kept_reads(run_id)
+        _same_view(first, _fresh_view(store, run_id, metric, k, monkeypatch))
+        _same_view(results_view(store, run_id, metric, k), first)
+
+
+def test_a_run_completed_before_reads_were_kept_gets_them_on_its_first_view(tmp_path):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(30, n_docs=200, seed=8), n_bootstrap=100)
+    with store.connect() as con:
+        con.execute("DELETE FROM kept_reads")
+    assert not store.kept_reads(run_id)
+    view = results_view(store, run_id)
+    assert "position_means" in _parts(store, run_id)
+    pd.testing.assert_frame_equal(results_view(store, run_id).by_position, view.by_position, check_exact=True)
+
+
+def test_a_run_that_is_not_complete_is_read_afresh_and_keeps_nothing(tmp_path):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(30, n_docs=200, seed=9), n_bootstrap=100)
+    with store.connect() as con:
+        con.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", [run_id])
+        con.execute("UPDATE kept_reads SET value = '[]' WHERE part = 'failed_top1_counts'")  # stale on purpose
+    view = results_view(store, run_id)
+    assert len(view.failed_counts) == 6  # read afresh, not the stale kept rows
+    with store.connect() as con:
+        con.execute("DELETE FROM kept_reads")
+    results_view(store, run_id)
+    keep_first_view(store, run_id)
+    assert not store.kept_reads(run_id)
+
+
+def test_regrading_or_new_search_results_forget_what_was_kept(tmp_path):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(20, n_docs=200, seed=10), n_bootstrap=100)
+    assert store.kept_reads(run_id) and store.stored_paired_tests(run_id, "dcg", 10)
+    with store.transaction() as con:  # what a re-grade clears before writing the new grades
+        store.clear_run_contents(con, run_id, store.GRADED_TABLES)
+    assert not store.kept_reads(run_id)
+    keep_first_view(store, run_id)
+    assert store.kept_reads(run_id)
+    hits = {"ann": [SearchHits([ScoredDoc("d1", 1.0, 1)], 0.001)]}
+    with store.transaction() as con:  # a resume writes the search stage again
+        store.write_search(con, run_id, ["q0"], hits, {})
+    assert not store.kept_reads(run_id) and store.stored_paired_tests(run_id, "dcg", 10) is None
+
+
+def test_a_run_reopened_while_a_page_computed_keeps_nothing(tmp_path):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(20, n_docs=200, seed=11), n_bootstrap=100)
+    reads = RunReads(store, store.get_run(run_id))  # the page read the run as complete
+    with store.connect() as con:
+        con.execute("DELETE FROM kept_reads")
+        con.execute("UPDATE runs SET status = 'running' WHERE run_id = ?", [run_id])  # a resume took it
+    reads.latency_summary()
+    reads.save()
+    assert not store.kept_reads(run_id)
+
+
+def test_failed_top1_and_its_cells_list_the_same_queries_by_one_rule(tmp_path):
+    # llm run: ann q1 [d3 0, ...] q2 [d4 2, ...]; fulltext q1 [d5 failed, ...] q2 [d6 failed, ...];
+    # d9 unjudged at the top of ann_rerank's q2.
+    spec = llm_spec()
+    spec.rankings["ann_rerank"] = {"q1": ["d1", "d3", "d5"], "q2": ["d9", "d4", "d2"]}
+    store = Store(tmp_path)
+    run_id = write_run(store, spec)
+    for strategy, failed in (("ann", ["q1"]), ("fulltext", []), ("ann_rerank", ["q2"])):
+        long = store.failed_top1(run_id, strategy)
+        cells = store.failed_top1_cells(run_id, strategy)
+        assert sorted({r["query_id"] for r in long}) == sorted(set(cells["query_id"])) == failed
+        assert [(r["query_id"], r["strategy"]) for r in long] == list(zip(cells["query_id"], cells["strategy"],
+                                                                            strict=True))
+    row = failed_queries(store, run_id, "ann").set_index("Query id").loc["q1"].to_dict()
+    assert {cell for name, cell in row.items() if name not in ("Query", "Type")} == {
+        "[0] Doc 3 title (d3)", "[judge failed] Doc 5 title (d5)", "[3] Doc 1 title (d1)"}
+    row = failed_queries(store, run_id, "ann_rerank").set_index("Query id").loc["q2"].to_dict()
+    assert "[unjudged] d9 (d9)" in row.values()
