@@ -265,6 +265,7 @@ def resume_run(
     if collection is None:
         collection = load_collection(run.collection_path, **config.collection_fields)
     config = _prepare(config)
+    _check_trained_reranker(config, data_dir)  # gone since the run started: stop before any work
     plan = _plan(collection, config, store)
     client = _client(config)
     owner = new_owner()

@@ -207,3 +207,31 @@ def test_evaluate_with_a_trained_reranker_that_is_not_there_stops_before_the_run
     with pytest.raises(SearchGradeError, match="no trained reranker 'no-such-reranker'.*train-reranker"):
         run_evaluation(load_collection(write_beir(tmp_path / "tiny")), config, store, data_dir)
     assert len(store.list_runs()) == before
+
+
+def test_resume_of_a_run_whose_trained_reranker_is_gone_stops_before_any_work(learnable, tmp_path, capsys):
+    """One line naming the reranker and the fix, exit != 0, and the run left as it was."""
+    from engine.cli import main
+
+    store, _, data_dir, reranker = learnable
+    folder = write_beir(tmp_path / "synthetic-qrels", synthetic.documents(),
+                        {q.query_id: q.text for q in synthetic.queries()},
+                        [(g.query_id, g.doc_id, g.grade) for g in synthetic.grades(True)])
+    config = RunConfig(name="to resume", k=10, depth=10, n_bootstrap=50,
+                       strategies=("fulltext", "fulltext_rerank"),
+                       index=IndexSettings(reranker_model=f"trained:{reranker.name}", rerank_depth=10))
+    run_id = run_evaluation(load_collection(folder), config, store, data_dir).run_id
+    store.finish_run(run_id, "interrupted", "stopped for the test")
+    moved = reranker.folder.with_name("moved-away")
+    reranker.folder.rename(moved)
+    try:
+        capsys.readouterr()
+        code = main(["resume", run_id, "--data-dir", str(data_dir)])
+        err = capsys.readouterr().err.strip()
+    finally:
+        moved.rename(reranker.folder)
+    assert code != 0
+    assert len(err.splitlines()) == 1, err
+    assert f"no trained reranker {reranker.name!r}" in err and "train-reranker" in err
+    run = store.get_run(run_id)
+    assert run.status == "interrupted" and run.error == "stopped for the test"
