@@ -95,8 +95,10 @@ def config_from_args(args: argparse.Namespace):
 
 def cmd_train_reranker(args: argparse.Namespace) -> int:
     """Train, print the held-out figures on stderr, and the reranker's name last on stdout."""
+    import signal
+
     from engine.paths import data_dir
-    from engine.training.reranker import train_reranker
+    from engine.training.reranker import TrainingStopped, train_reranker
 
     config = config_from_args(args)
     config.validate()
@@ -105,6 +107,13 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
     run_id = store.get_run(args.run).run_id
     try:
         reranker = train_reranker(store, run_id, data_dir(args.data_dir), config, progress=bars)
+    except KeyboardInterrupt as exc:
+        bars.close()
+        how = (f"by {signal.Signals(exc.signum).name}" if isinstance(exc, TrainingStopped)
+               else "by the user (Ctrl-C)")
+        print(f"searchgrade: train-reranker stopped {how}: no reranker {config.name!r} was saved "
+              "(one trained before under that name is kept); run it again to train it", file=sys.stderr)
+        return 128 + (exc.signum if isinstance(exc, TrainingStopped) else signal.SIGINT)
     finally:
         bars.close()
     print_summary(reranker.card, reranker.folder, sys.stderr)

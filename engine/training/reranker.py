@@ -20,9 +20,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -163,25 +167,121 @@ def train_reranker(
     work.groups = query_groups(fold_queries)
     if config.train_qrels is None:  # before any work: too few groups for the folds fails here
         work.folds = assign_folds(fold_queries, config.folds, config.training.seed)
+    sweep_stale(rerankers_dir(data_dir))
     partial = rerankers_dir(data_dir) / f".partial-{config.name}-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
-    (partial / "models").mkdir(parents=True)
     threads = _set_threads(config.threads)
-    try:
-        t0 = time.perf_counter()
-        _find_candidates(work, config, data_dir, report)
-        work.timings["candidates_s"] = time.perf_counter() - t0
-        card = _train_and_score(work, config, partial, report)
-        card["timings"] = {**work.timings, "total_s": time.perf_counter() - started}
-        card["machine"] = _machine(load_before)
-        card["notes"] = work.notes
-        (partial / "card.json").write_text(json.dumps(card, indent=2, default=str), encoding="utf-8")
-        (partial / "README.md").write_text(model_card_markdown(card), encoding="utf-8")
-        _move_into_place(partial, target)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-        _set_threads(threads)
+    with _stop_on_signals() as stops:
+        try:
+            (partial / "models").mkdir(parents=True)
+            t0 = time.perf_counter()
+            _find_candidates(work, config, data_dir, report)
+            work.timings["candidates_s"] = time.perf_counter() - t0
+            card = _train_and_score(work, config, partial, report)
+            card["timings"] = {**work.timings, "total_s": time.perf_counter() - started}
+            card["machine"] = _machine(load_before)
+            card["notes"] = work.notes
+            (partial / "card.json").write_text(json.dumps(card, indent=2, default=str), encoding="utf-8")
+            (partial / "README.md").write_text(model_card_markdown(card), encoding="utf-8")
+            with stops.held():  # a signal between the two renames would lose the old reranker
+                _move_into_place(partial, target)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+            _set_threads(threads)
     return TrainedReranker.load(data_dir, config.name)
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while training (in the main thread).
+
+    Raised from the signal handler so that the temporary folder is removed on the way out, as for
+    Ctrl-C (a KeyboardInterrupt too, so no ``except Exception`` in between swallows it).
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+
+
+class _Stops:
+    """The signal handler of one training: raises TrainingStopped, or holds it while ``held``."""
+
+    def __init__(self) -> None:
+        self._holding = False
+        self._pending: int | None = None
+
+    def handle(self, signum: int, frame: Any) -> None:  # noqa: ARG002 - signal's API
+        if self._holding:
+            self._pending = signum
+        else:
+            raise TrainingStopped(signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if self._pending is not None:
+            raise TrainingStopped(self._pending)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[_Stops]:
+    """While training, SIGTERM and SIGHUP stop it like Ctrl-C (the default would kill the process
+    before the temporary folder is removed). Only the main thread can set handlers: elsewhere (a
+    training job of the app) the signals keep their handling, and ``sweep_stale`` removes what a
+    killed process left at the next training."""
+    stops = _Stops()
+    if threading.current_thread() is not threading.main_thread():
+        yield stops
+        return
+    wanted = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, stops.handle) for s in wanted}
+    try:
+        yield stops
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+#: Temporary folders of a training: ``.partial-NAME-PID`` (being written), ``.old-NAME-PID`` (the
+#: reranker being replaced, for the moment between two renames).
+_TEMPORARY = re.compile(r"\.(partial|old)-(.+)-(\d+)")
+
+
+def sweep_stale(folder: Path) -> list[str]:
+    """Remove the temporary folders of trainings whose process is gone; returns their names.
+
+    A ``.partial`` folder is an unfinished reranker: removed. An ``.old`` folder is a reranker a
+    killed process was replacing: put back under its name if nothing took that name, else removed.
+    Folders of a live process (another training running now) are left alone.
+    """
+    swept = []
+    for path in sorted(folder.glob(".*-*")) if folder.is_dir() else []:
+        match = _TEMPORARY.fullmatch(path.name)
+        if match is None or not path.is_dir() or _alive(int(match.group(3))):
+            continue
+        kind, name = match.group(1), match.group(2)
+        if kind == "old" and not (folder / name).exists():
+            path.rename(folder / name)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        swept.append(path.name)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # this process's own (its other training, or its finally clause removes it)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: leave its folders alone
+    return True
 
 
 # -- preparing -----------------------------------------------------------------------------
