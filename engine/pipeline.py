@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.records import (
     Collection,
@@ -48,6 +48,9 @@ from engine.store import Store, heartbeat_timeout_s, new_owner
 from indexes.build import build_searchers, measure_ann_recall
 from indexes.settings import IndexSettings
 from indexes.trained_reranker import merge_records
+
+if TYPE_CHECKING:
+    from engine.ray_runner import RaySession
 
 Progress = Callable[[str, int, int], None]
 #: Called as on_usage(stage, counters) with a stage's LLM accounting so far (engine.llm.client.StageUsage).
@@ -180,6 +183,7 @@ def run_evaluation(
     progress: Progress | None = None,
     on_run_created: Callable[[str], None] | None = None,
     on_usage: UsageCallback | None = None,
+    ray: RaySession | None = None,
 ) -> RunOutcome:
     """Evaluate every strategy on a collection and store the run.
 
@@ -191,6 +195,7 @@ def run_evaluation(
         progress: Called as progress(stage, done, total) while work advances.
         on_run_created: Called with the run id as soon as the run row exists.
         on_usage: Called as on_usage(stage, counters) with the LLM accounting of a stage so far.
+        ray: Run the heavy stages on this Ray session (engine/ray_runner.py); None runs them here.
 
     Returns:
         The run id and its final status. Raises on failure after marking the run failed.
@@ -220,7 +225,7 @@ def run_evaluation(
     if on_run_created is not None:
         on_run_created(run_id)
     return _execute(RunContext(collection, config, store, Path(data_dir), run_id, plan, client,
-                               progress, on_usage, owner=owner))
+                               progress, on_usage, owner=owner, ray=ray))
 
 
 def resume_run(
@@ -233,6 +238,7 @@ def resume_run(
     concurrency: int | None = None,
     progress: Progress | None = None,
     on_usage: UsageCallback | None = None,
+    ray: RaySession | None = None,
 ) -> RunOutcome:
     """Continue an interrupted, cancelled or failed run with its stored config; only missing work is done.
 
@@ -244,6 +250,7 @@ def resume_run(
         collection: The corpus; None loads it from the path and fields the run stored.
         base_url, concurrency: Override the stored LLM endpoint or concurrency (the model and
             prompts stay, or the cache would not apply).
+        ray: Run the missing work on this Ray session (engine/ray_runner.py); None runs it here.
     """
     run = store.get_run(run_id)
     failed_queries = store.failed_query_counts(run.run_id)
@@ -274,7 +281,7 @@ def resume_run(
               if key[0] in config.strategies}
     return _execute(RunContext(collection, config, store, Path(data_dir), run.run_id, plan, client,
                                progress, on_usage, owner=owner, timings=dict(run.timings),
-                               stats=dict(run.stats), stored_hits=stored))
+                               stats=dict(run.stats), stored_hits=stored, ray=ray))
 
 
 @dataclass
@@ -296,6 +303,8 @@ class RunContext:
     stats: dict[str, Any] = field(default_factory=dict)
     stage: str = "starting"
     guard: RunGuard | None = None
+    #: The Ray session the heavy stages run on (engine/ray_runner.py), or None: here.
+    ray: RaySession | None = None
 
     def check(self) -> None:
         """Stop here if the run was cancelled or taken over (engine/lifecycle.py)."""
@@ -364,9 +373,12 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     ctx.enter("index")
     t0 = time.perf_counter()
     registry = config.registry()
+    fingerprint = collection_fingerprint(collection)
+    if ctx.ray is not None:
+        _embed_on_ray(ctx, registry, fingerprint)
     built = build_searchers(
         collection, config.index, ctx.data_dir, strategies=config.strategies, progress=report,
-        collection_fingerprint=collection_fingerprint(collection), registry=registry,
+        collection_fingerprint=fingerprint, registry=registry,
     )
     if built.ann is not None:
         ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
@@ -384,20 +396,35 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     bind = getattr(getattr(scores, "scorer", None), "bind_queries", None)
     if bind is not None:  # a trained reranker picks its model per query (and source document)
         bind(queries)
-    searched = run_search(
-        built.nodes, strategies, queries, config.retrieval_depth, collection_ids=set(docs_by_id),
-        declared={s for s in strategies if registry.info(s).kind != "builtin"},
-        judges_described=ctx.config.mode == "llm" or ctx.config.judge_unjudged,
-        stored=ctx.stored_hits, progress=report,
-    )
+    ray_search = _ray_search(ctx, built, queries, strategies) if ctx.ray is not None else None
+    try:
+        searched = run_search(
+            built.nodes, strategies, queries, config.retrieval_depth, collection_ids=set(docs_by_id),
+            declared={s for s in strategies if registry.info(s).kind != "builtin"},
+            judges_described=ctx.config.mode == "llm" or ctx.config.judge_unjudged,
+            stored=ctx.stored_hits, progress=report,
+            execute=ray_search.execute if ray_search is not None else None,
+        )
+        counters = ray_search.counters() if ray_search is not None else None
+    finally:
+        if ray_search is not None:
+            ray_search.close()
     hits = searched.hits
     ctx.timings["search"] = ctx.timings.get("search", 0.0) + time.perf_counter() - t0
     ctx.stats.update(searched.stats)
+    if ray_search is not None:
+        ctx.stats["ray"] = {**ctx.stats.get("ray", {}), **ctx.ray.info(), "search": ray_search.stats()}
     if scores is not None:
-        ctx.stats["reranker_pairs"] = {"scored": scores.scored, "reused": scores.reused}
-        summary = getattr(scores.scorer, "summary", None)
-        if summary is not None:  # which model scored each query (engine/report/reranker.py)
-            ctx.stats["reranker"] = merge_records(ctx.stats.get("reranker"), summary())
+        if counters is not None:  # the cross-encoder ran on the Ray workers
+            ctx.stats["reranker_pairs"] = {"scored": counters.get("scored", 0),
+                                           "reused": counters.get("reused", 0)}
+            summary_now = counters.get("summary")
+        else:
+            ctx.stats["reranker_pairs"] = {"scored": scores.scored, "reused": scores.reused}
+            summary = getattr(scores.scorer, "summary", None)
+            summary_now = summary() if summary is not None else None
+        if summary_now is not None:  # which model scored each query (engine/report/reranker.py)
+            ctx.stats["reranker"] = merge_records(ctx.stats.get("reranker"), summary_now)
     # Results and failed queries land now, in their own transaction: a resume searches only what
     # is missing (failed queries, or what an interrupted run had not searched).
     ctx.check()
@@ -446,6 +473,42 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
     return RunOutcome(run_id, "running", skipped=built.skipped,
                       notes=[*collection.notes, *plan.notes, *search_notes(run_id, searched.stats)])
+
+
+def _embed_on_ray(ctx: RunContext, registry: Any, fingerprint: str) -> None:
+    """The corpus's missing vectors embedded on Ray Data into the embedding cache, when a
+    strategy needs the ANN index and it is not on disk yet (the build then embeds nothing)."""
+    from engine.ray_runner import embed_on_ray
+    from indexes import ann
+    from indexes.build import bundled_shard
+    from indexes.embeddings import EmbeddingCache, cache_dir_for
+
+    if not any("ann" in registry.info(s).needs for s in ctx.config.strategies):
+        return
+    settings = ctx.config.index.resolved(len(ctx.collection.documents))
+    if (ann.ann_dir(ctx.data_dir, fingerprint, settings) / ann.MANIFEST).exists():
+        return
+    cache_dir = cache_dir_for(ctx.data_dir, settings.embedding_model)
+    bundled = bundled_shard(ctx.collection, settings.embedding_model)
+    if bundled is not None and bundled.is_file():
+        EmbeddingCache(cache_dir).import_shard(bundled)
+    embedded = embed_on_ray(ctx.ray, settings.embedding_model, [d.content for d in ctx.collection.documents],
+                            cache_dir, settings.batch_size, ctx.report)
+    ctx.stats["ray"] = {**ctx.stats.get("ray", {}), "embed": embedded.to_json()}
+
+
+def _ray_search(ctx: RunContext, built: Any, queries: list[Query], strategies: list[str]) -> Any:
+    """The search stage's executor on the run's Ray session, building what the driver built."""
+    from engine.ray_runner import BuildSpec, RaySearch
+
+    spec = BuildSpec(
+        collection_path=str(Path(ctx.collection.path).resolve()),
+        collection_fields=dict(ctx.config.collection_fields),
+        fingerprint=built.stats["collection_fingerprint"], settings=ctx.config.index,
+        data_dir=str(Path(ctx.data_dir).resolve()), strategies=tuple(strategies),
+        declared=dict(ctx.config.declared), artifacts=dict(built.artifacts), queries=tuple(queries),
+    )
+    return RaySearch(ctx.ray, spec, ctx.config.retrieval_depth)
 
 
 def _with_people(ctx: RunContext, queries, docs_by_id, grades, judgments, failed):

@@ -23,6 +23,9 @@ from core.records import Document, Query, SearchGradeError, SearchHits
 from indexes.executor import Execution, Executor, Failure, QueryBatch
 
 Progress = Callable[[str, int, int], None]
+#: execute(strategies, batch, progress, check) -> what Executor(nodes, strategies, k).run(batch,
+#: progress, check) gives; engine/ray_runner.py runs it on Ray actors.
+Execute = Callable[[Sequence[str], QueryBatch, Progress | None, Callable[[Execution], None] | None], Execution]
 
 
 @dataclass
@@ -90,6 +93,7 @@ def run_search(
     judges_described: bool,
     stored: Mapping[tuple[str, str], SearchHits] | None = None,
     progress: Progress | None = None,
+    execute: Execute | None = None,
 ) -> SearchResults:
     """Search every query with every strategy; with ``stored`` results, only what is missing.
 
@@ -101,6 +105,7 @@ def run_search(
         declared: the strategies a user declared (checked on their first answers on a fresh run).
         judges_described: the LLM judge grades documents a reply describes.
         stored: (strategy, query id) -> results already searched (a resume): kept, not searched.
+        execute: runs the executor elsewhere (engine/ray_runner.py); None runs it here on ``nodes``.
     """
     ids = [q.query_id for q in queries]
     texts = {q.query_id: q.text for q in queries}
@@ -121,7 +126,6 @@ def run_search(
     if progress is not None:
         progress("search", 0, total)
     for todo, qids in missing.items():
-        executor = Executor(nodes, todo, k)
         check = (FirstAnswerCheck([s for s in todo if s in declared], collection_ids, judges_described)
                  if fresh else None)
 
@@ -129,7 +133,11 @@ def run_search(
             if progress is not None:
                 progress("search", offset + n, total)
 
-        execution = executor.run(QueryBatch(qids, [texts[q] for q in qids]), report, check)
+        batch = QueryBatch(qids, [texts[q] for q in qids])
+        if execute is None:
+            execution = Executor(nodes, todo, k).run(batch, report, check)
+        else:
+            execution = execute(todo, batch, report, check)
         done += len(qids)
         for strategy in todo:
             for qid, hits in zip(qids, execution.hits[strategy], strict=True):

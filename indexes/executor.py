@@ -127,6 +127,19 @@ class Execution:
             self.seconds[name] = self.seconds.get(name, 0.0) + s
 
 
+def chunk_bounds(n: int, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, int]]:
+    """(start, stop) of the chunks ``Executor.run`` answers ``n`` queries in: one query, then
+    ``chunk_size`` at a time. A distributed runner cuts the same chunks, so every batch (query
+    embeddings, cross-encoder batches) is the same as a local run's."""
+    bounds = []
+    start = 0
+    while start < n:
+        stop = min(n, start + (1 if start == 0 else max(1, chunk_size)))
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
 #: check(first_query_index, execution_so_far) may raise to stop the run after a chunk.
 Check = Callable[[Execution], None]
 Progress = Callable[[str, int, int], None]
@@ -195,15 +208,12 @@ class Executor:
         total = Execution()
         if progress is not None:
             progress(stage, 0, len(batch))
-        start = 0
-        while start < len(batch):
-            stop = min(len(batch), start + (1 if start == 0 else self.chunk_size))
+        for start, stop in chunk_bounds(len(batch), self.chunk_size):
             total.extend(self.run_chunk(batch.slice(start, stop)))
             if check is not None:
                 check(total)
-            start = stop
             if progress is not None:
-                progress(stage, start, len(batch))
+                progress(stage, stop, len(batch))
         return total
 
     def run_chunk(self, batch: QueryBatch) -> Execution:

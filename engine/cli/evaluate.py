@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from engine.llm.judge import JudgeSettings
     from engine.llm.querygen import QueryGenSettings
     from engine.pipeline import RunOutcome
+    from engine.ray_runner import RaySession
     from engine.store import Store
 
 
@@ -57,6 +60,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "(no index, search, LLM call or stored run)")
     add_llm_options(p)
     add_index_options(p)
+    add_ray_option(p)
     add_common(p)
     p.set_defaults(handler=cmd_evaluate)
 
@@ -65,8 +69,32 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run", help="run id (or an unambiguous prefix)")
     p.add_argument("--base-url", help="the LLM endpoint, if it moved (default: the run's)")
     p.add_argument("--concurrency", type=int, help="LLM requests in flight (default: the run's)")
+    add_ray_option(p)
     add_common(p)
     p.set_defaults(handler=cmd_resume)
+
+
+def add_ray_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", nargs="?", const=RAY_LOCAL, default=None, metavar="ADDRESS",
+                   help="run the heavy stages on Ray: alone, a local Ray started for the run; with "
+                   "HOST:PORT (or ray://HOST:PORT), an existing cluster whose nodes see the collection "
+                   "and --data-dir at the same paths (pip install 'searchgrade[ray]')")
+
+
+#: ``--ray`` without an address.
+RAY_LOCAL = "local"
+
+
+@contextmanager
+def _ray(args: argparse.Namespace) -> Iterator[RaySession | None]:
+    """The Ray session --ray asks for (None without --ray), closed when the command ends."""
+    if args.ray is None:
+        yield None
+        return
+    from engine.ray_runner import ray_session
+
+    with ray_session(None if args.ray == RAY_LOCAL else args.ray) as session:
+        yield session
 
 
 #: The exit status of a run stopped by Ctrl-C or Cancel in the app (as for SIGINT).
@@ -153,22 +181,28 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from engine.pipeline import run_evaluation
-
     config = _run_config(args)
     config.validate()
     config.check_environment()
     if args.dry_run:
         return _dry_run(args, config)
-    store = open_store(args)
     collection = load(args)
+    with _ray(args) as ray:  # a wrong address stops here, before anything is written
+        return _evaluate(args, config, collection, ray)
+
+
+def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any,
+              ray: RaySession | None) -> int:
+    from engine.pipeline import run_evaluation
+
+    store = open_store(args)
     bars = Bars()
     created: list[str] = []
     try:
         # The endpoint typed here is the operator's choice: it may get $OPENAI_API_KEY.
         with operator_urls([args.base_url]):
             outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
-                                     on_run_created=created.append, on_usage=bars.set_usage)
+                                     on_run_created=created.append, on_usage=bars.set_usage, ray=ray)
     except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
         if created:
@@ -216,17 +250,23 @@ def _report_outcome(store: Store, outcome: RunOutcome) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from engine.pipeline import resume_run
-
     if args.concurrency is not None and args.concurrency < 1:
         raise SearchGradeError(f"--concurrency of {args.concurrency} must be at least 1")
     store = open_store(args)
     run_id = store.get_run(args.run).run_id
+    with _ray(args) as ray:
+        return _resume(args, store, run_id, ray)
+
+
+def _resume(args: argparse.Namespace, store: Store, run_id: str, ray: RaySession | None) -> int:
+    from engine.pipeline import resume_run
+
     bars = Bars()
     try:
         with operator_urls([args.base_url]):
             outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
-                                 concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage)
+                                 concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage,
+                                 ray=ray)
     except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
         how = "by Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "from the app"

@@ -1,0 +1,508 @@
+"""Running a run's heavy stages on Ray: a local Ray started for the run, or an existing cluster.
+
+- **Connecting.** ``connect(None)`` starts a local Ray for the run (no dashboard, a small object
+  store) and ``RaySession.close`` stops it; ``connect("HOST:PORT")`` joins a running cluster (the
+  head node's GCS address, as ``ray start --head`` prints it; ``ray://HOST:PORT`` for Ray Client).
+  ``ray.init`` retries an unreachable address for minutes, so the address is checked first: a TCP
+  connection and an HTTP/2 (gRPC) greeting within seconds, else one line naming the address and
+  the fix. A Ray already initialised in the process (a test's) is used as it is and left running.
+- **Search.** The executor (indexes/executor.py) runs on Ray actors (``SearchWorker``), each
+  building the same strategies from the collection and the index artifacts the driver built
+  (same paths: on a cluster, a filesystem every node mounts). The queries are cut into the same
+  chunks as a local run (the first holds one query, then ``CHUNK_SIZE``), so every batch (query
+  embeddings, cross-encoder batches) is the same as locally; the chunks' ``Execution`` s are
+  merged on the driver in query order, so the stored results are the local run's.
+- **Errors** raised on a worker come back as the same one-line ``SearchGradeError``.
+
+Nothing here changes what a run computes: the metrics of a run on Ray equal the local run's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.records import Query, SearchGradeError
+from indexes.executor import CHUNK_SIZE, Execution, Executor, QueryBatch, chunk_bounds
+from indexes.settings import IndexSettings
+
+#: How to get Ray, said whenever it is missing.
+INSTALL = "pip install 'searchgrade[ray]'"
+#: The GCS port of ``ray start --head``, and the Ray Client server's.
+DEFAULT_GCS_PORT = 6379
+DEFAULT_CLIENT_PORT = 10001
+#: Seconds for the address check (TCP connect, then the gRPC greeting).
+CHECK_TIMEOUT_S = 5.0
+#: Seconds ``ray.init`` may take on a cluster that passed the check.
+INIT_TIMEOUT_S = 60.0
+#: Object store of a local Ray (MB): results and batches are small; Ray spills beyond it.
+LOCAL_OBJECT_STORE_MB = 256
+#: Ray namespace of everything a run creates (named actors, e.g. the LLM limiter).
+NAMESPACE = "searchgrade"
+
+Progress = Callable[[str, int, int], None]
+Check = Callable[[Execution], None]
+
+#: The HTTP/2 client preface and an empty SETTINGS frame: a gRPC server answers with SETTINGS.
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 0x04
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or one line saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise SearchGradeError(f"--ray needs Ray, which is not installed here: {INSTALL}") from None
+    return ray
+
+
+def parse_address(address: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of ``HOST:PORT`` (scheme "") or ``ray://HOST:PORT`` ("ray").
+
+    Raises:
+        SearchGradeError: not an address of that form.
+    """
+    text = address.strip()
+    scheme = ""
+    if "://" in text:
+        scheme, text = text.split("://", 1)
+        if scheme != "ray":
+            raise SearchGradeError(
+                f"--ray {address!r}: use HOST:PORT (the head node's GCS address, e.g. 10.0.0.5:6379) "
+                "or ray://HOST:PORT for Ray Client")
+    text = text.rstrip("/")
+    default = DEFAULT_CLIENT_PORT if scheme == "ray" else DEFAULT_GCS_PORT
+    if text.startswith("["):  # [IPv6]:port
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:
+        host, port_text = text, ""
+    try:
+        port = int(port_text) if port_text else default
+    except ValueError:
+        port = -1
+    if not host or not 0 < port < 65536:
+        raise SearchGradeError(
+            f"--ray {address!r} is not an address: use HOST:PORT (the head node's GCS address, e.g. "
+            "10.0.0.5:6379), ray://HOST:PORT for Ray Client, or --ray alone for a local Ray")
+    return scheme, host, port
+
+
+def check_reachable(address: str, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+    """Fail in seconds, with one line, when nothing that speaks gRPC answers at ``address``.
+
+    ``ray.init(address=...)`` retries an address where nothing listens for minutes; this checks
+    the TCP connection and the server's HTTP/2 greeting (every Ray GCS and Ray Client server is
+    a gRPC server) within ``timeout_s`` each.
+    """
+    _scheme, host, port = parse_address(address)
+    fix = ("check the address: the head node's HOST:PORT as `ray start --head` prints it (GCS port "
+           f"{DEFAULT_GCS_PORT} by default; ray://HOST:{DEFAULT_CLIENT_PORT} for Ray Client), or "
+           "pass --ray alone to start a local Ray")
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+    except socket.gaierror as exc:
+        raise SearchGradeError(f"cannot reach the Ray cluster at {address}: unknown host {host!r} "
+                               f"({exc.strerror}); {fix}") from None
+    except TimeoutError:
+        raise SearchGradeError(f"cannot reach the Ray cluster at {address}: no answer within "
+                               f"{timeout_s:g} s; {fix}") from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise SearchGradeError(f"cannot reach the Ray cluster at {address}: {reason.lower()}; {fix}") from None
+    with sock:
+        sock.settimeout(timeout_s)
+        try:
+            sock.sendall(_H2_PREFACE)
+            head = _read(sock, 9)
+        except OSError:
+            head = b""
+    if len(head) < 9 or head[3] != _H2_SETTINGS:
+        raise SearchGradeError(f"{address} answers, but not as a Ray cluster (no gRPC greeting; the "
+                               f"dashboard's port 8265 is not the one); {fix}")
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+@dataclass
+class RaySession:
+    """A connection to Ray for one run; ``close`` stops a local Ray this session started."""
+
+    #: The cluster's address, or None for a local Ray.
+    address: str | None
+    #: This session started Ray (and stops it on close).
+    started: bool
+
+    def info(self) -> dict[str, Any]:
+        """What the run records: where it ran, on how many nodes and CPUs."""
+        ray = import_ray()
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        return {"address": self.address or "local", "nodes": len(nodes),
+                "cpus": int(ray.cluster_resources().get("CPU", 0))}
+
+    def cpus(self) -> int:
+        return max(1, int(import_ray().cluster_resources().get("CPU", 1)))
+
+    def close(self) -> None:
+        if self.started:
+            import_ray().shutdown()
+            self.started = False
+
+
+def connect(address: str | None, *, cpus: int | None = None,
+            check_timeout_s: float = CHECK_TIMEOUT_S, init_timeout_s: float = INIT_TIMEOUT_S) -> RaySession:
+    """Start a local Ray (``address`` None) or join the cluster at ``address``.
+
+    Args:
+        cpus: CPUs of a local Ray (default: all of this machine's).
+
+    Raises:
+        SearchGradeError: Ray is not installed, the address is malformed or does not answer as a
+            Ray cluster, or the cluster does not accept the connection in ``init_timeout_s``.
+    """
+    ray = import_ray()
+    if address is not None:
+        parse_address(address)
+    if ray.is_initialized():
+        return RaySession(address, started=False)
+    common = {"log_to_driver": False, "configure_logging": False, "namespace": NAMESPACE}
+    if address is None:
+        ray.init(num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False,
+                 object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
+        return RaySession(None, started=True)
+    check_reachable(address, check_timeout_s)
+    _init_within(ray, address, init_timeout_s, common)
+    return RaySession(address, started=True)
+
+
+def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, Any]) -> None:
+    """``ray.init(address)`` in a thread, given up after ``timeout_s`` with one line."""
+    outcome: dict[str, BaseException | None] = {}
+
+    def init() -> None:
+        try:
+            ray.init(address=address, **kwargs)
+            outcome["error"] = None
+        except BaseException as exc:  # noqa: BLE001 - re-raised below as one line
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=init, name="ray-init", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if "error" not in outcome:
+        raise SearchGradeError(
+            f"the Ray cluster at {address} did not accept the connection within {timeout_s:g} s; check "
+            "that its Ray version matches this one's and that its token (RAY_AUTH_TOKEN) is set here")
+    error = outcome["error"]
+    if error is not None:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise SearchGradeError(f"cannot join the Ray cluster at {address}: {first}") from None
+
+
+@contextmanager
+def ray_session(address: str | None, **kwargs: Any) -> Iterator[RaySession]:
+    """``connect``, and ``close`` whatever happens."""
+    session = connect(address, **kwargs)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def worker_error(exc: BaseException) -> BaseException:
+    """The error a Ray worker raised, unwrapped: a SearchGradeError stays one line."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, SearchGradeError):
+        return SearchGradeError(str(cause), page=cause.page)
+    text = str(exc)
+    marker = "SearchGradeError: "
+    if marker in text:  # an actor whose constructor failed carries the message in its text
+        return SearchGradeError(text.split(marker, 1)[1].strip().splitlines()[0])
+    return exc
+
+
+# -- search ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What a worker needs to build the strategies the driver built, from the same files.
+
+    Attributes:
+        collection_path: the collection, loaded with ``collection_fields`` (as ``resume`` does).
+        fingerprint: the driver's collection fingerprint: a worker seeing another collection stops.
+        artifacts: artifact name -> folder the driver built ("ann", "bm25"): a worker must see them.
+    """
+
+    collection_path: str
+    collection_fields: Mapping[str, Any]
+    fingerprint: str
+    settings: IndexSettings
+    data_dir: str
+    strategies: tuple[str, ...]
+    declared: Mapping[str, Any]
+    artifacts: Mapping[str, str]
+    queries: tuple[Query, ...] = ()
+
+
+class SearchWorker:
+    """A Ray actor holding the run's strategies (built from the driver's artifacts) and running
+    executor chunks on them."""
+
+    def __init__(self, spec: BuildSpec) -> None:
+        from core.records import collection_fingerprint
+        from engine.collections import load_collection
+        from engine.strategies import registry_for_declared
+        from indexes.build import build_searchers
+
+        node = socket.gethostname()
+        fix = (f"give every Ray node the same files at the same paths (the collection {spec.collection_path} "
+               f"and --data-dir {spec.data_dir}, e.g. on a shared filesystem)")
+        for name, folder in spec.artifacts.items():
+            if name in ("ann", "bm25") and not Path(folder).is_dir():
+                raise SearchGradeError(f"the Ray worker on {node} does not see the {name} index "
+                                       f"{folder}; {fix}")
+        if not Path(spec.collection_path).exists():
+            raise SearchGradeError(f"the Ray worker on {node} does not see the collection "
+                                   f"{spec.collection_path}; {fix}")
+        collection = load_collection(spec.collection_path, **dict(spec.collection_fields))
+        if collection_fingerprint(collection) != spec.fingerprint:
+            raise SearchGradeError(f"the collection at {spec.collection_path} on the Ray worker on {node} "
+                                   f"is not the driver's (its documents differ); {fix}")
+        built = build_searchers(collection, spec.settings, Path(spec.data_dir), strategies=spec.strategies,
+                                collection_fingerprint=spec.fingerprint,
+                                registry=registry_for_declared(dict(spec.declared)))
+        for name in ("ann", "bm25"):
+            if built.stats.get(f"{name}_reused") is False:
+                raise SearchGradeError(f"the Ray worker on {node} had to build the {name} index again "
+                                       f"(the driver's is not visible there); {fix}")
+        self.nodes = built.nodes
+        self.scores = getattr(built.context, "_scores", None)
+        bind = getattr(getattr(self.scores, "scorer", None), "bind_queries", None)
+        if bind is not None and spec.queries:
+            bind(spec.queries)
+
+    def run_chunk(self, strategies: Sequence[str], k: int, ids: Sequence[str],
+                  texts: Sequence[str]) -> Execution:
+        return Executor(self.nodes, strategies, k).run_chunk(QueryBatch(list(ids), list(texts)))
+
+    def counters(self) -> dict[str, Any]:
+        """The cross-encoder's shared scores: pairs scored and reused; a trained reranker's record."""
+        if self.scores is None:
+            return {}
+        summary = getattr(self.scores.scorer, "summary", None)
+        return {"scored": self.scores.scored, "reused": self.scores.reused,
+                "summary": summary() if summary is not None else None}
+
+
+@dataclass
+class RaySearch:
+    """The search stage's executor on Ray actors (``execute`` is what engine/search.py calls)."""
+
+    session: RaySession
+    spec: BuildSpec
+    k: int
+    #: Actors to start (default: one per CPU of the cluster, at most one per chunk).
+    actors: int | None = None
+    chunk_size: int = CHUNK_SIZE
+    workers: list[Any] = field(default_factory=list)
+    chunks: int = 0
+    started: int = 0
+
+    def _start(self, wanted: int) -> None:
+        ray = import_ray()
+        n = max(1, min(self.actors or self.session.cpus(), wanted))
+        remote = ray.remote(num_cpus=1)(SearchWorker)
+        while len(self.workers) < n:
+            self.workers.append(remote.remote(self.spec))
+            self.started += 1
+
+    def execute(self, strategies: Sequence[str], batch: QueryBatch, progress: Progress | None,
+                check: Check | None) -> Execution:
+        """What ``Executor(nodes, strategies, k).run(batch, progress, check)`` gives, on Ray."""
+        ray = import_ray()
+        bounds = chunk_bounds(len(batch), self.chunk_size)
+        self._start(max(1, len(bounds) - 1))
+        total = Execution()
+        if progress is not None:
+            progress("search", 0, len(batch))
+        todo = list(strategies)
+
+        def submit(i: int, worker: Any) -> Any:
+            start, stop = bounds[i]
+            return worker.run_chunk.remote(todo, self.k, list(batch.ids[start:stop]),
+                                           list(batch.texts[start:stop]))
+
+        try:
+            # The first chunk (one query) alone, so a check can stop the run before the rest.
+            pending: dict[int, Any] = {}
+            if bounds:
+                pending[0] = submit(0, self.workers[0])
+            next_chunk = 1
+            done_chunks = 0
+            while done_chunks < len(bounds):
+                if done_chunks >= 1:
+                    while next_chunk < len(bounds) and len(pending) < 2 * len(self.workers):
+                        pending[next_chunk] = submit(next_chunk, self.workers[next_chunk % len(self.workers)])
+                        next_chunk += 1
+                execution = ray.get(pending.pop(done_chunks))
+                total.extend(execution)
+                self.chunks += 1
+                done_chunks += 1
+                if check is not None:
+                    check(total)
+                if progress is not None:
+                    progress("search", bounds[done_chunks - 1][1], len(batch))
+        except ray.exceptions.RayError as exc:
+            raise worker_error(exc) from None
+        return total
+
+    def counters(self) -> dict[str, Any]:
+        """The workers' cross-encoder counters, summed (and their trained-reranker records merged)."""
+        from indexes.trained_reranker import merge_records
+
+        ray = import_ray()
+        out: dict[str, Any] = {}
+        for counters in ray.get([w.counters.remote() for w in self.workers]):
+            if not counters:
+                continue
+            out["scored"] = out.get("scored", 0) + counters["scored"]
+            out["reused"] = out.get("reused", 0) + counters["reused"]
+            if counters.get("summary") is not None:
+                out["summary"] = merge_records(out.get("summary"), counters["summary"])
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        return {"actors": self.started, "chunks": self.chunks}
+
+    def close(self) -> None:
+        ray = import_ray()
+        for worker in self.workers:
+            ray.kill(worker)
+        self.workers = []
+
+
+# -- embedding ------------------------------------------------------------------------------------
+
+#: Vectors written to the embedding cache per shard while a Ray embedding runs (a failure keeps them).
+EMBED_SHARD_ROWS = 16_384
+
+
+class EmbedBatches:
+    """A Ray Data actor holding the embedding model (``indexes.embeddings.load_embedder``).
+
+    Each input block is one chunk of texts, cut as ``encode_cached`` cuts them locally; a chunk is
+    encoded alone, in its order, so the model sees the same batches (same padding) as a local run
+    and the vectors are the same.
+    """
+
+    def __init__(self, model_name: str, batch_size: int) -> None:
+        from indexes.embeddings import load_embedder
+
+        self.model = load_embedder(model_name)
+        self.batch_size = batch_size
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        from indexes.embeddings import encode
+
+        chunks = np.asarray(batch["chunk"])
+        order = np.lexsort((np.asarray(batch["pos"]), chunks))
+        keys, vectors = [], []
+        for chunk in dict.fromkeys(chunks[order].tolist()):
+            rows = order[chunks[order] == chunk]
+            vectors.append(encode(self.model, [str(batch["text"][i]) for i in rows], self.batch_size))
+            keys.extend(str(batch["key"][i]) for i in rows)
+        return {"key": np.asarray(keys), "vector": np.concatenate(vectors)}
+
+
+@dataclass(frozen=True)
+class RayEmbedStats:
+    """What ``embed_on_ray`` did: texts asked for, found cached, embedded on Ray, seconds."""
+
+    texts: int
+    cache_hits: int
+    embedded: int
+    seconds: float
+    actors: int
+
+    def to_json(self) -> dict[str, Any]:
+        rate = self.embedded / self.seconds if self.embedded and self.seconds > 0 else None
+        return {"texts": self.texts, "cache_hits": self.cache_hits, "embedded": self.embedded,
+                "seconds": round(self.seconds, 3), "docs_per_s": rate, "actors": self.actors}
+
+
+def embed_on_ray(session: RaySession, model_name: str, texts: Sequence[str], cache_dir: Path,
+                 batch_size: int = 32, progress: Progress | None = None,
+                 actors: int | None = None) -> RayEmbedStats:
+    """Embed the texts the cache lacks with Ray Data (``map_batches`` over actors holding the
+    model) and add them to the embedding cache, so the index build that follows embeds nothing.
+
+    The texts are cut into the chunks ``encode_cached`` would encode (the same order and size),
+    one Ray Data block each, so every vector is the one a local run computes.
+    """
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+
+    from indexes.embeddings import PROGRESS_CHUNK, EmbeddingCache, text_key
+
+    ray = import_ray()
+    started = time.perf_counter()
+    cache = EmbeddingCache(cache_dir)
+    unique: dict[bytes, str] = {}
+    for text in texts:
+        unique.setdefault(text_key(text), text)
+    found = cache.get(list(unique))
+    missing = [key for key in unique if key not in found]
+    if progress is not None:
+        progress("embed", len(found), len(unique))
+    if not missing:
+        return RayEmbedStats(len(texts), len(found), 0, 0.0, 0)
+    blocks = []
+    for chunk, start in enumerate(range(0, len(missing), PROGRESS_CHUNK)):
+        part = missing[start:start + PROGRESS_CHUNK]
+        blocks.append(pa.table({"chunk": [chunk] * len(part), "pos": list(range(len(part))),
+                                "key": [key.hex() for key in part], "text": [unique[key] for key in part]}))
+    n_actors = max(1, min(actors or session.cpus(), len(blocks)))
+    dataset = ray.data.from_arrow(blocks).map_batches(
+        EmbedBatches, fn_constructor_kwargs={"model_name": model_name, "batch_size": batch_size},
+        batch_size=None, batch_format="numpy", concurrency=n_actors, num_cpus=1)
+    done = len(found)
+    pending_keys: list[bytes] = []
+    pending_vectors: list[Any] = []
+    try:
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            pending_keys.extend(bytes.fromhex(str(k)) for k in batch["key"])
+            pending_vectors.append(np.asarray(batch["vector"], dtype=np.float32))
+            if len(pending_keys) >= EMBED_SHARD_ROWS:
+                cache.add(pending_keys, np.concatenate(pending_vectors))
+                pending_keys, pending_vectors = [], []
+            done += len(batch["key"])
+            if progress is not None:
+                progress("embed", done, len(unique))
+    except ray.exceptions.RayError as exc:
+        raise worker_error(exc) from None
+    finally:
+        if pending_keys:  # what was embedded before a failure or Ctrl-C is kept
+            cache.add(pending_keys, np.concatenate(pending_vectors))
+    return RayEmbedStats(len(texts), len(found), len(missing), time.perf_counter() - started, n_actors)

@@ -1,0 +1,183 @@
+"""Runs on Ray (engine/ray_runner.py) against a real local Ray on 2 CPUs, started once here.
+
+The claims: a run on Ray stores what the local run stores (Cranfield, all six strategies: the
+same result lists, the same per-query metrics to 1e-9, the same document vectors), the packaged
+embedding model gives the same vectors on Ray Data as here, and a wrong address fails in seconds
+with one line and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.records import SearchGradeError
+from engine.collections import load_collection
+from engine.config import RunConfig
+from engine.pipeline import run_evaluation
+from engine.ray_runner import check_reachable, connect, embed_on_ray, import_ray, ray_session
+from engine.store import Store
+from engine.strategies import known_strategies
+from indexes.embeddings import EmbeddingCache, cache_dir_for, encode_cached, text_key
+from indexes.settings import DEFAULT_EMBEDDING_MODEL, IndexSettings
+from tests.conftest import CRANFIELD, REPO
+from tests.indexes.conftest import tiny_cross_encoder_dir  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray on 2 CPUs for the module (a run's connect() uses it and leaves it running)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
+             log_to_driver=False, configure_logging=False, namespace="searchgrade-tests")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def tiny_embedder(tmp_path_factory) -> Path:
+    """A 2-layer, 32-wide BERT sentence-transformer over Cranfield's words (random weights): a
+    real SentenceTransformer that embeds Cranfield in seconds, so both runs embed from scratch."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    words = Counter(w for d in load_collection(CRANFIELD).documents
+                    for w in re.findall(r"[a-z]+", d.content.lower()))
+    bert = tmp_path_factory.mktemp("tiny_bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(w for w, _ in words.most_common(3000))]
+    (bert / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=256)
+    BertModel(config).save_pretrained(bert)
+    BertTokenizer(str(bert / "vocab.txt")).save_pretrained(bert)
+    word = models.Transformer(str(bert), max_seq_length=256)
+    out = tmp_path_factory.mktemp("tiny_embedder")
+    SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")]).save(str(out))
+    return out
+
+
+def test_a_ray_run_stores_what_the_local_run_stores_on_cranfield(local_ray, tmp_path, tiny_embedder,
+                                                                  tiny_cross_encoder_dir):  # noqa: F811
+    collection = load_collection(CRANFIELD)
+    settings = IndexSettings(embedding_model=str(tiny_embedder), reranker_model=str(tiny_cross_encoder_dir),
+                             rerank_depth=10)
+    config = RunConfig(strategies=known_strategies(), n_bootstrap=200, index=settings)
+    runs = {}
+    for where in ("local", "ray"):
+        store = Store(tmp_path / where)
+        if where == "local":
+            outcome = run_evaluation(collection, config, store, tmp_path / where)
+        else:
+            with ray_session(None) as session:
+                outcome = run_evaluation(collection, config, store, tmp_path / where, ray=session)
+        assert outcome.status == "complete" and not outcome.skipped
+        runs[where] = (store, outcome.run_id)
+
+    (local, local_id), (on_ray, ray_id) = runs["local"], runs["ray"]
+    stats = on_ray.get_run(ray_id).stats
+    n_queries = stats["queries"]
+    # Every document embedded on Ray Data, every query searched on the Ray actors, in the local chunks.
+    assert stats["ray"]["embed"]["embedded"] == len({d.content for d in collection.documents})
+    assert stats["index"]["embedded"] == 0
+    assert stats["ray"]["search"]["chunks"] == 1 + -(-(n_queries - 1) // 64)
+    assert stats["ray"]["search"]["actors"] == 2
+    assert stats["reranker_pairs"] == local.get_run(local_id).stats["reranker_pairs"]
+
+    # The same vectors: Ray Data's actors encoded the same batches as encode_cached here.
+    keys = [text_key(d.content) for d in collection.documents]
+    vectors = [EmbeddingCache(cache_dir_for(tmp_path / w, settings.embedding_model)).get(keys) for w in runs]
+    assert all(np.array_equal(vectors[0][k], vectors[1][k]) for k in keys)
+
+    # The same result lists (ids, ranks, scores) for every strategy and query...
+    local_hits, ray_hits = local.stored_hits(local_id), on_ray.stored_hits(ray_id)
+    assert set(local_hits) == set(ray_hits) and len(local_hits) == 6 * n_queries
+    for key, hits in local_hits.items():
+        assert [(d.doc_id, d.rank) for d in ray_hits[key].docs] == [(d.doc_id, d.rank) for d in hits.docs], key
+        assert [d.score for d in ray_hits[key].docs] == pytest.approx([d.score for d in hits.docs], abs=1e-9)
+    # ... and the same metric for every query, strategy and cut-off.
+    def values(store, run_id):
+        return {(r["strategy"], r["metric"], r["k"], r["query_id"]): r["value"]
+                for r in store.metric_values(run_id)}
+
+    local_values, ray_values = values(local, local_id), values(on_ray, ray_id)
+    assert set(local_values) == set(ray_values) and len(local_values) > 6 * n_queries * 10
+    for key, value in local_values.items():
+        assert ray_values[key] == pytest.approx(value, abs=1e-9), key
+
+
+def test_the_packaged_model_embeds_the_same_on_ray_data_as_here(local_ray, tmp_path):
+    # 150 texts: two chunks (128 + 22), so two actors each encode one, as encode_cached cuts them
+    # (the start of each document only: the claim is the same either way, and this is quicker).
+    texts = [d.content[:200] for d in load_collection(CRANFIELD).documents[:150]]
+    session = connect(None)
+    done = embed_on_ray(session, DEFAULT_EMBEDDING_MODEL, texts, tmp_path / "ray", batch_size=32)
+    assert (done.embedded, done.cache_hits, done.actors) == (150, 0, 2)
+    here, _ = encode_cached(DEFAULT_EMBEDDING_MODEL, texts, tmp_path / "here", 32)
+    cached = EmbeddingCache(tmp_path / "ray").get([text_key(t) for t in texts])
+    assert np.array_equal(np.stack([cached[text_key(t)] for t in texts]), here)
+    again = embed_on_ray(session, DEFAULT_EMBEDDING_MODEL, texts, tmp_path / "ray", batch_size=32)
+    assert (again.embedded, again.cache_hits) == (0, 150)
+
+
+def test_a_wrong_address_fails_in_seconds_with_one_line_and_writes_nothing(tmp_path):
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "evaluate", str(CRANFIELD), "--qrels", "--ray", f"127.0.0.1:{port}",
+         "--data-dir", str(tmp_path / "d")], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"searchgrade: error: cannot reach the Ray cluster at 127.0.0.1:{port}")
+    assert "--ray alone" in lines[0] and "6379" in lines[0]
+    assert time.monotonic() - started < 60  # Python, torch and the collection load; the check is instant
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_port_that_is_not_ray_is_refused_in_seconds():
+    class Hello(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"127.0.0.1:{server.server_address[1]}"
+        started = time.monotonic()
+        with pytest.raises(SearchGradeError, match=f"{address} answers, but not as a Ray cluster"):
+            check_reachable(address, timeout_s=3)
+        assert time.monotonic() - started < 10
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(SearchGradeError, match="unknown host 'no-such-host.invalid'"):
+        check_reachable("no-such-host.invalid:6379")
+    with pytest.raises(SearchGradeError, match="is not an address"):
+        check_reachable("10.0.0.5:notaport")
+
+
+def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(SearchGradeError, match=re.escape("pip install 'searchgrade[ray]'")):
+        import_ray()
