@@ -20,6 +20,14 @@ from typing import Any
 from engine.store import RunRecord, Store
 
 
+#: Parts read together, in one query, by the first read of any (small: tens of rows each).
+SMALL = ("position_means", "failed_top1_counts", "latency_summary", "unretrieved_relevant", "query_extremes",
+         "metric_by_query_type", "reranker_rows")
+#: Parts read one key at a time: a failed-queries table is a row per failed query (megabytes at
+#: 10,000 queries), and a page shows one strategy's.
+LARGE = ("failed_queries",)
+
+
 class RunReads:
     """One run's kept reads, for the views of one page: read from ``kept_reads`` in one query,
     computed where missing, and the new ones written back by ``save``.
@@ -30,17 +38,26 @@ class RunReads:
     def __init__(self, store: Store, run: RunRecord):
         self.store, self.run = store, run
         self.complete = run.status == "complete"
-        self._kept = store.kept_reads(run.run_id) if self.complete else {}
+        self._kept: dict[tuple[str, str], str] | None = None
         self._new: dict[tuple[str, str], str] = {}
+
+    def _text(self, part: str, key: str) -> str | None:
+        if part in LARGE:
+            return self.store.kept_read(self.run.run_id, part, key)
+        if self._kept is None:
+            self._kept = self.store.kept_reads(self.run.run_id, SMALL)
+        return self._kept.get((part, key))
 
     def _get(self, part: str, key: str, compute: Callable[[], Any]) -> Any:
         if not self.complete:
             return compute()
-        text = self._kept.get((part, key))
+        if (part, key) in self._new:
+            return json.loads(self._new[(part, key)])
+        text = self._text(part, key)
         if text is not None:
             return json.loads(text)
         value = compute()
-        self._kept[(part, key)] = self._new[(part, key)] = json.dumps(value)
+        self._new[(part, key)] = json.dumps(value)
         return value
 
     def save(self) -> None:
@@ -74,3 +91,8 @@ class RunReads:
     def reranker_rows(self, metric: str, k: int, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """The baseline-vs-reranker table's rows at metric@k (``significance.reranker_rows``)."""
         return self._get("reranker_rows", f"{metric}@{k}", compute)
+
+    def failed_queries(self, strategy: str, compute: Callable[[], dict[str, list]]) -> dict[str, list]:
+        """The failed-queries table of a strategy, as column name -> values
+        (``results.failed_queries``)."""
+        return self._get("failed_queries", strategy, compute)

@@ -128,9 +128,13 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
 
 def keep_first_view(store: Store, run_id: str) -> None:
     """Compute and keep what a just-completed run's first Results page reads (its headline metric
-    at its k): its paired tests, instead of resampling every query, and its other reads
-    (engine/report/kept.py), instead of joining every result with its grade."""
-    results_view(store, run_id)
+    at its k, the failed queries of its best strategy): its paired tests, instead of resampling
+    every query, and its other reads (engine/report/kept.py), instead of joining every result
+    with its grade."""
+    with store.session():
+        view = results_view(store, run_id)
+        if view.headline is not None:
+            failed_queries(store, run_id, view.headline.strategy)
 
 
 def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:
@@ -275,10 +279,19 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     "[grade] title (doc id)", so a reader sees what came back instead. A top 1 whose judgment
     failed shows "[judge failed]", never a grade, and does not make its query a failed one.
     """
+    # A complete run's table is kept the first time it is made (engine/report/kept.py).
+    reads = RunReads(store, store.get_run(run_id))
+    table = reads.failed_queries(strategy, lambda: _failed_table(store, run_id, strategy))
+    reads.save()
+    return pd.DataFrame(table)
+
+
+def _failed_table(store: Store, run_id: str, strategy: str) -> dict[str, list]:
+    """``failed_queries``' table as column name -> values (plain Python values, kept as JSON)."""
     frame = store.failed_top1_cells(run_id, strategy)
     if frame.empty:
         labels = [label(s) for s in strategy_order(store.result_strategies(run_id))]
-        return pd.DataFrame(columns=["Query id", "Query", "Type", *labels])
+        return {name: [] for name in ["Query id", "Query", "Type", *labels]}
     wide = frame.pivot(index=["query_id", "text", "query_type"], columns="strategy", values="cell")
     # The strategy whose top 1 failed comes first: it is what the table is about.
     others = [s for s in strategy_order(wide.columns.tolist()) if s != strategy]
@@ -286,7 +299,7 @@ def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
     wide.columns = [label(s) for s in wide.columns]
     wide = wide.reset_index().rename(columns={"query_id": "Query id", "text": "Query",
                                               "query_type": "Type"})
-    return wide.fillna("(no results)")
+    return {name: values.tolist() for name, values in wide.fillna("(no results)").items()}
 
 
 def latency(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.DataFrame:

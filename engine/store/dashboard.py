@@ -6,6 +6,7 @@ Reads that feed numpy (per-query values, rankings with their grades) come back c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -232,10 +233,21 @@ class DashboardReadsMixin(StoreConnection):
         except duckdb.TransactionException:
             pass  # another thread's insert of the same row won
 
-    def kept_reads(self, run_id: str) -> dict[tuple[str, str], str]:
-        """(part, key) -> the JSON text of each read kept for a run (engine/report/kept.py)."""
-        rows = self._dicts("SELECT part, key, value FROM kept_reads WHERE run_id = ?", [run_id])
-        return {(r["part"], r["key"]): r["value"] for r in rows}
+    def kept_reads(self, run_id: str, parts: Sequence[str] | None = None) -> dict[tuple[str, str], str]:
+        """(part, key) -> the JSON text of each read kept for a run (engine/report/kept.py), of
+        some parts only or of all."""
+        sql = "SELECT part, key, value FROM kept_reads WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if parts is not None:
+            sql += " AND list_contains(?, part)"
+            params.append(list(parts))
+        return {(r["part"], r["key"]): r["value"] for r in self._dicts(sql, params)}
+
+    def kept_read(self, run_id: str, part: str, key: str) -> str | None:
+        """One kept read's JSON text, or None."""
+        rows = self._dicts("SELECT value FROM kept_reads WHERE run_id = ? AND part = ? AND key = ?",
+                           [run_id, part, key])
+        return rows[0]["value"] if rows else None
 
     def keep_reads(self, run_id: str, values: dict[tuple[str, str], str]) -> None:
         """Keep reads of a run while it is complete: (part, key) -> JSON text. The first writer

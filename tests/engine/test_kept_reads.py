@@ -23,7 +23,7 @@ FRAMES = ("metric_summary", "metric_table", "relevance_table", "by_position", "b
 def _fresh_view(store: Store, run_id: str, metric: str, k: int, monkeypatch):
     """The view with nothing kept read and nothing kept written: every read computed afresh."""
     with monkeypatch.context() as m:
-        m.setattr(store, "kept_reads", lambda run_id: {})
+        m.setattr(store, "kept_reads", lambda *args: {})
         m.setattr(store, "keep_reads", lambda run_id, values: None)
         return results_view(store, run_id, metric, k)
 
@@ -49,7 +49,7 @@ def test_a_completed_run_keeps_its_first_views_reads_equal_to_fresh_ones(run, mo
     store, run_id = run
     assert _parts(store, run_id) == {"position_means", "failed_top1_counts", "latency_summary",
                                      "unretrieved_relevant", "query_extremes", "metric_by_query_type",
-                                     "reranker_rows"}
+                                     "reranker_rows", "failed_queries"}
     _same_view(results_view(store, run_id), _fresh_view(store, run_id, "dcg", 10, monkeypatch))
     record = store.get_run(run_id)
     kept = {part: json.loads(value) for (part, _), value in store.kept_reads(run_id).items()}
@@ -145,3 +145,22 @@ def test_failed_top1_and_its_cells_list_the_same_queries_by_one_rule(tmp_path):
         "[0] Doc 3 title (d3)", "[judge failed] Doc 5 title (d5)", "[3] Doc 1 title (d1)"}
     row = failed_queries(store, run_id, "ann_rerank").set_index("Query id").loc["q2"].to_dict()
     assert "[unjudged] d9 (d9)" in row.values()
+    for _ in range(2):  # made, then read back kept: an empty table keeps its columns
+        empty = failed_queries(store, run_id, "fulltext")
+        assert empty.empty and empty.columns.tolist()[:3] == ["Query id", "Query", "Type"]
+        assert len(empty.columns) == 6
+
+
+def test_each_strategys_failed_queries_table_is_kept_on_its_first_view_equal_to_a_fresh_one(run, monkeypatch):
+    store, run_id = run
+    best = results_view(store, run_id).headline.strategy
+    assert store.kept_read(run_id, "failed_queries", best) is not None  # kept when the run completed
+    for strategy in store.result_strategies(run_id):
+        first = failed_queries(store, run_id, strategy)
+        assert not first.empty and store.kept_read(run_id, "failed_queries", strategy) is not None
+        with monkeypatch.context() as m:
+            m.setattr(store, "kept_read", lambda *args: None)
+            m.setattr(store, "keep_reads", lambda *args: None)
+            fresh = failed_queries(store, run_id, strategy)
+        pd.testing.assert_frame_equal(first, fresh, check_exact=True)
+        pd.testing.assert_frame_equal(failed_queries(store, run_id, strategy), first, check_exact=True)
