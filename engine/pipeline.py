@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -440,7 +441,8 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     t0 = time.perf_counter()
     # Documents a strategy's replies described that the collection lacks are judged too.
     judged_docs = {**searched.described, **docs_by_id}
-    grades, judgments, failed = grade_results(ctx, usage, queries, hits, judged_docs)
+    with _judging_on_ray(ctx):
+        grades, judgments, failed = grade_results(ctx, usage, queries, hits, judged_docs)
     grades, judgments, failed = _with_people(ctx, queries, docs_by_id, grades, judgments, failed)
     ctx.timings["grade"] = time.perf_counter() - t0
 
@@ -473,6 +475,27 @@ def _run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
     return RunOutcome(run_id, "running", skipped=built.skipped,
                       notes=[*collection.notes, *plan.notes, *search_notes(run_id, searched.stats)])
+
+
+@contextmanager
+def _judging_on_ray(ctx: RunContext) -> Iterator[None]:
+    """With a Ray session, the judge's requests are sent by Ray workers through a cluster-wide
+    bound on requests in flight (engine/ray_runner.py); the driver keeps the cache and accounting."""
+    if ctx.ray is None or ctx.client is None:
+        yield
+        return
+    from engine.ray_runner import RayLLM
+
+    local = ctx.client
+    ctx.client = on_ray = RayLLM(local, ctx.ray)
+    try:
+        yield
+    finally:
+        ctx.client = local
+        try:
+            ctx.stats["ray"] = {**ctx.stats.get("ray", {}), "judge": on_ray.stats()}
+        finally:
+            on_ray.close()
 
 
 def _embed_on_ray(ctx: RunContext, registry: Any, fingerprint: str) -> None:

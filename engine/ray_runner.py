@@ -12,6 +12,13 @@
   chunks as a local run (the first holds one query, then ``CHUNK_SIZE``), so every batch (query
   embeddings, cross-encoder batches) is the same as locally; the chunks' ``Execution`` s are
   merged on the driver in query order, so the stored results are the local run's.
+- **Embedding.** The texts the embedding cache lacks go through Ray Data (``map_batches`` over
+  actors holding the model), cut into the chunks ``encode_cached`` would encode, one block each,
+  so the vectors are the local run's; they land in the driver's embedding cache.
+- **LLM judging.** The judge's requests are sent by Ray actors (``LLMWorker``), each request
+  holding a permit of a named actor (``RequestLimiter``, one per endpoint): at most
+  ``--concurrency`` requests in flight across the cluster, whichever runs send them. The driver
+  keeps the cache, the accounting and the judge's identity.
 - **Errors** raised on a worker come back as the same one-line ``SearchGradeError``.
 
 Nothing here changes what a run computes: the metrics of a run on Ray equal the local run's.
@@ -506,3 +513,163 @@ def embed_on_ray(session: RaySession, model_name: str, texts: Sequence[str], cac
         if pending_keys:  # what was embedded before a failure or Ctrl-C is kept
             cache.add(pending_keys, np.concatenate(pending_vectors))
     return RayEmbedStats(len(texts), len(found), len(missing), time.perf_counter() - started, n_actors)
+
+
+# -- LLM judging ----------------------------------------------------------------------------------
+
+
+class RequestLimiter:
+    """A named Ray actor holding ``slots`` permits: every LLM request a worker sends to one
+    endpoint holds one, so the requests in flight stay within ``slots`` across the cluster,
+    however many workers (and runs) send them."""
+
+    def __init__(self, slots: int) -> None:
+        import asyncio
+
+        self.slots = slots
+        self.semaphore = asyncio.Semaphore(slots)
+        self.in_flight = 0
+        self.peak = 0
+
+    async def acquire(self) -> None:
+        await self.semaphore.acquire()
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+
+    async def release(self) -> None:
+        self.in_flight -= 1
+        self.semaphore.release()
+
+    async def stats(self) -> dict[str, int]:
+        return {"slots": self.slots, "peak_in_flight": self.peak}
+
+
+class _Permit:
+    """One request's permit from the limiter, held while the request is in flight."""
+
+    def __init__(self, limiter: Any) -> None:
+        self.limiter = limiter
+
+    def __enter__(self) -> None:
+        import_ray().get(self.limiter.acquire.remote())
+
+    def __exit__(self, *exc: Any) -> None:
+        import_ray().get(self.limiter.release.remote())
+
+
+class _CallUsage:
+    """An LLM client's accounting that also keeps what the current thread's call added, so a
+    worker returns each call's counters with its reply (the driver adds them to the run's)."""
+
+    def __init__(self) -> None:
+        from engine.llm.client import Usage
+
+        self.total = Usage()
+        self.local = threading.local()
+
+    def add(self, stage: str, **deltas: float) -> None:
+        self.total.add(stage, **deltas)
+        mine = getattr(self.local, "deltas", None)
+        if mine is None:
+            mine = self.local.deltas = {}
+        for name, delta in deltas.items():
+            mine.setdefault(stage, {})
+            mine[stage][name] = mine[stage].get(name, 0) + delta
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        return self.total.snapshot()
+
+    def take(self) -> dict[str, dict[str, float]]:
+        mine = getattr(self.local, "deltas", None) or {}
+        self.local.deltas = {}
+        return mine
+
+
+class LLMWorker:
+    """A Ray actor sending LLM requests (each through the cluster-wide limiter) for the driver.
+
+    The API key is read from the worker's own environment, and only when the driver's client
+    would send it (the endpoint is one the operator chose): it never travels through Ray.
+    """
+
+    def __init__(self, settings: Any, trusted: bool, limiter: Any) -> None:
+        from engine.llm.client import LLMClient
+        from engine.llm.env import env_api_key
+
+        self.client = LLMClient(settings, api_key=env_api_key() if trusted else None)
+        self.client.usage = _CallUsage()  # type: ignore[assignment]
+        self.client.request_gate = lambda: _Permit(limiter)
+
+    def complete(self, stage: str, messages: list[dict[str, str]], reply_model: Any,
+                 schema: dict[str, Any], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any], str | None]:
+        reply = self.client.complete(stage, messages, reply_model, schema, **kwargs)
+        return reply, self.client.usage.take(), self.client.output_mode
+
+
+class RayLLM:
+    """The run's LLM client, with its requests sent by Ray workers through a cluster-wide limiter.
+
+    Everything but ``complete`` is the driver's client (the model, its cache identity, the
+    accounting the run stores, ``map``'s threads); ``complete`` runs on a worker, whose counters
+    are added to the driver's accounting as each call returns.
+
+    Args:
+        workers: LLM worker actors (default: up to 4; requests wait on the network, not the CPU).
+    """
+
+    def __init__(self, client: Any, session: RaySession, workers: int | None = None) -> None:
+        from engine.llm.env import normalise_url
+
+        ray = import_ray()
+        self.local = client
+        self.session = session
+        settings = client.settings
+        limiter_cls = ray.remote(num_cpus=0, max_concurrency=1000)(RequestLimiter)
+        options: dict[str, Any] = {"name": f"llm-requests:{normalise_url(settings.resolved_base_url())}",
+                                   "namespace": NAMESPACE, "get_if_exists": True}
+        if session.address is not None:
+            options["lifetime"] = "detached"  # the bound holds across runs sharing the cluster
+        self.limiter = limiter_cls.options(**options).remote(settings.concurrency)
+        worker_cls = ray.remote(num_cpus=0, max_concurrency=settings.concurrency)(LLMWorker)
+        n = max(1, min(workers or 4, settings.concurrency))
+        self.workers = [worker_cls.remote(settings, bool(client.trusted_endpoint), self.limiter)
+                        for _ in range(n)]
+        self._next = 0
+        self._lock = threading.Lock()
+        self._mode: str | None = None
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.local, name)
+
+    @property
+    def output_mode(self) -> str | None:
+        return self._mode or self.local.output_mode
+
+    def complete(self, stage: str, messages: list[dict[str, str]], reply_model: Any,
+                 schema: dict[str, Any], **kwargs: Any) -> Any:
+        ray = import_ray()
+        with self._lock:
+            worker = self.workers[self._next % len(self.workers)]
+            self._next += 1
+        try:
+            reply, deltas, mode = ray.get(worker.complete.remote(stage, messages, reply_model, schema, kwargs))
+        except ray.exceptions.RayError as exc:
+            raise worker_error(exc) from None
+        for counted_stage, counters in deltas.items():
+            self.local.usage.add(counted_stage, **counters)
+        with self._lock:
+            self.calls += 1
+            if mode is not None:
+                self._mode = mode
+        return reply
+
+    def stats(self) -> dict[str, Any]:
+        ray = import_ray()
+        return {"workers": len(self.workers), "calls": self.calls, **ray.get(self.limiter.stats.remote())}
+
+    def close(self) -> None:
+        ray = import_ray()
+        for worker in self.workers:
+            ray.kill(worker)
+        self.workers = []

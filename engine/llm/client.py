@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -247,6 +248,9 @@ class LLMClient:
         # Kept only to scrub it from error text; never in settings, logs or messages.
         self._secrets = tuple(s for s in (key, env_api_key()) if s and len(s) >= 4)
         self._client = client if client is not None else self._openai_client(key)
+        #: Called for a context held around every HTTP request: a bound on requests in flight
+        #: shared beyond this client (engine/ray_runner.py: one across a Ray cluster).
+        self.request_gate: Callable[[], AbstractContextManager[Any]] | None = None
 
     def _openai_client(self, key: str | None) -> Any:
         try:
@@ -417,7 +421,8 @@ class LLMClient:
             t0 = time.perf_counter()
             wait_s: float | None = None
             try:
-                response = self._client.chat.completions.create(**kwargs)
+                with self.request_gate() if self.request_gate is not None else nullcontext():
+                    response = self._client.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
                 error = f"timed out after {self.settings.timeout_s:g} s"
             except openai.APIConnectionError as exc:

@@ -181,3 +181,103 @@ def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(SearchGradeError, match=re.escape("pip install 'searchgrade[ray]'")):
         import_ray()
+
+
+class InFlight:
+    """A judge server's responder that counts the requests it holds at once (each held 50 ms)."""
+
+    def __init__(self) -> None:
+        from tests.engine.llm_fakes import Recorder
+
+        self.recorder = Recorder()
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+
+    def __call__(self, body, n):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            time.sleep(0.05)
+            return self.recorder(body, n)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(local_ray, tmp_path):
+    from engine.llm.client import LLMSettings
+    from engine.llm.querygen import QueryGenSettings
+    from tests.conftest import write_beir
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+    from tests.engine.llm_fakes import MIN_WORDS
+
+    collection = load_collection(write_beir(tmp_path / "tiny"))
+    runs = {}
+    for where in ("local", "ray"):
+        responder = InFlight()
+        with FakeOpenAIServer(responder) as server:
+            config = RunConfig(mode="llm", strategies=("fulltext",), n_bootstrap=200,
+                               llm=LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10),
+                               querygen=QueryGenSettings(n_docs=4, n_natural=1, n_keyword=1, min_words=MIN_WORDS,
+                                                         min_chars=0))
+            store = Store(tmp_path / where)
+            if where == "local":
+                outcome = run_evaluation(collection, config, store, tmp_path / where)
+            else:
+                with ray_session(None) as session:
+                    outcome = run_evaluation(collection, config, store, tmp_path / where, ray=session)
+        assert outcome.status == "complete"
+        runs[where] = (store, outcome.run_id, responder)
+
+    (local, local_id, here), (on_ray, ray_id, there) = runs["local"], runs["ray"]
+    judged = there.recorder.posts["judge"]
+    assert judged == here.recorder.posts["judge"] > 8
+    stats = on_ray.get_run(ray_id).stats["ray"]["judge"]
+    assert stats["calls"] == judged and stats["slots"] == 2 and stats["workers"] == 2
+    # Never more than --concurrency requests at the server, as the limiter saw it too.
+    assert there.peak <= 2 and stats["peak_in_flight"] <= 2
+    # The driver's accounting has every request the workers sent.
+    assert on_ray.llm_usage(ray_id)["judge"]["requests"] == local.llm_usage(local_id)["judge"]["requests"] == judged
+    def grades(store, run_id):
+        return sorted((g["query_id"], g["doc_id"], g["grade"]) for g in store.grades(run_id))
+
+    assert grades(on_ray, ray_id) == grades(local, local_id)
+    ours = {(r["metric"], r["k"], r["query_id"]): r["value"] for r in on_ray.metric_values(ray_id)}
+    theirs = {(r["metric"], r["k"], r["query_id"]): r["value"] for r in local.metric_values(local_id)}
+    assert ours.keys() == theirs.keys() and all(ours[k] == pytest.approx(v, abs=1e-9) for k, v in theirs.items())
+
+
+def test_two_runs_sharing_an_endpoint_share_one_bound_on_requests_in_flight(local_ray):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.llm.client import LLMClient, LLMSettings
+    from engine.llm.judge import JudgeSettings, judge_prompt
+    from engine.llm.schemas import JudgeReply, judge_schema
+    from engine.ray_runner import RayLLM
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+
+    responder = InFlight()
+    with FakeOpenAIServer(responder) as server:
+        settings = LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10)
+        session = connect(None)
+        # Two runs' clients, each with 2 workers taking 2 calls at once: 8 requests could be in
+        # flight; the limiter named after the endpoint lets 2 through at a time, across both.
+        runs = [RayLLM(LLMClient(settings), session), RayLLM(LLMClient(settings), session)]
+        prompt = judge_prompt(JudgeSettings())
+
+        def call(i: int):
+            messages = prompt.messages(query=f"question {i}", document=f"document {i} about things")
+            return runs[i % 2].complete("judge", messages, JudgeReply, judge_schema(), schema_name="judgment")
+
+        try:
+            with ThreadPoolExecutor(8) as pool:
+                replies = list(pool.map(call, range(16)))
+            stats = runs[0].stats()
+        finally:
+            for run in runs:
+                run.close()
+    assert all(r.value is not None for r in replies)
+    assert responder.recorder.posts["judge"] == 16
+    assert responder.peak == 2 and stats["peak_in_flight"] == 2
+    assert runs[0].local.usage.snapshot()["judge"]["requests"] == 8  # each run counts its own
