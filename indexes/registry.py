@@ -159,7 +159,10 @@ def rerank_factory(base: str) -> Factory:
     def build(ctx: Any) -> Node:
         from indexes.rerank import RerankNode
 
-        return RerankNode(base + RERANK_SUFFIX, base, ctx.scorer(), ctx.settings.rerank_depth,
+        shared = ctx.scorer()
+        depth = ctx.settings.rerank_depth
+        limit = getattr(shared.scorer, "max_depth", None)  # a trained reranker's measured depth
+        return RerankNode(base + RERANK_SUFFIX, base, shared, min(depth, limit) if limit else depth,
                           ctx.contents)
 
     return build

@@ -11,7 +11,9 @@ In a run, ``RerankNode`` wraps any strategy ``X`` as ``X_rerank``. Scoring is an
 (``PairScorer``): ``score_pairs`` gets (query id, query, doc id, content) pairs and returns one
 score per pair, so a scorer may pick its model per query id (a cross-fitted trained reranker does);
 an optional ``finalize(query_id, scores)`` turns the raw scores of one query's candidates, in the
-base order, into the final ones (e.g. blending with the base ranking). Raw scores are shared
+base order, into the final ones (e.g. blending with the base ranking), and an optional
+``max_depth`` caps the run's --rerank-depth (a trained reranker rescores as deep as its held-out
+figures were measured, no deeper). Raw scores are shared
 (``SharedScores``): a (query, document) pair retrieved by two strategies is scored once, in
 batches over the chunk's queries, and each pair remembers the seconds it cost, so every reranked
 strategy's latency still counts the scoring of all its candidates.

@@ -142,6 +142,13 @@ class TrainedReranker:
     def max_length(self) -> int | None:
         return self.card.get("training", {}).get("max_length")
 
+    @property
+    def depth(self) -> int | None:
+        """The candidates of each strategy it rescored in its held-out figures (its blend weights
+        were chosen at that depth)."""
+        depth = self.card.get("heldout", {}).get("depth")
+        return int(depth) if depth else None
+
     def fold_for(self, text: str, source_doc_id: str | None = None) -> int | None:
         """The fold whose model never saw this query, or None when no training query matches it.
 
@@ -245,6 +252,10 @@ class CrossFittedScorer:
                  batch_size: int = 32) -> None:
         self.reranker = reranker
         self.name = f"{TRAINED_PREFIX}{reranker.name}"
+        #: A reranked strategy rescores at most this many candidates (indexes/registry.py): the
+        #: depth of the held-out figures, so an evaluation reranks as the card measured (and
+        #: reuses its scores) instead of rescoring deeper candidates its blend was not fit on.
+        self.max_depth = reranker.depth
         self.source_docs = dict(source_docs or {})
         self.batch_size = batch_size
         self.used: dict[str, Assignment] = {}
@@ -320,16 +331,18 @@ class CrossFittedScorer:
         """What a run records about its use of the reranker."""
         return _record(self.reranker.name, self.reranker.card.get("source_run", {}).get("run_id"),
                        {q: a.model for q, a in self.used.items()},
-                       {q for q, a in self.used.items() if not a.held_out}, self.cache_hits, self.scored)
+                       {q for q, a in self.used.items() if not a.held_out}, self.cache_hits, self.scored,
+                       self.max_depth)
 
 
 def _record(name: str, source_run: str | None, models: Mapping[str, str], plain: set[str],
-            cache_hits: int, scored: int) -> dict[str, Any]:
+            cache_hits: int, scored: int, depth: int | None = None) -> dict[str, Any]:
     held_out = len(models) - len(plain)
     mode = "cross-fitted" if not plain else "plain" if held_out == 0 else "mixed"
     return {"trained": name, "mode": mode, "held_out": held_out, "plain": len(plain),
             "source_run": source_run, "models": dict(sorted(models.items())),
-            "plain_queries": sorted(plain), "cache_hits": cache_hits, "scored": scored}
+            "plain_queries": sorted(plain), "cache_hits": cache_hits, "scored": scored,
+            "max_depth": depth}
 
 
 def merge_records(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> dict[str, Any]:
@@ -341,4 +354,4 @@ def merge_records(previous: Mapping[str, Any] | None, current: Mapping[str, Any]
     plain = (set(previous.get("plain_queries", [])) - set(current["models"])) | set(current["plain_queries"])
     return _record(current["trained"], current.get("source_run"), models, plain,
                    int(previous.get("cache_hits", 0)) + current["cache_hits"],
-                   int(previous.get("scored", 0)) + current["scored"])
+                   int(previous.get("scored", 0)) + current["scored"], current.get("max_depth"))

@@ -60,7 +60,8 @@ def _card(card: dict) -> None:
 def train_section(run) -> None:
     """The "Train a reranker on these grades" part of a complete run's Results."""
     st.subheader("Train a reranker on these grades")
-    st.caption("A cross-encoder (the packaged all-MiniLM-L6-v2 with a fresh scoring head) learns from "
+    st.caption("A cross-encoder (the first 3 layers of the packaged all-MiniLM-L6-v2, with a fresh "
+               "scoring head) learns from "
                "this run's grades, with hard negatives from the strategies' deeper results. Each query "
                "is reranked only by a model trained on the other folds of queries, so the figures are "
                f"{NEVER_SAW}. It takes minutes on a small CPU.")

@@ -15,6 +15,7 @@ HELP = "train a reranker on a run's grades, measured on queries it never saw (cr
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from engine.training.pairs import NegativeSampling
+    from engine.training.reranker import DEFAULT_DEPTH
     from indexes.reranker_training import TrainingSettings
 
     d, s = TrainingSettings(), NegativeSampling()
@@ -37,8 +38,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"unjudged candidates per query trained as not relevant (default: {s.negatives})")
     p.add_argument("--negative-ranks", default=f"{s.first}-{s.last}", metavar="FIRST-LAST",
                    help=f"ranks the negatives are drawn from (default: {s.first}-{s.last})")
-    p.add_argument("--depth", type=int, help="candidates of each base strategy rescored in the held-out "
-                   "figures (default: the run's --rerank-depth)")
+    p.add_argument("--depth", type=int, help="candidates of each base strategy rescored, in the held-out "
+                   "figures and in evaluations with this reranker (default: "
+                   f"{DEFAULT_DEPTH}, or the run's --rerank-depth when smaller; deeper costs time)")
     p.add_argument("--no-blend", action="store_true",
                    help="rank by the cross-encoder alone (default: its score blended with the base "
                    "ranking, with a weight chosen on a fold the model did not train on)")
@@ -52,8 +54,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help=f"default: {d.seed}")
     p.add_argument("--threads", type=int, help="torch threads (default: one per core; on a machine "
                    "busy with other work, 1 can be much faster)")
-    p.add_argument("--body-layers", type=int, help="keep only the body's first N transformer layers "
-                   "(default: all; fewer cost less time)")
+    p.add_argument("--body-layers", default=str(d.body_layers), help="keep at most the body's first N "
+                   f"transformer layers, or 'all' (default: {d.body_layers}; fewer cost less time)")
     p.add_argument("--replace", action="store_true", help="overwrite a reranker of the same name")
     add_common(p)
     p.set_defaults(handler=cmd_train_reranker)
@@ -66,11 +68,11 @@ def _negative_ranks(value: str) -> tuple[int, int]:
     return int(first), int(last)
 
 
-def _train_layers(value: str) -> int | None:
-    if value.strip().lower() == "all":
+def _layers(value: str, option: str = "--train-layers") -> int | None:
+    if value.strip().lower() in ("all", "none"):
         return None
     if not value.strip().isdigit():
-        raise SearchGradeError(f"--train-layers {value!r} must be a whole number or 'all'")
+        raise SearchGradeError(f"{option} {value!r} must be a whole number or 'all'")
     return int(value)
 
 
@@ -88,8 +90,8 @@ def config_from_args(args: argparse.Namespace):
         training=TrainingSettings(base_model=args.base_model, epochs=args.epochs,
                                   max_length=args.max_length, batch_size=args.batch_size,
                                   learning_rate=args.learning_rate, seed=args.seed,
-                                  train_layers=_train_layers(args.train_layers),
-                                  body_layers=args.body_layers),
+                                  train_layers=_layers(args.train_layers),
+                                  body_layers=_layers(args.body_layers, "--body-layers")),
     )
 
 

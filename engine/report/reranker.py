@@ -32,6 +32,8 @@ class TrainedRerankerUse:
     held_out: int
     plain: int
     source_run: str | None
+    #: Candidates of each strategy it rescored (the depth its card measured), when recorded.
+    depth: int | None = None
 
     @property
     def title(self) -> str:
@@ -45,7 +47,8 @@ class TrainedRerankerUse:
             self.mode, f"{self.held_out:,} queries cross-fitted, {self.plain:,} by a model trained on "
                        "other queries")
         source = f", trained on run {self.source_run}" if self.source_run else ""
-        return f"reranked strategies: trained reranker {self.name} ({self.mode}: {counts}{source})"
+        depth = f"; top {self.depth} of each strategy rescored" if self.depth else ""
+        return f"reranked strategies: trained reranker {self.name} ({self.mode}: {counts}{source}{depth})"
 
     @property
     def caption(self) -> str:
@@ -69,7 +72,7 @@ def trained_reranker_use(run: RunRecord) -> TrainedRerankerUse | None:
         return None
     return TrainedRerankerUse(str(info["trained"]), str(info.get("mode", "plain")),
                               int(info.get("held_out", 0)), int(info.get("plain", 0)),
-                              info.get("source_run"))
+                              info.get("source_run"), info.get("max_depth"))
 
 
 def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:

@@ -50,7 +50,7 @@ class QueryLabels:
 class NegativeSampling:
     """How many unjudged candidates per query become negatives, and from which ranks."""
 
-    negatives: int = 8
+    negatives: int = 4
     first: int = 11
     last: int = 50
 

@@ -63,6 +63,12 @@ from indexes.trained_reranker import (
 )
 
 Progress = Callable[[str, int, int], None]
+#: Candidates of each base strategy a trained reranker rescores by default (at most the run's
+#: --rerank-depth). Every held-out and validation query's union of them is scored while training,
+#: so the depth sets most of the time: at 20, SciFact's 300 queries make ~19,000 pairs, at the
+#: run's default 50, ~45,000 (the 33 minutes of the first demo). An evaluation with the reranker
+#: rescores no deeper (indexes.trained_reranker.CrossFittedScorer.max_depth).
+DEFAULT_DEPTH = 20
 #: The metrics of the held-out figures (at the run's k).
 HELDOUT_METRICS = ("ndcg", "dcg")
 
@@ -77,7 +83,8 @@ class RerankerTrainingConfig:
         sampling: hard negatives per query and the ranks they come from.
         training: body, length, epochs, batch size, learning rate, seed.
         depth: candidates of each base strategy the reranker rescores in the held-out figures
-            (default: the run's --rerank-depth).
+            and in evaluations with it (default: DEFAULT_DEPTH, or the run's --rerank-depth when
+            smaller).
         full_model: also train on every query, for queries none of the fold models saw
             (without it, such queries are scored by fold 1's model).
         train_qrels: a qrels file of other queries to train on instead of the run's grades.
@@ -318,7 +325,7 @@ def _prepare(store: Any, run_id: str, data_dir: Path, config: RerankerTrainingCo
     wanted = {base_of(s) or s for s in run_config.strategies}
     strategies = [s for s in base_strategies() if s in wanted]
     settings = run_config.index
-    depth = config.depth or (settings.rerank_depth if settings is not None else 50)
+    depth = config.depth or min(DEFAULT_DEPTH, settings.rerank_depth if settings is not None else DEFAULT_DEPTH)
     return _Work(run, collection, contents, eval_queries, train_queries, top_grade, strategies,
                  depth, notes=notes)
 
@@ -501,7 +508,8 @@ def _train_and_score(work: _Work, config: RerankerTrainingConfig, folder: Path,
             "pairs": _sum_stats([per_query[q][1] for q in plan.train_ids]).to_json(),
             "steps": result.steps, "seconds": round(result.seconds, 2),
             "cpu_seconds": round(result.cpu_seconds, 2), "final_loss": result.final_loss,
-            "fresh_head": result.fresh_head, "blend_weight": weight, "blend_search": search,
+            "fresh_head": result.fresh_head, "body_layers": result.body_layers,
+            "blend_weight": weight, "blend_search": search,
         }
         del model
     work.timings.update(clock, scored_pairs=total_pairs)
@@ -525,10 +533,11 @@ def _median_weight(weights: Sequence[float | None]) -> float | None:
 
 
 def _to_score(work: _Work, query: QueryLabels) -> list[str]:
-    """The union of every base strategy's top ``depth`` for a query, in first-seen order."""
+    """The union of every base strategy's top ``max(depth, k)`` (what the reranked list is
+    drawn from, engine.training.heldout.rerank) for a query, in first-seen order."""
     seen: dict[str, None] = {}
     for s in work.strategies:
-        for d in work.candidates[s].get(query.query_id, [])[:work.depth]:
+        for d in work.candidates[s].get(query.query_id, [])[:max(work.depth, int(work.run.k))]:
             if d in work.contents:
                 seen.setdefault(d, None)
     return list(seen)
@@ -617,7 +626,10 @@ def model_card_markdown(card: Mapping[str, Any]) -> str:
         "",
         "## Hyper-parameters",
         "",
-        f"- Body: `{training['base_model']}`; max length {training['max_length']} tokens; "
+        f"- Body: `{training['base_model']}`"
+        + (f", first {training['body_layers']} transformer layers" if training.get("body_layers") else "")
+        + f", top {'all' if training.get('train_layers') is None else training['train_layers']} layers "
+        f"trained; max length {training['max_length']} tokens; "
         f"{training['epochs']} epoch(s); batch {training['batch_size']}; learning rate "
         f"{training['learning_rate']}; warm-up {training['warmup']}; seed {training['seed']}",
         "",

@@ -170,14 +170,16 @@ def test_a_separate_training_split_trains_one_model_and_holds_out_every_run_quer
 def test_evaluate_with_the_trained_reranker_scores_each_query_by_its_fold_model(learnable, tmp_path):
     """`--reranker-model trained:NAME` on the training run's queries: none of the three reranked
     strategies is skipped, each query is reranked by the model of its fold (which trained on
-    neither it nor its twin), and the run's figures are the card's held-out figures."""
+    neither it nor its twin), and the run's figures are the card's held-out figures: the run's
+    --rerank-depth (the default 50) is capped at the depth the card measured (10)."""
     store, _, data_dir, reranker = learnable
     card = reranker.card
+    assert card["heldout"]["depth"] == 10
     folder = write_beir(tmp_path / "synthetic-qrels", synthetic.documents(),
                         {q.query_id: q.text for q in synthetic.queries()},
                         [(g.query_id, g.doc_id, g.grade) for g in synthetic.grades(True)])
     config = RunConfig(name="trained reranker", k=10, depth=10, n_bootstrap=200,
-                       index=IndexSettings(reranker_model=f"trained:{reranker.name}", rerank_depth=10))
+                       index=IndexSettings(reranker_model=f"trained:{reranker.name}", rerank_depth=50))
     outcome = run_evaluation(load_collection(folder), config, store, data_dir)
     assert outcome.status == "complete" and outcome.skipped == {}
     record = store.get_run(outcome.run_id).stats["reranker"]
@@ -189,10 +191,12 @@ def test_evaluate_with_the_trained_reranker_scores_each_query_by_its_fold_model(
         twin = qid[:-2] + ("k0" if qid.endswith("n0") else "n0")
         assert not {qid, twin} & set(card["models"][model]["train_query_ids"])
     assert record["scored"] == 0 and record["cache_hits"] > 0  # the held-out scores, reused
+    assert record["max_depth"] == 10
     table = io.StringIO()
     print_table(store, outcome.run_id, None, table)  # `searchgrade show` says which reranker, how
     assert (f"reranked strategies: trained reranker {reranker.name} (cross-fitted: 48 queries each by "
             "the fold model that never saw it, trained on run ") in table.getvalue()
+    assert "; top 10 of each strategy rescored)" in table.getvalue()
     means = {r["strategy"]: r["value"] for r in store.metric_summary(outcome.run_id, k=10)
              if r["metric"] == "ndcg"}
     for f in _figures(reranker):
