@@ -34,7 +34,7 @@ from engine.config import RunConfig  # noqa: E402
 from engine.pipeline import run_evaluation  # noqa: E402
 from engine.store import Store  # noqa: E402
 from engine.training.pairs import NegativeSampling  # noqa: E402
-from engine.training.reranker import RerankerTrainingConfig, train_reranker  # noqa: E402
+from engine.training.reranker import DEFAULT_DEPTH, RerankerTrainingConfig, train_reranker  # noqa: E402
 from engine.strategies import base_strategies  # noqa: E402
 from indexes.reranker_training import TrainingSettings  # noqa: E402
 from indexes.settings import IndexSettings  # noqa: E402
@@ -54,7 +54,7 @@ def _progress(stage: str, done: int, total: int) -> None:
 def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> dict:
     store = Store(data_dir)
     collection = load_collection(path)
-    settings = IndexSettings(rerank_depth=args.depth)
+    settings = IndexSettings(rerank_depth=max(args.depth, IndexSettings().rerank_depth))
     t0 = time.perf_counter()
     if args.run:
         run_id = store.get_run(args.run).run_id
@@ -67,13 +67,13 @@ def bench(name: str, path: Path, data_dir: Path, args: argparse.Namespace) -> di
     print(f"{name}: run {run_id} (base strategies) in {evaluate_s:.0f} s", file=sys.stderr, flush=True)
     config = RerankerTrainingConfig(
         name=f"{name}-bench", folds=args.folds, replace=True, full_model=args.full_model,
-        threads=args.threads,
+        threads=args.threads, depth=args.depth,
         sampling=NegativeSampling(args.negatives, args.negative_first, args.negative_last),
         training=TrainingSettings(epochs=args.epochs, max_length=args.max_length,
                                   batch_size=args.batch_size, learning_rate=args.learning_rate,
                                   seed=args.seed,
                                   train_layers=None if args.train_layers < 0 else args.train_layers,
-                                  body_layers=args.body_layers),
+                                  body_layers=args.body_layers or None),
         blend=not args.no_blend,
     )
     reranker = train_reranker(store, run_id, data_dir, config, progress=_progress,
@@ -111,8 +111,8 @@ def main() -> int:
                         "(one collection only)")
     d, s = TrainingSettings(), NegativeSampling()
     parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--depth", type=int, default=IndexSettings().rerank_depth,
-                        help="candidates of each base strategy rescored")
+    parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH,
+                        help=f"candidates of each base strategy rescored (default: {DEFAULT_DEPTH})")
     parser.add_argument("--negatives", type=int, default=s.negatives)
     parser.add_argument("--negative-first", type=int, default=s.first)
     parser.add_argument("--negative-last", type=int, default=s.last)
@@ -123,7 +123,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--train-layers", type=int, default=d.train_layers,
                         help="top transformer layers trained (-1: all)")
-    parser.add_argument("--body-layers", type=int, help="keep the body's first N layers (default: all)")
+    parser.add_argument("--body-layers", type=int, default=d.body_layers,
+                        help=f"keep the body's first N layers (default: {d.body_layers}; 0: all)")
     parser.add_argument("--no-blend", action="store_true", help="the cross-encoder alone")
     parser.add_argument("--threads", type=int, help="torch threads for the whole bench (default: "
                         "torch's, one per core)")
