@@ -26,8 +26,10 @@ Nothing here changes what a run computes: the metrics of a run on Ray equal the 
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -191,16 +193,24 @@ def connect(address: str | None, *, cpus: int | None = None,
         return RaySession(address, started=False)
     common = {"log_to_driver": False, "configure_logging": False, "namespace": NAMESPACE}
     if address is None:
-        ray.init(num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False,
-                 object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
+        with _stderr_captured():  # Ray's start-up notes would come between our progress lines
+            # "local": a new Ray, even where another runs (or RAY_ADDRESS names one).
+            ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False,
+                     object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
         return RaySession(None, started=True)
     check_reachable(address, check_timeout_s)
     _init_within(ray, address, init_timeout_s, common)
     return RaySession(address, started=True)
 
 
+#: What to do when a cluster refuses this driver's token (``ray start`` enables token auth).
+TOKEN_FIX = ("set RAY_AUTH_MODE=token here, with the cluster's token in RAY_AUTH_TOKEN (or "
+             "~/.ray/auth_token, as on the head node)")
+
+
 def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, Any]) -> None:
-    """``ray.init(address)`` in a thread, given up after ``timeout_s`` with one line."""
+    """``ray.init(address)`` in a thread, given up after ``timeout_s`` with one line; what Ray
+    prints meanwhile (a warning a second while it retries) is kept off the terminal."""
     outcome: dict[str, BaseException | None] = {}
 
     def init() -> None:
@@ -210,17 +220,43 @@ def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, 
         except BaseException as exc:  # noqa: BLE001 - re-raised below as one line
             outcome["error"] = exc
 
-    thread = threading.Thread(target=init, name="ray-init", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
+    with _stderr_captured() as said:
+        thread = threading.Thread(target=init, name="ray-init", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+    refused_token = "InvalidAuthToken" in said[0] or "Unauthenticated" in said[0]
     if "error" not in outcome:
-        raise SearchGradeError(
-            f"the Ray cluster at {address} did not accept the connection within {timeout_s:g} s; check "
-            "that its Ray version matches this one's and that its token (RAY_AUTH_TOKEN) is set here")
+        fix = TOKEN_FIX if refused_token else ("check that its Ray version matches this one's and, "
+                                               f"if it uses token authentication, {TOKEN_FIX}")
+        raise SearchGradeError(f"the Ray cluster at {address} did not accept the connection within "
+                               f"{timeout_s:g} s; {fix}")
     error = outcome["error"]
     if error is not None:
+        if refused_token:
+            raise SearchGradeError(f"the Ray cluster at {address} refused this driver's token; {TOKEN_FIX}")
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise SearchGradeError(f"cannot join the Ray cluster at {address}: {first}") from None
+
+
+@contextmanager
+def _stderr_captured() -> Iterator[list[str]]:
+    """Standard error (the file descriptor: Ray's C++ core writes there) into a temporary file
+    while the block runs; the list it yields holds what was written once the block ends."""
+    import tempfile
+
+    said = [""]
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield said
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            said[0] = capture.read().decode("utf-8", "replace")
 
 
 @contextmanager
@@ -441,6 +477,16 @@ class EmbedBatches:
         return {"key": np.asarray(keys), "vector": np.concatenate(vectors)}
 
 
+def _quiet_ray_data() -> None:
+    """Ray Data's progress bars and execution notes off: the run shows its own progress."""
+    import logging
+
+    from ray.data import DataContext
+
+    DataContext.get_current().enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
+
+
 @dataclass(frozen=True)
 class RayEmbedStats:
     """What ``embed_on_ray`` did: texts asked for, found cached, embedded on Ray, seconds."""
@@ -491,14 +537,20 @@ def embed_on_ray(session: RaySession, model_name: str, texts: Sequence[str], cac
         blocks.append(pa.table({"chunk": [chunk] * len(part), "pos": list(range(len(part))),
                                 "key": [key.hex() for key in part], "text": [unique[key] for key in part]}))
     n_actors = max(1, min(actors or session.cpus(), len(blocks)))
+    _quiet_ray_data()
     dataset = ray.data.from_arrow(blocks).map_batches(
         EmbedBatches, fn_constructor_kwargs={"model_name": model_name, "batch_size": batch_size},
-        batch_size=None, batch_format="numpy", concurrency=n_actors, num_cpus=1)
+        batch_size=None, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=n_actors),
+        num_cpus=1)
     done = len(found)
     pending_keys: list[bytes] = []
     pending_vectors: list[Any] = []
     try:
-        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+        batches = iter(dataset.iter_batches(batch_size=None, batch_format="numpy"))
+        # Starting the actors, Ray's core logs a note about their constructor arguments to stderr.
+        with _stderr_captured():
+            first = next(batches, None)
+        for batch in itertools.chain([first] if first is not None else [], batches):
             pending_keys.extend(bytes.fromhex(str(k)) for k in batch["key"])
             pending_vectors.append(np.asarray(batch["vector"], dtype=np.float32))
             if len(pending_keys) >= EMBED_SHARD_ROWS:

@@ -41,7 +41,7 @@ def local_ray():
     """One local Ray on 2 CPUs for the module (a run's connect() uses it and leaves it running)."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024**2,
              log_to_driver=False, configure_logging=False, namespace="searchgrade-tests")
     yield ray
     ray.shutdown()
@@ -281,3 +281,54 @@ def test_two_runs_sharing_an_endpoint_share_one_bound_on_requests_in_flight(loca
     assert responder.recorder.posts["judge"] == 16
     assert responder.peak == 2 and stats["peak_in_flight"] == 2
     assert runs[0].local.usage.snapshot()["judge"]["requests"] == 8  # each run counts its own
+
+
+def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
+    """A cluster of its own (``ray start --head``, token authentication as Ray 2.60 starts it),
+    joined by address from the command line, as a user would."""
+    import json
+    import os
+    import signal
+
+    from tests.conftest import write_beir
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import shutil
+    import tempfile
+
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+    short = tempfile.mkdtemp(prefix="sg-ray-")  # Ray's socket paths must stay under 108 bytes
+    ray_cli = Path(sys.executable).with_name("ray")
+    head = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=1",
+                             "--include-dashboard=false", "--object-store-memory=100000000",
+                             f"--temp-dir={short}"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                check_reachable(f"127.0.0.1:{port}", timeout_s=2)
+                break
+            except SearchGradeError:
+                if time.monotonic() > deadline or head.poll() is not None:
+                    raise
+                time.sleep(1)
+        collection = write_beir(tmp_path / "tiny")
+        run = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "evaluate", str(collection), "--qrels", "--strategies",
+             "fulltext", "--ray", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d")],
+            env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+        assert run.returncode == 0, run.stderr
+        shown = subprocess.run([sys.executable, "-m", "engine.cli", "show", run.stdout.split()[-1],
+                                "--format", "json", "--data-dir", str(tmp_path / "d")],
+                               capture_output=True, text=True, timeout=120, cwd=REPO)
+        stats = json.loads(shown.stdout)["run"]["stats"]["ray"]
+        assert stats["address"] == f"127.0.0.1:{port}" and stats["cpus"] == 1
+        assert stats["search"] == {"actors": 1, "chunks": 2}
+    finally:
+        if head.poll() is None:
+            os.killpg(head.pid, signal.SIGTERM)  # --block: the head stops what it started
+            head.wait(timeout=60)
+        shutil.rmtree(short, ignore_errors=True)
