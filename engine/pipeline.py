@@ -504,13 +504,16 @@ def _embed_on_ray(ctx: RunContext, registry: Any, fingerprint: str) -> None:
     from engine.ray_runner import embed_on_ray
     from indexes import ann
     from indexes.build import bundled_shard
-    from indexes.embeddings import EmbeddingCache, cache_dir_for
+    from indexes.embeddings import EmbeddingCache, cache_dir_for, load_embedder
 
     if not any("ann" in registry.info(s).needs for s in ctx.config.strategies):
         return
     settings = ctx.config.index.resolved(len(ctx.collection.documents))
     if (ann.ann_dir(ctx.data_dir, fingerprint, settings) / ann.MANIFEST).exists():
         return
+    # Loaded here first (the driver needs it for the queries anyway): a model that cannot be loaded
+    # stops the run with its one line, not with Ray Data restarting actors that fail.
+    load_embedder(settings.embedding_model)
     cache_dir = cache_dir_for(ctx.data_dir, settings.embedding_model)
     bundled = bundled_shard(ctx.collection, settings.embedding_model)
     if bundled is not None and bundled.is_file():

@@ -332,3 +332,21 @@ def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
             os.killpg(head.pid, signal.SIGTERM)  # --block: the head stops what it started
             head.wait(timeout=60)
         shutil.rmtree(short, ignore_errors=True)
+
+
+def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(local_ray, tmp_path):
+    from engine.ray_runner import BuildSpec, RaySearch
+    from indexes.executor import QueryBatch
+
+    spec = BuildSpec(collection_path=str(tmp_path / "not-here"), collection_fields={}, fingerprint="x",
+                     settings=IndexSettings(), data_dir=str(tmp_path), strategies=("fulltext",), declared={},
+                     artifacts={"bm25": str(tmp_path / "indexes" / "bm25")})
+    search = RaySearch(connect(None), spec, k=10)
+    try:
+        with pytest.raises(SearchGradeError) as raised:
+            search.execute(["fulltext"], QueryBatch(["q1"], ["wings"]), None, None)
+    finally:
+        search.close()
+    message = str(raised.value)
+    assert message.startswith("the Ray worker on ") and "does not see the bm25 index" in message
+    assert "same paths" in message and "\n" not in message
