@@ -350,3 +350,31 @@ def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(l
     message = str(raised.value)
     assert message.startswith("the Ray worker on ") and "does not see the bm25 index" in message
     assert "same paths" in message and "\n" not in message
+
+
+def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray, tmp_path, tiny_beir, monkeypatch):
+    import indexes.fulltext
+    from engine.pipeline import resume_run
+
+    collection = load_collection(tiny_beir)
+    config = RunConfig(strategies=("fulltext",), n_bootstrap=200)
+    local = Store(tmp_path / "local")
+    local_id = run_evaluation(collection, config, local, tmp_path / "local").run_id
+
+    def interrupted(self, query, k):
+        raise KeyboardInterrupt
+
+    search = indexes.fulltext.FulltextSearcher.search_one
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", interrupted)
+    store = Store(tmp_path / "d")
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(collection, config, store, tmp_path / "d")
+    (run,) = store.list_runs()
+    assert run.status == "cancelled"
+    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", search)
+    with ray_session(None) as session:
+        outcome = resume_run(run.run_id, store, tmp_path / "d", collection=collection, ray=session)
+    assert outcome.status == "complete"
+    assert store.get_run(run.run_id).stats["ray"]["search"]["chunks"] == 2  # the 5 queries: 1, then 4
+    values = {(r["metric"], r["k"], r["query_id"]): r["value"] for r in store.metric_values(run.run_id)}
+    assert values == {(r["metric"], r["k"], r["query_id"]): r["value"] for r in local.metric_values(local_id)}
