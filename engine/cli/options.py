@@ -64,6 +64,13 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("indexes")
     g.add_argument("--embedding-model", default=d.embedding_model,
                    help=f"sentence-transformers model name or local path (default: {d.embedding_model})")
+    g.add_argument("--embedding-backend", default=d.embedding_backend, metavar="BACKEND",
+                   help="what computes the embeddings: torch (sentence-transformers, fp32), onnx "
+                   "(ONNX Runtime, fp32) or onnx-int8 (ONNX Runtime, int8 weights: faster on a CPU, "
+                   f"slightly different vectors; see the README) (default: {d.embedding_backend})")
+    g.add_argument("--device", default=d.device,
+                   help="where the torch backend embeds: auto (a CUDA GPU when torch sees one, else "
+                   f"the CPU), cpu, cuda or cuda:N (default: {d.device})")
     g.add_argument("--ann-index", default=d.ann_index,
                    help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
     g.add_argument("--reranker-model", default=d.reranker_model,
@@ -143,12 +150,18 @@ def load(args: argparse.Namespace) -> Collection:
 
 
 def index_settings(args: argparse.Namespace) -> IndexSettings:
-    return IndexSettings(
-        embedding_model=args.embedding_model, ann_index=args.ann_index,
+    """The index options as IndexSettings; a bad backend or device stops here, before any work."""
+    from indexes.embed_backends import resolve_device
+
+    settings = IndexSettings(
+        embedding_model=args.embedding_model, embedding_backend=args.embedding_backend,
+        device=args.device, ann_index=args.ann_index,
         reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
         fusion_depth=args.fusion_depth, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
         batch_size=args.batch_size,
     )
+    resolve_device(settings.embedding_backend, settings.device)
+    return settings
 
 
 def declared(args: argparse.Namespace) -> dict[str, dict]:

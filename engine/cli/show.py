@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.cli.options import add_common, open_store
 from engine.report.ann_index import ann_index_text
+from engine.report.embedding import embedding_text
 from engine.report.reranker import trained_reranker_use
 from engine.scoring import SOURCE_FOUND
 from engine.strategies import strategy_order
@@ -72,6 +73,9 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for strategy, reason in run.skipped.items():
         print(f"  skipped {strategy}: {reason}", file=out)
+    embedding = embedding_text(run.config, run.stats)
+    if embedding:
+        print(f"  {embedding}", file=out)
     ann_index = ann_index_text(run.stats)
     if ann_index:
         print(f"  {ann_index}", file=out)

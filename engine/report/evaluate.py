@@ -112,7 +112,7 @@ def query_set_choices(store: Store, collection_name: str) -> list[tuple[str, str
 
 
 #: The index settings the Evaluate screen lets a person change.
-INDEX_FIELDS = ("embedding_model", "reranker_model", "ann_index")
+INDEX_FIELDS = ("embedding_model", "embedding_backend", "reranker_model", "ann_index")
 
 
 def index_defaults() -> dict[str, str]:
@@ -124,6 +124,13 @@ def index_defaults() -> dict[str, str]:
 def index_choices() -> tuple[str, ...]:
     """The ANN index types a person can pick."""
     return ANN_INDEXES
+
+
+def backend_choices() -> dict[str, str]:
+    """The embedding backends a person can pick: name -> what it is."""
+    from indexes.embed_backends import BACKENDS
+
+    return dict(BACKENDS)
 
 
 def index_settings(values: dict[str, Any]) -> IndexSettings:

@@ -22,6 +22,7 @@ from engine.report.common import (
     primary_k,
 )
 from engine.report.ann_index import ann_index_text
+from engine.report.embedding import embedding_text
 from engine.report.kept import RunReads
 from engine.report.llm_panel import LLMPanel, llm_panel
 from engine.report.recommendations import recommendations
@@ -76,6 +77,8 @@ class ResultsView:
     llm: LLMPanel | None = None
     #: What the ANN index costs against exact search, in words; None without ANN.
     ann_index: str | None = None
+    #: Which model and backend embedded the documents, in words; None without ANN.
+    embedding: str | None = None
 
 
 @one_session
@@ -120,6 +123,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         notes=list(run.notes),
         llm=llm_panel(store, run, table) if is_llm_run(run) else None,
         ann_index=ann_index_text(run.stats),
+        embedding=embedding_text(run.config, run.stats),
     )
     view.recommendations = recommendations(store, run, view, figures, reads)
     reads.save()

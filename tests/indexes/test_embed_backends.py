@@ -1,0 +1,210 @@
+"""Embedding backends: the ONNX exports of the packaged model against its torch vectors, the cache
+and artifacts keyed by backend, the backend recorded with a run, and bad backends or devices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.records import SearchGradeError
+from engine.cli import main
+from engine.store import Store
+from indexes import embed_backends
+from indexes.embed_backends import resolve_device
+from indexes.embeddings import (
+    cache_dir_for,
+    embedder_backend,
+    encode,
+    encode_cached,
+    load_embedder,
+    model_slug,
+)
+from indexes.settings import IndexSettings
+from tests.conftest import write_beir
+
+from .conftest import DOCS, QUERIES
+
+pytest.importorskip("onnxruntime")
+
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+TEXTS = [f"{title} {text}" for title, text in DOCS.values()] + [
+    # long enough to be truncated at the model's 256 tokens, and one of a single character
+    "Aspirin lowers the risk of a first heart attack in adults with diabetes. " * 40,
+    "x",
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One data directory for the module: the ONNX export is made once and reused."""
+    return tmp_path_factory.mktemp("backends")
+
+
+@pytest.fixture(scope="module")
+def vectors(data_dir: Path) -> dict[str, np.ndarray]:
+    return {backend: encode(load_embedder(MODEL, backend, "cpu", data_dir), TEXTS, 8)
+            for backend in ("torch", "onnx", "onnx-int8")}
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)
+
+
+def test_onnx_fp32_gives_the_torch_vectors(vectors):
+    assert vectors["onnx"].shape == vectors["torch"].shape == (len(TEXTS), 384)
+    assert np.abs(vectors["onnx"] - vectors["torch"]).max() < 1e-4
+    assert _cosines(vectors["onnx"], vectors["torch"]).min() > 0.99999
+
+
+def test_onnx_int8_is_quantized_yet_close_to_fp32(vectors):
+    cosines = _cosines(vectors["onnx-int8"], vectors["torch"])
+    assert np.allclose(np.linalg.norm(vectors["onnx-int8"], axis=1), 1, atol=1e-5)
+    assert cosines.mean() > 0.99 and cosines.min() > 0.97, cosines  # "x" alone: 0.979
+    # really int8: were it the fp32 graph, every vector would agree to ~1e-6
+    assert np.abs(vectors["onnx-int8"] - vectors["torch"]).max() > 1e-3
+
+
+def test_onnx_int8_finds_the_same_top_document_for_each_query(data_dir, vectors):
+    queries = [text for text, _ in QUERIES.values()]
+    for backend in ("torch", "onnx-int8"):
+        q = encode(load_embedder(MODEL, backend, "cpu", data_dir), queries, 8)
+        top = (q @ vectors[backend][:len(DOCS)].T).argmax(axis=1)
+        assert [list(DOCS)[i] for i in top] == [doc for _, doc in QUERIES.values()], backend
+
+
+def test_embedders_say_their_backend_and_the_export_lives_in_the_data_dir(data_dir):
+    for backend in ("torch", "onnx", "onnx-int8"):
+        assert embedder_backend(load_embedder(MODEL, backend, "cpu", data_dir)) == backend
+    exports = sorted(p.parent.name.split("-v")[0] for p in (data_dir / "onnx").rglob("export.json"))
+    assert exports == ["onnx", "onnx-int8"]
+    manifest = json.loads(next((data_dir / "onnx").rglob("onnx-int8-*/export.json")).read_text())
+    assert manifest["backend"] == "onnx-int8"
+
+
+def test_a_finished_export_is_reused(data_dir):
+    folder = next((data_dir / "onnx").rglob("onnx-v*/model.onnx")).parent
+    before = (folder / "model.onnx").stat().st_mtime_ns
+    assert embed_backends.export_onnx(None, folder) == folder / "model.onnx"  # nothing to export
+    assert (folder / "model.onnx").stat().st_mtime_ns == before
+
+
+def test_a_failed_export_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    import torch
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("unsupported operator aten::magic\nsecond line of the trace")
+
+    monkeypatch.setattr(torch.onnx, "export", broken)
+    transformer = load_embedder(MODEL)[0]
+    target = tmp_path / "onnx" / "m" / "onnx-v9-x"
+    with pytest.raises(SearchGradeError) as info:
+        embed_backends.export_onnx(transformer, target)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "export failed" in message and "aten::magic" in message
+    assert "--embedding-backend torch" in message
+    assert not target.exists() and list(target.parent.iterdir()) == []
+
+
+def test_each_backend_has_its_own_cache_and_torch_keeps_the_old_folder(tmp_path):
+    dirs = {b: cache_dir_for(tmp_path, MODEL, b) for b in ("torch", "onnx", "onnx-int8")}
+    assert dirs["torch"] == tmp_path / "embeddings" / model_slug(MODEL)
+    assert len(set(dirs.values())) == 3
+    assert cache_dir_for(tmp_path, MODEL) == dirs["torch"]
+
+
+def test_encode_cached_refuses_an_embedder_of_another_backend(tmp_path, data_dir):
+    int8 = load_embedder(MODEL, "onnx-int8", "cpu", data_dir)
+    with pytest.raises(ValueError, match="would mix"):
+        encode_cached(MODEL, ["a text"], cache_dir_for(tmp_path, MODEL, "torch"), model=int8)
+
+
+def test_backend_changes_the_ann_fingerprint_but_torch_keeps_the_old_one():
+    import hashlib
+
+    torch_settings = IndexSettings(ann_index="flat")
+    old = json.dumps({"artifact": "ann", "ann_index": "flat", "embedding_model": MODEL}, sort_keys=True)
+    assert torch_settings.fingerprint("ann") == hashlib.sha256(old.encode()).hexdigest()[:16]
+    int8 = IndexSettings(ann_index="flat", embedding_backend="onnx-int8")
+    assert int8.fingerprint("ann") != torch_settings.fingerprint("ann")
+    assert int8.fingerprint("embeddings") != torch_settings.fingerprint("embeddings")
+    assert IndexSettings(ann_index="flat", device="cpu").fingerprint("ann") == torch_settings.fingerprint("ann")
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"embedding_backend": "onnx-fp16"}, "torch, onnx, onnx-int8"),
+    ({"device": "tpu"}, "auto, cpu, cuda or cuda:N"),
+])
+def test_unknown_backend_or_device_is_one_line(kwargs, fragment):
+    with pytest.raises(SearchGradeError) as info:
+        IndexSettings(**kwargs)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_auto_device_is_cuda_only_when_torch_sees_a_gpu(monkeypatch):
+    monkeypatch.setattr(embed_backends, "cuda_available", lambda: True)
+    assert resolve_device("torch", "auto") == "cuda"
+    assert resolve_device("onnx-int8", "auto") == "cpu"
+    monkeypatch.setattr(embed_backends, "cuda_available", lambda: False)
+    assert resolve_device("torch", "auto") == "cpu"
+
+
+def _cli_error(capsys, argv) -> str:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--embedding-backend", "onnx-fp16"], "onnx-fp16"),
+    (["--device", "tpu"], "--device"),
+    (["--device", "cuda", "--embedding-backend", "onnx-int8"], "CPU only"),
+])
+def test_bad_backend_or_device_on_the_command_line_is_one_line_and_runs_nothing(tmp_path, capsys,
+                                                                              extra, fragment):
+    folder = write_beir(tmp_path / "tiny")
+    err = _cli_error(capsys, ["evaluate", str(folder), "--qrels", "--data-dir", str(tmp_path / "d"), *extra])
+    assert fragment in err
+    assert not (tmp_path / "d" / "searchgrade.duckdb").exists() or Store(tmp_path / "d").list_runs() == []
+
+
+def test_cuda_asked_for_where_torch_sees_none_is_one_line(tmp_path, capsys):
+    if embed_backends.cuda_available():
+        pytest.skip("a CUDA GPU is present")
+    folder = write_beir(tmp_path / "tiny")
+    err = _cli_error(capsys, ["evaluate", str(folder), "--qrels", "--data-dir", str(tmp_path / "d"),
+                              "--device", "cuda"])
+    assert "no CUDA GPU" in err and "--device cpu" in err
+
+
+def test_a_run_records_its_backend_and_backends_never_share_vectors(tmp_path_factory, data_dir, capsys):
+    folder = write_beir(tmp_path_factory.mktemp("beir") / "tiny")
+    runs = {}
+    for backend in ("onnx-int8", "torch"):
+        code = main(["evaluate", str(folder), "--qrels", "--strategies", "ann", "--data-dir", str(data_dir),
+                     "--embedding-backend", backend, "--device", "auto"])
+        assert code == 0
+        runs[backend] = capsys.readouterr().out.strip().splitlines()[-1]
+    store = Store(data_dir)
+    documents = None
+    for backend, run_id in runs.items():
+        run = store.get_run(run_id)
+        assert run.config["index"]["embedding_backend"] == backend
+        assert run.config["index"]["device"] == "auto"
+        index = run.stats["index"]
+        assert index["embedding_backend"] == backend and index["embedding_device"] == "cpu"
+        documents = documents or index["documents"]
+        # the second backend found nothing of the first one's in its cache
+        assert index["embedded"] == documents and index["cache_hits"] == 0
+    assert main(["show", runs["onnx-int8"], "--data-dir", str(data_dir)]) == 0
+    assert "by ONNX Runtime (int8 weights) on cpu" in capsys.readouterr().out
+    slug = model_slug(MODEL)
+    assert list((data_dir / "embeddings" / f"{slug}@onnx-int8.v1").glob("shard-*.npz"))
+    assert list((data_dir / "embeddings" / slug).glob("shard-*.npz"))
