@@ -511,15 +511,18 @@ def _embed_on_ray(ctx: RunContext, registry: Any, fingerprint: str) -> None:
     settings = ctx.config.index.resolved(len(ctx.collection.documents))
     if (ann.ann_dir(ctx.data_dir, fingerprint, settings) / ann.MANIFEST).exists():
         return
+    backend = settings.embedding_backend
     # Loaded here first (the driver needs it for the queries anyway): a model that cannot be loaded
-    # stops the run with its one line, not with Ray Data restarting actors that fail.
-    load_embedder(settings.embedding_model)
-    cache_dir = cache_dir_for(ctx.data_dir, settings.embedding_model)
-    bundled = bundled_shard(ctx.collection, settings.embedding_model)
+    # stops the run with its one line, not with Ray Data restarting actors that fail. An ONNX
+    # backend's export is made here, once, before the actors load it.
+    load_embedder(settings.embedding_model, backend, settings.device, ctx.data_dir)
+    cache_dir = cache_dir_for(ctx.data_dir, settings.embedding_model, backend)
+    bundled = bundled_shard(ctx.collection, settings.embedding_model, backend)
     if bundled is not None and bundled.is_file():
         EmbeddingCache(cache_dir).import_shard(bundled)
     embedded = embed_on_ray(ctx.ray, settings.embedding_model, [d.content for d in ctx.collection.documents],
-                            cache_dir, settings.batch_size, ctx.report)
+                            cache_dir, settings.batch_size, ctx.report, backend=backend,
+                            device=settings.device, models_dir=Path(ctx.data_dir).resolve())
     ctx.stats["ray"] = {**ctx.stats.get("ray", {}), "embed": embedded.to_json()}
 
 

@@ -456,10 +456,12 @@ class EmbedBatches:
     and the vectors are the same.
     """
 
-    def __init__(self, model_name: str, batch_size: int) -> None:
+    def __init__(self, model_name: str, batch_size: int, backend: str = "torch", device: str = "auto",
+                 models_dir: str | None = None) -> None:
         from indexes.embeddings import load_embedder
 
-        self.model = load_embedder(model_name)
+        # The run's embedding backend (an ONNX one exports into models_dir once, on first use).
+        self.model = load_embedder(model_name, backend, device, models_dir)
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -505,7 +507,8 @@ class RayEmbedStats:
 
 def embed_on_ray(session: RaySession, model_name: str, texts: Sequence[str], cache_dir: Path,
                  batch_size: int = 32, progress: Progress | None = None,
-                 actors: int | None = None) -> RayEmbedStats:
+                 actors: int | None = None, backend: str = "torch", device: str = "auto",
+                 models_dir: Path | None = None) -> RayEmbedStats:
     """Embed the texts the cache lacks with Ray Data (``map_batches`` over actors holding the
     model) and add them to the embedding cache, so the index build that follows embeds nothing.
 
@@ -539,7 +542,9 @@ def embed_on_ray(session: RaySession, model_name: str, texts: Sequence[str], cac
     n_actors = max(1, min(actors or session.cpus(), len(blocks)))
     _quiet_ray_data()
     dataset = ray.data.from_arrow(blocks).map_batches(
-        EmbedBatches, fn_constructor_kwargs={"model_name": model_name, "batch_size": batch_size},
+        EmbedBatches, fn_constructor_kwargs={"model_name": model_name, "batch_size": batch_size,
+                                             "backend": backend, "device": device,
+                                             "models_dir": str(models_dir) if models_dir else None},
         batch_size=None, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=n_actors),
         num_cpus=1)
     done = len(found)
