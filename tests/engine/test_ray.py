@@ -134,6 +134,19 @@ def test_the_packaged_model_embeds_the_same_on_ray_data_as_here(local_ray, tmp_p
     assert (again.embedded, again.cache_hits) == (0, 150)
 
 
+def test_the_int8_backend_embeds_the_same_on_ray_data_as_here(local_ray, tmp_path):
+    # int8 activations are quantized per batch: the same chunks and batches give the same vectors.
+    pytest.importorskip("onnxruntime")
+    texts = [d.content[:200] for d in load_collection(CRANFIELD).documents[:150]]
+    here, _ = encode_cached(DEFAULT_EMBEDDING_MODEL, texts, tmp_path / "here", 32, backend="onnx-int8",
+                            device="cpu", models_dir=tmp_path)
+    done = embed_on_ray(connect(None), DEFAULT_EMBEDDING_MODEL, texts, tmp_path / "ray", batch_size=32,
+                        backend="onnx-int8", device="cpu", models_dir=tmp_path)
+    assert done.embedded == 150
+    cached = EmbeddingCache(tmp_path / "ray").get([text_key(t) for t in texts])
+    assert np.array_equal(np.stack([cached[text_key(t)] for t in texts]), here)
+
+
 def test_a_wrong_address_fails_in_seconds_with_one_line_and_writes_nothing(tmp_path):
     with socket.socket() as s:  # a port where nothing listens
         s.bind(("127.0.0.1", 0))

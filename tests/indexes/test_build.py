@@ -29,7 +29,7 @@ EXPECTED_TOP1 = [doc for _, doc in QUERIES.values()]
 def counting(monkeypatch) -> CountingModel:
     """The real embedder, counting every text it encodes (documents and queries)."""
     model = CountingModel(load_embedder("sentence-transformers/all-MiniLM-L6-v2"))
-    monkeypatch.setattr(build_module, "load_embedder", lambda name: model)
+    monkeypatch.setattr(build_module, "load_embedder", lambda name, *args, **kwargs: model)
     return model
 
 
