@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -39,15 +37,10 @@ from engine.collections import load_collection  # noqa: E402
 from indexes.backends.http import HttpNode  # noqa: E402
 from indexes.backends.spec import parse_spec  # noqa: E402
 from indexes.executor import Executor, QueryBatch  # noqa: E402
+from bench.machine import machine  # noqa: E402
 from tests.indexes.backends.conftest import SearchServer  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
-
-
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.1f}"
 
 
 def main() -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -41,6 +40,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.machine import load, machine  # noqa: E402
 
 #: The issue's targets in seconds, by (view, queries); trends by number of runs.
 TARGETS = {
@@ -55,27 +56,6 @@ TARGETS = {
 FIRST_VIEW_METRICS = ["ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged"]
 #: Cut-offs the runs do not store (they store 1, 3, 5 and 10): "results, k not stored" opens one per repeat.
 NEW_CUTOFFS = [7, 9, 8, 6, 4, 2]
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import duckdb
-    import numpy
-
-    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; "
-            f"Python {platform.python_version()}, numpy {numpy.__version__}, duckdb {duckdb.__version__}")
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
 
 
 def timed(fn: Callable[[], object], repeats: int, slow_s: float,
@@ -194,8 +174,8 @@ def main() -> int:
     from engine.report import compare, drilldown, results, runs, trends
     from engine.store import Store
 
-    print(f"machine: {machine()}")
-    print(f"at start: {load()}")
+    print(f"machine: {machine('numpy', 'duckdb')}")
+    print(f"at start: load average {load()}")
     rows: list[tuple[str, int, float, int, float, int, float, float]] = []
     mismatches: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -246,7 +226,7 @@ def main() -> int:
                     old_s, old_n, old_cpu = timed(old, args.repeats, args.slow_s)
                 rows.append((name, n, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
                 print(f"  {name:<21} baseline {old_s:8.3f} s ({old_n}x, CPU {old_cpu:.3f} s)   "
-                      f"new {new_s:7.3f} s ({new_n}x, CPU {new_cpu:.3f} s)   {load()}", flush=True)
+                      f"new {new_s:7.3f} s ({new_n}x, CPU {new_cpu:.3f} s)   load {load()}", flush=True)
             for k in (10, 7):
                 problems = same_figures(results.results_view(Store(path), run_a, "dcg", k),
                                         old_results.results_view(BaselineStore(path), run_a, "dcg", k))
@@ -282,7 +262,7 @@ def main() -> int:
                     ["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
                     ["run_id", "strategy"]).values.tolist():
                 mismatches.append("trends: points differ")
-    print(f"at end: {load()}")
+    print(f"at end: load average {load()}")
     print()
     print(f"{'view':<21} {'size':>7} {'baseline (s)':>13} {'new (s)':>9} {'ratio':>7} {'target (s)':>11}  met"
           f"   {'CPU base (s)':>12} {'CPU new (s)':>11} {'CPU ratio':>9}")

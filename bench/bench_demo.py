@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -29,6 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import load, machine  # noqa: E402
 
 
 def unpack(ref: str, into: Path) -> Path:
@@ -60,11 +62,6 @@ def run(tree: Path, data_dir: Path, strategies: str, max_queries: int | None) ->
     return seconds
 
 
-def machine() -> str:
-    return (f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-            f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-ref", required=True, help="the commit to compare with (e.g. main before a change)")
@@ -90,7 +87,7 @@ def main() -> int:
                 times.setdefault((side, "cold"), []).append(cold)
                 times.setdefault((side, "warm"), []).append(warm)
                 print(f"round {round_no + 1} {side:8s}: cold {cold:6.1f} s, warm {warm:6.1f} s "
-                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
+                      f"(load {load()})", flush=True)
         print(f"strategies {args.strategies}, {args.max_queries or 'all'} queries, {args.rounds} rounds, "
               f"baseline {args.baseline_ref}")
         for phase in ("cold", "warm"):

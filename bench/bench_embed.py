@@ -21,8 +21,6 @@ ratios, not the absolute docs/s, are what to read.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -35,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import load, machine  # noqa: E402
 from engine.collections import load_collection  # noqa: E402
 from engine.paths import DEMO_DIR  # noqa: E402
 from indexes.embed_backends import BACKENDS  # noqa: E402
@@ -42,19 +41,10 @@ from indexes.embeddings import PROGRESS_CHUNK, encode, load_embedder  # noqa: E4
 from indexes.settings import DEFAULT_EMBEDDING_MODEL  # noqa: E402
 
 
-def machine() -> str:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+def torch_threads() -> int:
     import torch
 
-    return (f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} "
-            f"threads), load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return torch.get_num_threads()
 
 
 def embed(model, texts: list[str], batch_size: int) -> np.ndarray:
@@ -69,7 +59,7 @@ def speed(args: argparse.Namespace, backends: list[str]) -> None:
     picked = rng.choice(len(collection.documents), min(args.docs, len(collection.documents)), replace=False)
     texts = [collection.documents[i].content for i in sorted(picked)]
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="bench-embed-"))
-    print(f"machine: {machine()}")
+    print(f"machine: {machine('torch', 'onnxruntime')}, torch threads {torch_threads()}")
     print(f"sample: {len(texts)} documents of {collection.name} (seed {args.seed}), batch size "
           f"{args.batch_size}, {args.repeats} repeats, model {args.model}")
     models = {}
@@ -87,7 +77,7 @@ def speed(args: argparse.Namespace, backends: list[str]) -> None:
             vectors[backend] = embed(models[backend], texts, args.batch_size)
             seconds[backend].append(time.perf_counter() - began)
         print(f"  repeat {repeat + 1}: " + ", ".join(f"{b} {seconds[b][-1]:.1f} s" for b in backends)
-              + f" (load {os.getloadavg()[0]:.1f})", flush=True)
+              + f" (load {load()})", flush=True)
     base = "torch" if "torch" in backends else backends[0]
     print(f"\n{'backend':<11} {'median s':>9} {'docs/s':>8} {'ratio':>7} {'per-repeat ratios':>24}"
           f" {'cosine to ' + base + ' mean / min':>28}")
@@ -98,14 +88,14 @@ def speed(args: argparse.Namespace, backends: list[str]) -> None:
         cosine = (vectors[backend] * vectors[base]).sum(axis=1)
         print(f"{backend:<11} {median:>9.1f} {len(texts) / median:>8.1f} {ratio:>6.2f}x "
               f"{' '.join(f'{r:.2f}' for r in paired):>24} {cosine.mean():>19.5f} / {cosine.min():.5f}")
-    print(f"\nafter: load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"\nafter: load average {load()}")
 
 
 def ndcg(args: argparse.Namespace, backends: list[str]) -> None:
     from engine.store import Store
 
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="bench-embed-ndcg-"))
-    print(f"machine: {machine()}")
+    print(f"machine: {machine('torch', 'onnxruntime')}, torch threads {torch_threads()}")
     figures = {}
     for backend in backends:
         began = time.perf_counter()
@@ -129,7 +119,7 @@ def ndcg(args: argparse.Namespace, backends: list[str]) -> None:
         print(f"{backend:<11} nDCG@10 {value:.4f} over {run.stats.get('queries')} queries, "
               f"{index.get('embedded')} documents embedded "
               f"({f'{rate:.1f} docs/s' if rate else 'from the cache'}), run {run_id}, "
-              f"{time.perf_counter() - began:.0f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+              f"{time.perf_counter() - began:.0f} s (load {load()})", flush=True)
     base = figures.get("torch")
     if base is not None:
         for backend, value in figures.items():

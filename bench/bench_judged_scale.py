@@ -41,18 +41,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import load, machine  # noqa: E402
+
 SCIFACT = ROOT / "demo" / "scifact"
 CRANFIELD = ROOT / "tests" / "data" / "cranfield"
 STRATEGIES = "fulltext,ann,hybrid"
 MODEL = "all-MiniLM-L6-v2"
-
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def machine() -> str:
-    return f"{os.cpu_count()} cores, load average {load()}"
 
 
 def distractor_sentences() -> list[str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import resource
@@ -40,6 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.machine import machine  # noqa: E402
 
 SOURCES = [ROOT / "demo" / "scifact", ROOT / "tests" / "data" / "cranfield"]
 
@@ -214,11 +215,6 @@ def run_child(*args: str) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"child {args} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def machine() -> str:
-    return (f"{platform.node()}: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-            f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def main() -> int:

@@ -17,8 +17,6 @@ can be downloaded here.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -35,16 +33,11 @@ from indexes.build import build_searchers  # noqa: E402
 from indexes.executor import Executor, QueryBatch  # noqa: E402
 from indexes.hybrid import HybridSearcher  # noqa: E402
 from indexes.rerank import RerankSearcher  # noqa: E402
+from bench.machine import machine  # noqa: E402
 from indexes.settings import IndexSettings  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
 STRATEGIES = ["ann", "fulltext", "hybrid", "ann_rerank", "fulltext_rerank", "hybrid_rerank"]
-
-
-def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.1f}"
 
 
 def make_reranker(folder: Path) -> Path:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -29,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.machine import machine  # noqa: E402
 from engine.collections import load_collection  # noqa: E402
 from engine.config import RunConfig  # noqa: E402
 from engine.pipeline import run_evaluation  # noqa: E402
@@ -136,8 +135,7 @@ def main() -> int:
         import torch
 
         torch.set_num_threads(args.threads)  # the evaluation too, not only the training
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()}, python {platform.python_version()}")
+    print(f"machine: {machine('torch')}")
     tmp = None
     data_dir = args.data_dir
     if data_dir is None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -32,16 +31,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-
-def _load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+from bench.machine import load, machine  # noqa: E402
 
 
 def _step(label: str, argv: list[str], env: dict[str, str], rows: list[tuple]) -> str:
     """Run one searchgrade command; returns its last stdout line (the run id or trained:NAME)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load_before = _load()
+    load_before = load()
     print(f"{time.strftime('%H:%M:%S')} {label}: searchgrade {' '.join(argv)} (load {load_before})",
           file=sys.stderr, flush=True)
     start = time.perf_counter()
@@ -52,7 +50,7 @@ def _step(label: str, argv: list[str], env: dict[str, str], rows: list[tuple]) -
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{label} failed with exit {proc.returncode}")
-    rows.append((label, wall, cpu, load_before, _load()))
+    rows.append((label, wall, cpu, load_before, load()))
     lines = proc.stdout.strip().splitlines()
     if "show" in label:
         print(proc.stdout, flush=True)
@@ -73,8 +71,7 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     common = ["--data-dir", str(data)]
     rows: list[tuple] = []
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"nice {os.nice(0)}, load average {_load()}", flush=True)
+    print(f"machine: {machine('torch')}", flush=True)
     try:
         run = args.run or _step("1 evaluate (setup)", ["evaluate", args.collection, "--qrels", *common],
                                 env, rows)
