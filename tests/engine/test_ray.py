@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from contextlib import nullcontext
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -71,6 +72,13 @@ def tiny_embedder(tmp_path_factory) -> Path:
     return out
 
 
+def evaluate(where: str, collection, config: RunConfig, tmp_path: Path):
+    """The run's store and outcome, evaluated into tmp_path/where: "local" here, "ray" on the module's Ray."""
+    store = Store(tmp_path / where)
+    with ray_session(None) if where == "ray" else nullcontext() as session:
+        return store, run_evaluation(collection, config, store, tmp_path / where, ray=session)
+
+
 def test_a_ray_run_stores_what_the_local_run_stores_on_cranfield(local_ray, tmp_path, tiny_embedder,
                                                                   tiny_cross_encoder_dir):  # noqa: F811
     collection = load_collection(CRANFIELD)
@@ -79,12 +87,7 @@ def test_a_ray_run_stores_what_the_local_run_stores_on_cranfield(local_ray, tmp_
     config = RunConfig(strategies=known_strategies(), n_bootstrap=200, index=settings)
     runs = {}
     for where in ("local", "ray"):
-        store = Store(tmp_path / where)
-        if where == "local":
-            outcome = run_evaluation(collection, config, store, tmp_path / where)
-        else:
-            with ray_session(None) as session:
-                outcome = run_evaluation(collection, config, store, tmp_path / where, ray=session)
+        store, outcome = evaluate(where, collection, config, tmp_path)
         assert outcome.status == "complete" and not outcome.skipped
         runs[where] = (store, outcome.run_id)
 
@@ -234,12 +237,7 @@ def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(loc
                                llm=LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10),
                                querygen=QueryGenSettings(n_docs=4, n_natural=1, n_keyword=1, min_words=MIN_WORDS,
                                                          min_chars=0))
-            store = Store(tmp_path / where)
-            if where == "local":
-                outcome = run_evaluation(collection, config, store, tmp_path / where)
-            else:
-                with ray_session(None) as session:
-                    outcome = run_evaluation(collection, config, store, tmp_path / where, ray=session)
+            store, outcome = evaluate(where, collection, config, tmp_path)
         assert outcome.status == "complete"
         runs[where] = (store, outcome.run_id, responder)
 
