@@ -62,7 +62,7 @@ class RunReads:
 
     def save(self) -> None:
         """Keep the reads computed since the last save (a complete run only)."""
-        self.store.keep_reads(self.run.run_id, self._new)
+        self.store.keep_reads(self.run.run_id, self._new, finished_at=self.run.finished_at)
         self._new = {}
 
     def position_means(self, k: int) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ and charts, best and worst queries, failed queries and latency."""
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,11 +135,17 @@ def keep_first_view(store: Store, run_id: str) -> None:
     """Compute and keep what a just-completed run's first Results page reads (its headline metric
     at its k, the failed queries of its best strategy): its paired tests, instead of resampling
     every query, and its other reads (engine/report/kept.py), instead of joining every result
-    with its grade."""
-    with store.session():
-        view = results_view(store, run_id)
-        if view.headline is not None:
-            failed_queries(store, run_id, view.headline.strategy)
+    with its grade. This is a head start only: if it fails, one warning line says so and the run
+    stays complete (the page computes the same when opened)."""
+    try:
+        with store.session():
+            view = results_view(store, run_id)
+            if view.headline is not None:
+                failed_queries(store, run_id, view.headline.strategy)
+    except Exception as exc:  # noqa: BLE001 - the run is complete and stored; only its first page is not ready
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"searchgrade: run {run_id} is complete, but its first Results page could not be prepared "
+              f"({type(exc).__name__}: {first}); the page computes it when opened", file=sys.stderr)
 
 
 def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:

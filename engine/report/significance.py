@@ -132,7 +132,7 @@ def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows:
     values = wide()
     tested = paired_comparisons(values, results_pairs(rows, metric, values))
     if complete:
-        store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested))
+        store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested), finished_at=run.finished_at)
     return tested
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -50,6 +51,12 @@ _RANKED = (
     "LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id"
 )
 
+
+#: Whether run ? is still complete from the completion at ? (its finished_at): reads computed from
+#: a complete run are kept only then. A resume reopens the run (finished_at NULL) and may complete
+#: it again before a page that read the old completion saves: that page's reads are then stale.
+_SAME_COMPLETION = ("EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'complete' "
+                    "AND finished_at IS NOT DISTINCT FROM ?)")
 
 #: A failed top 1 (the grade row ``{g}`` joined to a top-1 result): graded 0, or unjudged (no
 #: grade row: counts as 0, as in the metrics). A top 1 whose judgment failed (a grade row with
@@ -224,12 +231,15 @@ class DashboardReadsMixin(StoreConnection):
                            [run_id, metric, k])
         return rows[0]["tests"] if rows else None
 
-    def remember_paired_tests(self, run_id: str, metric: str, k: int, tests: str) -> None:
-        """Keep a complete run's paired tests at metric@k (the first writer wins: two pages that
-        computed them at once computed the same)."""
+    def remember_paired_tests(self, run_id: str, metric: str, k: int, tests: str, *,
+                              finished_at: datetime | None) -> None:
+        """Keep a run's paired tests at metric@k while it is still the completion they were
+        computed from (``_SAME_COMPLETION``); the first writer wins: two pages that computed them
+        at once computed the same."""
         try:
             with self.transaction() as con:
-                con.execute("INSERT OR IGNORE INTO paired_tests VALUES (?, ?, ?, ?)", [run_id, metric, k, tests])
+                con.execute("INSERT OR IGNORE INTO paired_tests SELECT ?, ?, ?, ? WHERE " + _SAME_COMPLETION,
+                            [run_id, metric, k, tests, run_id, finished_at])
         except duckdb.TransactionException:
             pass  # another thread's insert of the same row won
 
@@ -249,18 +259,17 @@ class DashboardReadsMixin(StoreConnection):
                            [run_id, part, key])
         return rows[0]["value"] if rows else None
 
-    def keep_reads(self, run_id: str, values: dict[tuple[str, str], str]) -> None:
-        """Keep reads of a run while it is complete: (part, key) -> JSON text. The first writer
-        wins (two pages that computed a read at once computed the same); nothing is kept once the
-        run is no longer complete (a resume reopened it in the meantime)."""
+    def keep_reads(self, run_id: str, values: dict[tuple[str, str], str], *, finished_at: datetime | None) -> None:
+        """Keep reads of a run, (part, key) -> JSON text, while it is still the completion they
+        were computed from (``_SAME_COMPLETION``). The first writer wins: two pages that computed
+        a read at once computed the same."""
         if not values:
             return
         try:
             with self.transaction() as con:
                 con.executemany(
-                    "INSERT OR IGNORE INTO kept_reads SELECT ?, ?, ?, ? "
-                    "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'complete')",
-                    [[run_id, part, key, value, run_id] for (part, key), value in values.items()])
+                    "INSERT OR IGNORE INTO kept_reads SELECT ?, ?, ?, ? WHERE " + _SAME_COMPLETION,
+                    [[run_id, part, key, value, run_id, finished_at] for (part, key), value in values.items()])
         except duckdb.TransactionException:
             pass  # another thread's insert of the same rows won
 

@@ -24,7 +24,7 @@ def _fresh_view(store: Store, run_id: str, metric: str, k: int, monkeypatch):
     """The view with nothing kept read and nothing kept written: every read computed afresh."""
     with monkeypatch.context() as m:
         m.setattr(store, "kept_reads", lambda *args: {})
-        m.setattr(store, "keep_reads", lambda run_id, values: None)
+        m.setattr(store, "keep_reads", lambda run_id, values, finished_at: None)
         return results_view(store, run_id, metric, k)
 
 
@@ -127,6 +127,28 @@ def test_a_run_reopened_while_a_page_computed_keeps_nothing(tmp_path):
     assert not store.kept_reads(run_id)
 
 
+def test_a_run_resumed_and_completed_again_while_a_page_computed_keeps_nothing_of_the_old_one(tmp_path):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(20, n_docs=200, seed=12), n_bootstrap=100)
+    old = store.get_run(run_id)  # the page read the run as complete
+    reads = RunReads(store, old)
+    with store.connect() as con:  # meanwhile a resume reopened it, cleared what was kept, and completed it
+        con.execute("DELETE FROM kept_reads")
+        con.execute("DELETE FROM paired_tests")
+        con.execute("UPDATE runs SET finished_at = finished_at + INTERVAL 5 SECOND WHERE run_id = ?", [run_id])
+    reads.latency_summary()
+    reads.save()
+    store.remember_paired_tests(run_id, "dcg", 10, "[]", finished_at=old.finished_at)
+    assert not store.kept_reads(run_id) and store.stored_paired_tests(run_id, "dcg", 10) is None
+    # The new completion's own reads are kept.
+    new = store.get_run(run_id)
+    reads = RunReads(store, new)
+    reads.latency_summary()
+    reads.save()
+    store.remember_paired_tests(run_id, "dcg", 10, "[]", finished_at=new.finished_at)
+    assert store.kept_reads(run_id) and store.stored_paired_tests(run_id, "dcg", 10) == "[]"
+
+
 def test_failed_top1_and_its_cells_list_the_same_queries_by_one_rule(tmp_path):
     # llm run: ann q1 [d3 0, ...] q2 [d4 2, ...]; fulltext q1 [d5 failed, ...] q2 [d6 failed, ...];
     # d9 unjudged at the top of ann_rerank's q2.
@@ -160,7 +182,23 @@ def test_each_strategys_failed_queries_table_is_kept_on_its_first_view_equal_to_
         assert not first.empty and store.kept_read(run_id, "failed_queries", strategy) is not None
         with monkeypatch.context() as m:
             m.setattr(store, "kept_read", lambda *args: None)
-            m.setattr(store, "keep_reads", lambda *args: None)
+            m.setattr(store, "keep_reads", lambda *args, **kwargs: None)
             fresh = failed_queries(store, run_id, strategy)
         pd.testing.assert_frame_equal(first, fresh, check_exact=True)
         pd.testing.assert_frame_equal(failed_queries(store, run_id, strategy), first, check_exact=True)
+
+
+def test_a_failed_head_start_is_one_warning_and_the_run_stays_complete(tmp_path, monkeypatch, capsys):
+    store = Store(tmp_path)
+    run_id = write_run(store, random_spec(20, n_docs=200, seed=13), n_bootstrap=100)
+    with store.connect() as con:
+        con.execute("DELETE FROM kept_reads")
+
+    def broken(*_args, **_kwargs):
+        raise OSError("disk full\nsecond line")
+
+    monkeypatch.setattr("engine.report.results.results_view", broken)
+    keep_first_view(store, run_id)
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "is complete" in err and "OSError: disk full" in err
+    assert store.get_run(run_id).status == "complete" and not store.kept_reads(run_id)
