@@ -163,7 +163,7 @@ def rerank_factory(base: str) -> Factory:
         depth = ctx.settings.rerank_depth
         limit = getattr(shared.scorer, "max_depth", None)  # a trained reranker's measured depth
         return RerankNode(base + RERANK_SUFFIX, base, shared, min(depth, limit) if limit else depth,
-                          ctx.contents)
+                          ctx.contents, capped=bool(limit))
 
     return build
 

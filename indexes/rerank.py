@@ -12,8 +12,9 @@ In a run, ``RerankNode`` wraps any strategy ``X`` as ``X_rerank``. Scoring is an
 score per pair, so a scorer may pick its model per query id (a cross-fitted trained reranker does);
 an optional ``finalize(query_id, scores)`` turns the raw scores of one query's candidates, in the
 base order, into the final ones (e.g. blending with the base ranking), and an optional
-``max_depth`` caps the run's --rerank-depth (a trained reranker rescores as deep as its held-out
-figures were measured, no deeper). Raw scores are shared
+``max_depth`` caps how deep it rescores, whatever the run's --rerank-depth and --depth (a trained
+reranker rescores as deep as its held-out figures were measured, no deeper; the rest of a deeper
+list follows in the base order). Raw scores are shared
 (``SharedScores``): a (query, document) pair retrieved by two strategies is scored once, in
 batches over the chunk's queries, and each pair remembers the seconds it cost, so every reranked
 strategy's latency still counts the scoring of all its candidates.
@@ -144,19 +145,22 @@ def rerank_order(candidates: Sequence[ScoredDoc], scores: np.ndarray, k: int) ->
 
 
 class RerankNode:
-    """``X_rerank`` as an executor node: the top ``max(depth, k)`` of X rescored by the scorer.
+    """``X_rerank`` as an executor node: the top ``max(depth, k)`` of X rescored by the scorer, or
+    with ``capped`` the top ``depth`` only (a trained reranker, whose blend was chosen at that
+    depth): the rest of X's list then follows in its base order.
 
     Candidates whose text is unknown (an external id whose reply carried no text) cannot be
     scored: they keep their base order below every scored candidate.
     """
 
     def __init__(self, name: str, base: str, shared: SharedScores, depth: int = 50,
-                 contents: Mapping[str, str] | None = None) -> None:
+                 contents: Mapping[str, str] | None = None, *, capped: bool = False) -> None:
         self.name = name
         self.base = base
         self.inputs = (base,)
         self.shared = shared
         self.depth = depth
+        self.capped = capped
         self.contents = contents or {}
 
     def input_depth(self, depth: int) -> int:
@@ -166,34 +170,35 @@ class RerankNode:
         from indexes.executor import Answer
 
         base = inputs[self.base]
-        wanted = max(self.depth, depth)
+        wanted = self.depth if self.capped else max(self.depth, depth)
         lists = []
         pairs = []
         for qid, text, outcome in zip(batch.ids, batch.texts, base, strict=True):
             described = outcome.documents or {}
-            candidates, unknown = [], []
+            candidates, unscored = [], []
             for doc in outcome.docs[:wanted]:
                 content = self.contents.get(doc.doc_id)
                 if content is None and doc.doc_id in described:
                     content = described[doc.doc_id].content or None
                 if content is None:
-                    unknown.append(doc)
+                    unscored.append(doc)
                 else:
                     candidates.append(doc)
                     pairs.append(ScorePair(qid, text, doc.doc_id, content))
-            lists.append((candidates, unknown, outcome.documents))
+            unscored += outcome.docs[wanted:depth]  # beyond a capped depth: not rescored, base order
+            lists.append((candidates, unscored, outcome.documents))
         self.shared.ensure(pairs)
         finalize = getattr(self.shared.scorer, "finalize", None)
         out = []
-        for qid, (candidates, unknown, described) in zip(batch.ids, lists, strict=True):
+        for qid, (candidates, unscored, described) in zip(batch.ids, lists, strict=True):
             start = time.perf_counter()
             raw, cost = self.shared.get(qid, [d.doc_id for d in candidates])
             scores = np.asarray(finalize(qid, raw), dtype=np.float64) if finalize and len(raw) else raw
             docs = rerank_order(candidates, scores, depth)
-            if unknown and len(docs) < depth:
+            if unscored and len(docs) < depth:
                 floor = (min(d.score for d in docs) if docs else 0.0) - 1.0
                 docs += [ScoredDoc(d.doc_id, floor - i, len(docs) + i + 1)
-                         for i, d in enumerate(unknown[: depth - len(docs)])]
+                         for i, d in enumerate(unscored[: depth - len(docs)])]
             out.append(Answer(docs, cost + time.perf_counter() - start, described))
         return out
 

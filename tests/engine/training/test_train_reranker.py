@@ -204,6 +204,29 @@ def test_evaluate_with_the_trained_reranker_scores_each_query_by_its_fold_model(
         assert means[f"{f['strategy']}_rerank"] == pytest.approx(f["reranked"], abs=1e-9)
 
 
+def test_a_deeper_run_rescores_no_deeper_than_the_card_and_keeps_the_base_order_below(learnable, tmp_path):
+    """--depth 20 with a reranker measured at depth 10: the top 10 are the depth-10 run's (the
+    blend is standardised over the same 10 candidates, every score reused) and ranks 11-20 are the
+    base strategy's, in its order."""
+    store, _, data_dir, reranker = learnable
+    folder = write_beir(tmp_path / "synthetic-qrels", synthetic.documents(),
+                        {q.query_id: q.text for q in synthetic.queries()},
+                        [(g.query_id, g.doc_id, g.grade) for g in synthetic.grades(True)])
+    hits = {}
+    for depth in (10, 20):
+        config = RunConfig(name=f"depth {depth}", k=10, depth=depth, n_bootstrap=50,
+                           strategies=("fulltext", "fulltext_rerank"),
+                           index=IndexSettings(reranker_model=f"trained:{reranker.name}", rerank_depth=50))
+        outcome = run_evaluation(load_collection(folder), config, store, data_dir)
+        assert outcome.status == "complete" and outcome.skipped == {}
+        assert store.get_run(outcome.run_id).stats["reranker"]["scored"] == 0
+        hits[depth] = {key: [d.doc_id for d in h.docs] for key, h in store.stored_hits(outcome.run_id).items()}
+    for (strategy, qid), ids in hits[20].items():
+        if strategy == "fulltext_rerank":
+            assert ids[:10] == hits[10][(strategy, qid)]
+            assert ids[10:] == hits[20][("fulltext", qid)][10:]
+
+
 def test_evaluate_with_a_trained_reranker_that_is_not_there_stops_before_the_run(learnable, tmp_path):
     store, _, data_dir, _ = learnable
     before = len(store.list_runs())
