@@ -88,7 +88,8 @@ def _wait_chart(page, name: str, timeout_s: float = 60) -> dict:
 def _grid_text(page, heading: str) -> str:
     """The cell text of the first data grid after a heading (st.dataframe keeps cells in an ARIA table)."""
     return page.evaluate("""(heading) => {
-        const marks = [...document.querySelectorAll('[data-testid="stMarkdownContainer"]')];
+        const marks = [...document.querySelectorAll(
+            '[data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"]')];
         const mark = marks.find(m => m.innerText.includes(heading));
         if (!mark) return '';
         const all = [...document.querySelectorAll('[data-testid="stDataFrame"]')];
