@@ -389,3 +389,71 @@ def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray
     assert store.get_run(run.run_id).stats["ray"]["search"]["chunks"] == 2  # the 5 queries: 1, then 4
     values = {(r["metric"], r["k"], r["query_id"]): r["value"] for r in store.metric_values(run.run_id)}
     assert values == {(r["metric"], r["k"], r["query_id"]): r["value"] for r in local.metric_values(local_id)}
+
+
+
+def _judge_call(run, i: int = 0):
+    from engine.llm.judge import JudgeSettings, judge_prompt
+    from engine.llm.schemas import JudgeReply, judge_schema
+
+    messages = judge_prompt(JudgeSettings()).messages(query=f"question {i}", document=f"document {i} about things")
+    return run.complete("judge", messages, JudgeReply, judge_schema(), schema_name="judgment")
+
+
+
+def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, monkeypatch):
+    """The limiter outlives runs: a holder that never releases (a killed driver, a lost node)
+    must cost a lease's length, not the permit. The endpoint is the driver's, from its own
+    environment: the workers (started with the module's Ray) do not have OPENAI_BASE_URL."""
+    from engine.llm.client import LLMClient, LLMSettings
+    from engine.ray_runner import LIMITER_PREFIX, RayLLM
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+
+    responder = InFlight()
+    with FakeOpenAIServer(responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        settings = LLMSettings(model="fake", concurrency=1, timeout_s=10, max_retries=0)
+        run = RayLLM(LLMClient(settings), connect(None), lease_s=3, wait_s=30)
+        try:
+            lost = local_ray.get(run.limiter.acquire.remote(3, 1))  # taken, never given back
+            assert lost is not None
+            started = time.monotonic()
+            reply = _judge_call(run)
+            waited = time.monotonic() - started
+            # Releasing an expired token, twice, frees nothing: the next call still finds one permit.
+            local_ray.get([run.limiter.release.remote(lost), run.limiter.release.remote(lost)])
+            assert _judge_call(run, 1).value is not None
+            stats = run.stats()
+        finally:
+            run.close()
+            local_ray.kill(run.limiter)
+    assert reply.value is not None and 2 < waited < 20
+    assert responder.recorder.posts["judge"] == 2 and responder.peak == 1
+    assert stats["leases_reclaimed"] == 1 and stats["peak_in_flight"] == 1
+    assert LIMITER_PREFIX.startswith("llm-leases")
+
+
+
+def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local_ray):
+    from engine.llm.client import LLMClient, LLMSettings
+    from engine.ray_runner import RayLLM
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+
+    responder = InFlight()
+    with FakeOpenAIServer(responder) as server:
+        settings = LLMSettings(model="fake", base_url=server.base_url, concurrency=1, timeout_s=10, max_retries=0)
+        run = RayLLM(LLMClient(settings), connect(None), lease_s=600, wait_s=2)
+        try:
+            held = local_ray.get(run.limiter.acquire.remote(600, 1))  # another run's, for long
+            started = time.monotonic()
+            with pytest.raises(SearchGradeError) as raised:
+                _judge_call(run)
+            waited = time.monotonic() - started
+            local_ray.get(run.limiter.release.remote(held))
+        finally:
+            run.close()
+            local_ray.kill(run.limiter)
+    message = str(raised.value)
+    assert message.startswith("no LLM request permit from the Ray actor 'llm-leases:") and "\n" not in message
+    assert "in 2 s" in message and "ray.kill(ray.get_actor(" in message
+    assert 1.5 < waited < 30 and responder.recorder.posts["judge"] == 0
