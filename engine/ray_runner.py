@@ -6,7 +6,8 @@
   ``ray.init`` retries an unreachable address for minutes, so the address is checked first: a TCP
   connection and an HTTP/2 (gRPC) greeting within seconds, else one line naming the address and
   the fix. A Ray already initialised in the process (a test's) is used as it is and left running.
-- **Search.** The executor (indexes/executor.py) runs on Ray actors (``SearchWorker``), each
+- **Search.** The executor (indexes/executor.py) runs on Ray actors (``SearchWorker``; those the
+  cluster cannot place in ``PLACE_TIMEOUT_S`` are dropped, none placed is one line), each
   building the same strategies from the collection and the index artifacts the driver built
   (same paths: on a cluster, a filesystem every node mounts). The queries are cut into the same
   chunks as a local run (the first holds one query, then ``CHUNK_SIZE``), so every batch (query
@@ -56,6 +57,8 @@ INIT_TIMEOUT_S = 60.0
 LOCAL_OBJECT_STORE_MB = 256
 #: Ray namespace of everything a run creates (named actors, e.g. the LLM limiter).
 NAMESPACE = "searchgrade"
+#: Seconds the search actors have to be placed on the cluster (each needs a free CPU).
+PLACE_TIMEOUT_S = 120.0
 
 Progress = Callable[[str, int, int], None]
 Check = Callable[[Execution], None]
@@ -309,9 +312,21 @@ class BuildSpec:
 
 class SearchWorker:
     """A Ray actor holding the run's strategies (built from the driver's artifacts) and running
-    executor chunks on them."""
+    executor chunks on them.
 
-    def __init__(self, spec: BuildSpec) -> None:
+    Made in two steps: the actor (placed on a node with a free CPU: ``node`` answers once it is),
+    then ``load`` (the collection, the indexes, the models: minutes on a large collection), so the
+    driver can tell an actor the cluster has no room for from one that is loading.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: Any = None
+        self.scores: Any = None
+
+    def node(self) -> str:
+        return socket.gethostname()
+
+    def load(self, spec: BuildSpec) -> None:
         from core.records import collection_fingerprint
         from engine.collections import load_collection
         from engine.strategies import registry_for_declared
@@ -367,17 +382,44 @@ class RaySearch:
     #: Actors to start (default: one per CPU of the cluster, at most one per chunk).
     actors: int | None = None
     chunk_size: int = CHUNK_SIZE
+    #: Seconds the actors have to be placed on nodes with a free CPU (not to load: that is unbounded).
+    place_timeout_s: float = PLACE_TIMEOUT_S
     workers: list[Any] = field(default_factory=list)
     chunks: int = 0
     started: int = 0
 
     def _start(self, wanted: int) -> None:
+        """Start the actors, keep those the cluster placed in ``place_timeout_s``, then load them.
+
+        The cluster's CPUs may be taken (by other jobs, or Ray Data's actors still stopping): the
+        actors placed in time run the search; none placed stops the run with one line rather
+        than wait for ever.
+        """
         ray = import_ray()
+        if self.workers:
+            return
         n = max(1, min(self.actors or self.session.cpus(), wanted))
         remote = ray.remote(num_cpus=1)(SearchWorker)
-        while len(self.workers) < n:
-            self.workers.append(remote.remote(self.spec))
-            self.started += 1
+        started = [remote.remote() for _ in range(n)]
+        answers = [worker.node.remote() for worker in started]
+        ready, _ = ray.wait(answers, num_returns=n, timeout=self.place_timeout_s)
+        placed = {i for i, ref in enumerate(answers) if ref in ready}
+        self.workers = [worker for i, worker in enumerate(started) if i in placed]
+        for i, worker in enumerate(started):
+            if i not in placed:  # its resource request is withdrawn with it
+                ray.kill(worker)
+        if not self.workers:
+            free = int(ray.available_resources().get("CPU", 0))
+            raise SearchGradeError(
+                f"{n} search actor{'s' if n > 1 else ''} could not be placed on the Ray cluster in "
+                f"{self.place_timeout_s:g} s (each needs 1 free CPU; {free} of {self.session.cpus()} CPUs "
+                "are free now): free CPUs on the cluster (stop other jobs' actors) or add nodes, then "
+                "resume the run")
+        self.started = len(self.workers)
+        try:
+            ray.get([worker.load.remote(self.spec) for worker in self.workers])
+        except ray.exceptions.RayError as exc:
+            raise worker_error(exc) from None
 
     def execute(self, strategies: Sequence[str], batch: QueryBatch, progress: Progress | None,
                 check: Check | None) -> Execution:

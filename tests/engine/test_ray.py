@@ -457,3 +457,33 @@ def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local
     assert message.startswith("no LLM request permit from the Ray actor 'llm-leases:") and "\n" not in message
     assert "in 2 s" in message and "ray.kill(ray.get_actor(" in message
     assert 1.5 < waited < 30 and responder.recorder.posts["judge"] == 0
+
+
+
+def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local_ray, tmp_path):
+    from engine.ray_runner import BuildSpec, RaySearch
+    from indexes.executor import QueryBatch
+
+    @local_ray.remote(num_cpus=2)
+    class Hog:  # another job holding every CPU of the cluster
+        def ping(self):
+            return True
+
+    hog = Hog.remote()
+    local_ray.get(hog.ping.remote(), timeout=120)
+    spec = BuildSpec(collection_path=str(tmp_path), collection_fields={}, fingerprint="x",
+                     settings=IndexSettings(), data_dir=str(tmp_path), strategies=("fulltext",), declared={},
+                     artifacts={})
+    search = RaySearch(connect(None), spec, k=10, place_timeout_s=3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(SearchGradeError) as raised:
+            search.execute(["fulltext"], QueryBatch(["q1"], ["wings"]), None, None)
+        waited = time.monotonic() - started
+    finally:
+        search.close()
+        local_ray.kill(hog)
+    message = str(raised.value)
+    assert message.startswith("1 search actor could not be placed on the Ray cluster in 3 s") and "\n" not in message
+    assert "0 of 2 CPUs are free" in message and "free CPUs" in message
+    assert waited < 30
