@@ -353,6 +353,12 @@ class SearchWorker:
             if built.stats.get(f"{name}_reused") is False:
                 raise SearchGradeError(f"the Ray worker on {node} had to build the {name} index again "
                                        f"(the driver's is not visible there); {fix}")
+        for strategy in spec.strategies:
+            if strategy in built.skipped:  # the driver had it: something differs on this node
+                reason = (str(built.skipped[strategy]).strip().splitlines() or ["no reason given"])[0]
+                raise SearchGradeError(f"the Ray worker on {node} cannot run {strategy}, which the driver "
+                                       f"runs: {reason}; give every Ray node the driver's models, files "
+                                       "and environment (the same paths and variables)")
         self.nodes = built.nodes
         self.scores = getattr(built.context, "_scores", None)
         bind = getattr(getattr(self.scores, "scorer", None), "bind_queries", None)

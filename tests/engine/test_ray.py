@@ -487,3 +487,27 @@ def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local
     assert message.startswith("1 search actor could not be placed on the Ray cluster in 3 s") and "\n" not in message
     assert "0 of 2 CPUs are free" in message and "free CPUs" in message
     assert waited < 30
+
+
+
+def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray, tmp_path, tiny_beir):
+    from engine.ray_runner import BuildSpec, RaySearch
+    from indexes.build import build_searchers
+    from indexes.executor import QueryBatch
+
+    collection = load_collection(tiny_beir)
+    built = build_searchers(collection, IndexSettings(), tmp_path, strategies=("fulltext",))
+    # The worker's reranker is one it cannot load (say, a trained reranker missing on its node).
+    spec = BuildSpec(collection_path=str(tiny_beir), collection_fields=dict(collection.fields),
+                     fingerprint=built.stats["collection_fingerprint"],
+                     settings=IndexSettings(reranker_model="trained:not-on-this-node"), data_dir=str(tmp_path),
+                     strategies=("fulltext", "fulltext_rerank"), declared={}, artifacts=dict(built.artifacts))
+    search = RaySearch(connect(None), spec, k=10)
+    try:
+        with pytest.raises(SearchGradeError) as raised:
+            search.execute(["fulltext", "fulltext_rerank"], QueryBatch(["q1"], ["wings"]), None, None)
+    finally:
+        search.close()
+    message = str(raised.value)
+    assert message.startswith(f"the Ray worker on {socket.gethostname()} cannot run fulltext_rerank, which the "
+                              "driver runs: ") and "not-on-this-node" in message and "\n" not in message
