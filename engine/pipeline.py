@@ -96,6 +96,17 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)
 
 
+def _on_ray_device(config: RunConfig, ray: RaySession | None) -> tuple[RunConfig, str | None]:
+    """The config with the device a Ray run embeds on (engine/ray_runner.py: ``device_on_ray``)."""
+    if ray is None:
+        return config, None
+    from engine.ray_runner import device_on_ray
+
+    index = config.index or IndexSettings()
+    device, note = device_on_ray(index.device, index.embedding_backend)
+    return (replace(config, index=replace(index, device=device)) if device != index.device else config), note
+
+
 def _prepare(config: RunConfig) -> RunConfig:
     config.validate()
     config.check_environment()
@@ -201,10 +212,13 @@ def run_evaluation(
     Returns:
         The run id and its final status. Raises on failure after marking the run failed.
     """
+    config, ray_note = _on_ray_device(config, ray)
     # How the collection was loaded (columns, queries and qrels files), so a resume loads it alike.
     config = _prepare(replace(config, collection_fields=dict(collection.fields)))
     _check_trained_reranker(config, data_dir)
     plan = _plan(collection, config, store)
+    if ray_note is not None:
+        plan.notes.append(ray_note)
     client = _client(config)
     name = config.name or f"{collection.name} {time.strftime('%Y-%m-%d %H:%M')}"
     owner = new_owner()
@@ -270,6 +284,7 @@ def resume_run(
         if concurrency is not None:
             overrides["concurrency"] = concurrency
         config = replace(config, llm=replace(config.llm, **overrides))
+    config, _ = _on_ray_device(config, ray)
     if collection is None:
         collection = load_collection(run.collection_path, **config.collection_fields)
     config = _prepare(config)

@@ -274,6 +274,29 @@ def ray_session(address: str | None, **kwargs: Any) -> Iterator[RaySession]:
         session.close()
 
 
+def device_on_ray(device: str, backend: str = "torch") -> tuple[str, str | None]:
+    """The embedding device of a run on Ray, and a note when it is not what ``device`` gives here.
+
+    The Ray actors request CPUs, not GPUs, so they embed and rerank on the CPU: ``--device
+    cuda`` is refused, and ``auto`` on a driver that sees a GPU becomes ``cpu`` for the driver
+    too (its query vectors then come from the same device as the actors' corpus vectors).
+
+    Raises:
+        SearchGradeError: ``device`` names a CUDA GPU.
+    """
+    if device.startswith("cuda"):
+        raise SearchGradeError(f"--device {device} does not run on Ray: the Ray actors embed and rerank "
+                               "on CPUs (they request no GPU); use --device cpu (or auto) with --ray, or "
+                               "run without --ray to use the GPU")
+    if device == "auto":
+        from indexes.embed_backends import resolve_device
+
+        if resolve_device(backend, device).startswith("cuda"):
+            return "cpu", ("--device auto ran on the CPU: on Ray the actors request no GPU, so the "
+                           "driver embedded on the CPU too")
+    return device, None
+
+
 def worker_error(exc: BaseException) -> BaseException:
     """The error a Ray worker raised, unwrapped: a SearchGradeError stays one line."""
     cause = getattr(exc, "cause", None)

@@ -186,6 +186,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     config.check_environment()
     if args.dry_run:
         return _dry_run(args, config)
+    if args.ray is not None and config.index is not None:
+        from engine.ray_runner import device_on_ray
+
+        device_on_ray(config.index.device, config.index.embedding_backend)  # --device cuda: stop here
     collection = load(args)
     with _ray(args) as ray:  # a wrong address stops here, before anything is written
         return _evaluate(args, config, collection, ray)

@@ -511,3 +511,15 @@ def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray,
     message = str(raised.value)
     assert message.startswith(f"the Ray worker on {socket.gethostname()} cannot run fulltext_rerank, which the "
                               "driver runs: ") and "not-on-this-node" in message and "\n" not in message
+
+
+
+def test_device_cuda_is_refused_on_ray_before_a_run_is_made(tmp_path, tiny_beir):
+    from engine.ray_runner import RaySession
+
+    store = Store(tmp_path / "d")
+    config = RunConfig(strategies=("fulltext",), index=IndexSettings(device="cuda"))
+    with pytest.raises(SearchGradeError, match=r"^--device cuda does not run on Ray: .* use --device cpu"):
+        run_evaluation(load_collection(tiny_beir), config, store, tmp_path / "d",
+                       ray=RaySession(None, started=False))
+    assert store.list_runs() == []
