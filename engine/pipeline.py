@@ -509,6 +509,8 @@ def _judging_on_ray(ctx: RunContext) -> Iterator[None]:
         ctx.client = local
         try:
             ctx.stats["ray"] = {**ctx.stats.get("ray", {}), "judge": on_ray.stats()}
+        except Exception as exc:  # noqa: BLE001 - the judging's own error, if any, is the one to see
+            ctx.stats["ray"] = {**ctx.stats.get("ray", {}), "judge": {"stats_error": str(exc)[:200]}}
         finally:
             on_ray.close()
 
