@@ -198,10 +198,17 @@ def connect(address: str | None, *, cpus: int | None = None,
         return RaySession(address, started=False)
     common = {"log_to_driver": False, "configure_logging": False, "namespace": NAMESPACE}
     if address is None:
-        with _stderr_captured():  # Ray's start-up notes would come between our progress lines
-            # "local": a new Ray, even where another runs (or RAY_ADDRESS names one).
-            ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False,
-                     object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
+        try:
+            with _stderr_captured():  # Ray's start-up notes would come between our progress lines
+                # "local": a new Ray, even where another runs (or RAY_ADDRESS names one).
+                ray.init(address="local", num_cpus=cpus or os.cpu_count() or 1, include_dashboard=False,
+                         object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
+        except Exception as exc:  # noqa: BLE001 - Ray's own errors are many and long: one line
+            _shutdown_quietly(ray)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SearchGradeError(
+                f"a local Ray could not be started: {first} (Ray's logs: {_ray_logs()}); check free "
+                "memory and /dev/shm, or run without --ray") from None
         return RaySession(None, started=True)
     check_reachable(address, check_timeout_s)
     _init_within(ray, address, init_timeout_s, common)
@@ -231,6 +238,7 @@ def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, 
         thread.join(timeout_s)
     refused_token = "InvalidAuthToken" in said[0] or "Unauthenticated" in said[0]
     if "error" not in outcome:
+        _shutdown_quietly(ray)  # ray.init keeps retrying in its thread otherwise
         fix = TOKEN_FIX if refused_token else ("check that its Ray version matches this one's and, "
                                                f"if it uses token authentication, {TOKEN_FIX}")
         raise SearchGradeError(f"the Ray cluster at {address} did not accept the connection within "
@@ -241,6 +249,23 @@ def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, 
             raise SearchGradeError(f"the Ray cluster at {address} refused this driver's token; {TOKEN_FIX}")
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise SearchGradeError(f"cannot join the Ray cluster at {address}: {first}") from None
+
+
+def _shutdown_quietly(ray: Any) -> None:
+    """``ray.shutdown()`` after a failed start or connect, whatever it says (best effort)."""
+    try:
+        with _stderr_captured():
+            ray.shutdown()
+    except Exception:  # noqa: BLE001, S110 - the error being reported matters, not this one
+        pass
+
+
+def _ray_logs() -> str:
+    """Where Ray writes its session logs on this machine (``RAY_TMPDIR``, else the temp dir)."""
+    import tempfile
+
+    base = os.environ.get("RAY_TMPDIR") or tempfile.gettempdir()
+    return str(Path(base) / "ray" / "session_latest" / "logs")
 
 
 @contextmanager
