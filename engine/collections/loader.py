@@ -40,7 +40,7 @@ def load_collection(
     name: str | None = None,
     labels: Mapping[str, str] | None = None,
     root: str | Path | None = None,
-    limits: FolderLimits | None = None,
+    limits: FolderLimits | Mapping[str, int] | None = None,
 ) -> Collection:
     """Load documents, and queries and judgments where the layout has them or they are given.
 
@@ -60,7 +60,8 @@ def load_collection(
             of uploaded files; by default, the paths as given.
         root: Read only files that resolve inside this folder (an exposed app's collections folder;
             symlinks out of it are refused).
-        limits: Limits of a folder walk (default ``FolderLimits()``).
+        limits: Limits of a folder walk (default ``FolderLimits()``), or its fields as a dict
+            (as ``fields`` records limits other than the default).
 
     Returns:
         The collection; ``fields`` holds these options as resolved (columns guessed, file paths
@@ -77,7 +78,7 @@ def load_collection(
     if not corpus.path.exists():
         raise problem(corpus.label, "no such file or folder", f"point the path at {SUPPORTED}")
     check_inside(corpus, corpus.path, confine)
-    limits = limits or FolderLimits()
+    limits = FolderLimits(**limits) if isinstance(limits, Mapping) else (limits or FolderLimits())
     notes: list[str] = []
     options: dict[str, Any] = {}
     empty_doc_ids: list[str] = []
@@ -91,6 +92,8 @@ def load_collection(
         queries_shown, qrels_shown = _beir_extras(corpus, queries_shown, qrels_shown, confine, notes)
     elif corpus.path.is_dir():
         documents = load_text_folder(corpus, notes, limits, confine)
+        if limits != FolderLimits():  # a resume, or a Ray worker, walks the folder with them too
+            options["limits"] = {"max_files": limits.max_files, "max_bytes": limits.max_bytes}
     elif corpus.path.suffix.lower() in RECORD_SUFFIXES:
         documents, empty_doc_ids, fields = _documents(corpus, notes, id_field, title_field, text_field)
         options.update(fields.as_options())

@@ -187,3 +187,15 @@ def test_walking_the_root_of_the_filesystem_stops_with_one_line():
     with pytest.raises(SearchGradeError) as info:
         load_collection("/", limits=FolderLimits(max_files=2_000))
     assert str(info.value).startswith("/: more than 2,000 files under this folder; point the path at")
+
+
+def test_a_folder_loaded_with_other_limits_is_loaded_again_with_them(tmp_path):
+    # A resume and every Ray search worker load the collection again from the run's fields.
+    folder = _text_folder(tmp_path, 2)
+    collection = load_collection(folder, limits=FolderLimits(max_files=3))
+    assert collection.fields["limits"] == {"max_files": 3, "max_bytes": FolderLimits().max_bytes}
+    (folder / "2.txt").write_text("note 2", encoding="utf-8")
+    (folder / "3.txt").write_text("note 3", encoding="utf-8")
+    with pytest.raises(SearchGradeError, match="more than 3 files"):
+        load_collection(folder, **collection.fields)
+    assert "limits" not in load_collection(folder).fields  # the defaults are not recorded
