@@ -422,6 +422,7 @@ class LLMClient:
             wait_s: float | None = None
             try:
                 with self.request_gate() if self.request_gate is not None else nullcontext():
+                    t0 = time.perf_counter()  # the wait for a permit is not the endpoint's latency
                     response = self._client.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
                 error = f"timed out after {self.settings.timeout_s:g} s"

@@ -218,3 +218,19 @@ def test_models_refusing_max_tokens_get_max_completion_tokens():
 def test_stored_settings_drop_credentials_in_the_url():
     settings = LLMSettings(model="m", base_url="http://user:pw@127.0.0.1:8080/v1")
     assert settings.to_json()["base_url"] == "http://127.0.0.1:8080/v1"
+
+
+def test_the_wait_for_a_request_permit_is_not_counted_as_latency():
+    import time
+    from contextlib import contextmanager
+
+    @contextmanager
+    def slow_gate():  # a permit that takes 0.5 s to come (engine/ray_runner.py's cluster-wide one)
+        time.sleep(0.5)
+        yield
+
+    stub = StubOpenAI(always(judge_json(3, "dedicated")), delay_s=0.05)
+    client = make_client(stub)
+    client.request_gate = slow_gate
+    assert call(client).value is not None
+    assert 0.04 < client.usage.snapshot()["judge"]["latency_s"] < 0.4
