@@ -256,9 +256,9 @@ def _report_outcome(store: Store, outcome: RunOutcome) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise SearchGradeError(f"--concurrency of {args.concurrency} must be at least 1")
-    store = open_store(args)
-    run_id = store.get_run(args.run).run_id
-    with _ray(args) as ray:
+    with _ray(args) as ray:  # a wrong address stops here, before the store is opened
+        store = open_store(args)
+        run_id = store.get_run(args.run).run_id
         return _resume(args, store, run_id, ray)
 
 

@@ -391,14 +391,12 @@ def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray
     assert values == {(r["metric"], r["k"], r["query_id"]): r["value"] for r in local.metric_values(local_id)}
 
 
-
 def _judge_call(run, i: int = 0):
     from engine.llm.judge import JudgeSettings, judge_prompt
     from engine.llm.schemas import JudgeReply, judge_schema
 
     messages = judge_prompt(JudgeSettings()).messages(query=f"question {i}", document=f"document {i} about things")
     return run.complete("judge", messages, JudgeReply, judge_schema(), schema_name="judgment")
-
 
 
 def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, monkeypatch):
@@ -433,7 +431,6 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
     assert LIMITER_PREFIX.startswith("llm-leases")
 
 
-
 def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local_ray):
     from engine.llm.client import LLMClient, LLMSettings
     from engine.ray_runner import RayLLM
@@ -457,7 +454,6 @@ def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local
     assert message.startswith("no LLM request permit from the Ray actor 'llm-leases:") and "\n" not in message
     assert "in 2 s" in message and "ray.kill(ray.get_actor(" in message
     assert 1.5 < waited < 30 and responder.recorder.posts["judge"] == 0
-
 
 
 def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local_ray, tmp_path):
@@ -489,7 +485,6 @@ def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local
     assert waited < 30
 
 
-
 def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray, tmp_path, tiny_beir):
     from engine.ray_runner import BuildSpec, RaySearch
     from indexes.build import build_searchers
@@ -513,7 +508,6 @@ def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray,
                               "driver runs: ") and "not-on-this-node" in message and "\n" not in message
 
 
-
 def test_device_cuda_is_refused_on_ray_before_a_run_is_made(tmp_path, tiny_beir):
     from engine.ray_runner import RaySession
 
@@ -523,3 +517,16 @@ def test_device_cuda_is_refused_on_ray_before_a_run_is_made(tmp_path, tiny_beir)
         run_evaluation(load_collection(tiny_beir), config, store, tmp_path / "d",
                        ray=RaySession(None, started=False))
     assert store.list_runs() == []
+
+
+def test_resume_with_a_wrong_address_fails_with_one_line_and_writes_nothing(tmp_path):
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "resume", "abc123", "--ray", f"127.0.0.1:{port}",
+         "--data-dir", str(tmp_path / "d")], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"searchgrade: error: cannot reach the Ray cluster at 127.0.0.1:{port}")
+    assert not (tmp_path / "d").exists()
