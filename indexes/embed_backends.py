@@ -2,15 +2,17 @@
 
 - ``torch``: sentence-transformers' own ``encode`` (fp32; on a CUDA GPU when ``device`` is one).
 - ``onnx``: the same model exported here with ``torch.onnx.export`` and run by ONNX Runtime with
-  its transformer graph fusions (fp32, CPU). Same vectors as ``torch`` to ~1e-6.
+  its transformer graph fusions (fp32, CPU). The ``torch`` vectors to 1e-4 (tested).
 - ``onnx-int8``: that graph with its weight matrices quantized to int8 by ONNX Runtime's dynamic
   quantization (per output channel, 7-bit reduced range: AVX2's int8 dot products otherwise saturate
   their 16-bit sums, which costs far more accuracy), activations quantized per batch; CPU only.
   Not the same vectors: mean cosine ~0.993 to fp32 on SciFact (README: its measured speed and nDCG).
 
 The exported (and quantized) model is made from the weights loaded here, never downloaded, and kept
-in ``<data dir>/onnx/<model slug>/<backend>-<weights digest>/``, written whole or not at all. Vectors
-of different backends never share an embedding cache (``cache_tag``).
+in ``<data dir>/onnx/<model slug>/<backend>-v<EXPORT_VERSION>-<weights digest>/``, written whole or
+not at all. Vectors of different backends, or of one ONNX backend's different export recipes
+(``EXPORT_VERSION``), never share an embedding cache (``cache_tag``) or an ANN index
+(``backend_identity``, in IndexSettings.fingerprint).
 """
 
 from __future__ import annotations
@@ -37,12 +39,9 @@ BACKENDS: dict[str, str] = {
     "onnx-int8": "ONNX Runtime, dynamic int8 weights, per-channel, reduced range (CPU)",
 }
 
-#: Suffix of each backend's embedding cache folder. ``torch`` keeps the plain model folder, so
-#: caches and shipped vectors made before backends existed stay valid; a changed export or
-#: quantization recipe gets a new tag, never vectors mixed with the old one's.
-CACHE_TAGS: dict[str, str] = {"torch": "", "onnx": "@onnx", "onnx-int8": "@onnx-int8.v1"}
-
-#: Bump when the export or quantization changes: a new folder is made beside the old one.
+#: Bump when the export or quantization recipe changes. It names the export folder (onnx_dir) and
+#: is part of the ONNX backends' identity (backend_identity): their embedding cache folder and ANN
+#: fingerprints change with it, so no vector of the old recipe meets a query vector of the new one.
 EXPORT_VERSION = "2"
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -110,9 +109,18 @@ def resolve_device(backend: str, device: str = "auto") -> str:
     return device
 
 
-def cache_tag(backend: str) -> str:
+def backend_identity(backend: str) -> str:
+    """What made a backend's vectors, as artifact names and fingerprints hold it: ``torch`` alone
+    (its vectors owe nothing to our export), an ONNX backend with its recipe (``onnx-int8.v2``)."""
     check_backend(backend)
-    return CACHE_TAGS[backend]
+    return backend if backend == "torch" else f"{backend}.v{EXPORT_VERSION}"
+
+
+def cache_tag(backend: str) -> str:
+    """Suffix of a backend's embedding cache folder: none for ``torch`` (caches and shipped vectors
+    made before backends existed stay valid), ``@`` + its identity for the others."""
+    identity = backend_identity(backend)
+    return "" if identity == "torch" else f"@{identity}"
 
 
 # -- ONNX -----------------------------------------------------------------------------------------

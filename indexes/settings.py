@@ -61,7 +61,8 @@ class IndexSettings:
         embedding_backend: What computes the vectors: "torch" (sentence-transformers), "onnx" (ONNX
             Runtime, fp32) or "onnx-int8" (ONNX Runtime, int8 weights); see indexes/embed_backends.py.
         device: Where the torch backend embeds: "auto" (CUDA when torch sees a GPU, else CPU),
-            "cpu", "cuda" or "cuda:N". It does not change the vectors, so no fingerprint holds it.
+            "cpu", "cuda" or "cuda:N". It does not change the vectors, so no artifact's
+            fingerprint holds it (only "all", of every field, does).
         ann_index: "auto" (exact up to ANN_EXACT_MAX_DOCS documents, "ivf" above; see
             ``resolved``), "flat" (exact inner product), "hnsw" or "ivf".
         batch_size: Documents per encode batch.
@@ -134,9 +135,12 @@ class IndexSettings:
         values = {name: getattr(self, name) for name in names}
         if "embedding_model" in values:
             values["embedding_model"] = canonical_model_name(values["embedding_model"])
-        if values.get("embedding_backend") == "torch":
-            # torch made every artifact before backends existed: their fingerprints stay valid.
-            values.pop("embedding_backend")
+        if "embedding_backend" in values:
+            from indexes.embed_backends import backend_identity
+
+            identity = backend_identity(values.pop("embedding_backend"))
+            if identity != "torch":  # torch made every artifact before backends existed: theirs stay valid
+                values["embedding_backend"] = identity
         if artifact == "ann" and self.ann_index != "hnsw":
             values.pop("hnsw_m")
         if artifact in ("bm25", "all"):
