@@ -173,22 +173,18 @@ def significance(rows: pd.DataFrame, metric: str, k: int,
     return out
 
 
-def reranker_tests(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], metric: str) -> pd.DataFrame:
-    """Baseline vs reranker per retrieval strategy, with a paired test over the same queries.
-
-    A query is improved when the reranker moves its value the better way (down, for a metric
-    where lower is better).
-    """
-    return reranker_frame(reranker_rows(wide, tested, metric))
-
-
 def reranker_frame(rows: list[dict]) -> pd.DataFrame:
     """``reranker_rows`` as the table the Results page shows."""
     return pd.DataFrame(rows, columns=RERANKER_COLUMNS)
 
 
 def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], metric: str) -> list[dict]:
-    """``reranker_tests``' rows, as plain Python values."""
+    """Baseline vs reranker per retrieval strategy, with a paired test over the same queries, as
+    plain Python values (``reranker_frame`` makes them the Results table).
+
+    A query is improved when the reranker moves its value the better way (down, for a metric
+    where lower is better).
+    """
     sign = 1 if higher_is_better(metric) else -1
     out = []
     for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
