@@ -32,8 +32,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"tokens of query + document the model reads (default: {d.max_length})")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default: {d.batch_size}")
     p.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"default: {d.learning_rate:g}")
-    p.add_argument("--train-layers", default=str(d.train_layers),
-                   help=f"top transformer layers trained, or 'all' (default: {d.train_layers})")
+    p.add_argument("--train-layers", default=_layers_text(d.train_layers),
+                   help=f"top transformer layers trained, or 'all' (default: {_layers_text(d.train_layers)})")
     p.add_argument("--negatives", type=int, default=s.negatives,
                    help=f"unjudged candidates per query trained as not relevant (default: {s.negatives})")
     p.add_argument("--negative-ranks", default=f"{s.first}-{s.last}", metavar="FIRST-LAST",
@@ -54,11 +54,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help=f"default: {d.seed}")
     p.add_argument("--threads", type=int, help="torch threads (default: one per core; on a machine "
                    "busy with other work, 1 can be much faster)")
-    p.add_argument("--body-layers", default=str(d.body_layers), help="keep at most the body's first N "
-                   f"transformer layers, or 'all' (default: {d.body_layers}; fewer cost less time)")
+    p.add_argument("--body-layers", default=_layers_text(d.body_layers), help="keep at most the body's "
+                   f"first N transformer layers, or 'all' (default: {_layers_text(d.body_layers)}; fewer "
+                   "cost less time)")
     p.add_argument("--replace", action="store_true", help="overwrite a reranker of the same name")
     add_common(p)
     p.set_defaults(handler=cmd_train_reranker)
+
+
+def _layers_text(layers: int | None) -> str:
+    return "all" if layers is None else str(layers)
 
 
 def _negative_ranks(value: str) -> tuple[int, int]:
@@ -69,7 +74,8 @@ def _negative_ranks(value: str) -> tuple[int, int]:
 
 
 def _layers(value: str, option: str = "--train-layers") -> int | None:
-    if value.strip().lower() in ("all", "none"):
+    """A whole number of layers, or None for 'all' (what the help and the error name)."""
+    if value.strip().lower() == "all":
         return None
     if not value.strip().isdigit():
         raise SearchGradeError(f"{option} {value!r} must be a whole number or 'all'")

@@ -47,6 +47,8 @@ def _error(capsys, argv) -> str:
     (["--name", "ok", "--max-length", "8"], "max_length of 8"),
     (["--name", "ok", "--train-layers", "some"], "--train-layers 'some'"),
     (["--name", "ok", "--body-layers", "few"], "--body-layers 'few' must be a whole number or 'all'"),
+    # "none" is neither in the help nor the error: it must not quietly mean "all"
+    (["--name", "ok", "--train-layers", "none"], "--train-layers 'none' must be a whole number or 'all'"),
     (["--name", "ok", "--threads", "0"], "--threads of 0"),
     (["--name", "ok", "--train-queries", "q.jsonl"], "--train-queries goes with --train-qrels"),
     (["--name", "ok", "--base-model", "/no/such/model"], "is not a local model folder"),
