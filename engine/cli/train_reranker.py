@@ -119,8 +119,14 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
         bars.close()
         how = (f"by {signal.Signals(exc.signum).name}" if isinstance(exc, TrainingStopped)
                else "by the user (Ctrl-C)")
-        print(f"searchgrade: train-reranker stopped {how}: no reranker {config.name!r} was saved "
-              "(one trained before under that name is kept); run it again to train it", file=sys.stderr)
+        if isinstance(exc, TrainingStopped) and exc.saved:
+            print(f"searchgrade: train-reranker stopped {how} as it finished: reranker "
+                  f"{config.name!r} was saved; evaluate with --reranker-model trained:{config.name}",
+                  file=sys.stderr)
+        else:
+            print(f"searchgrade: train-reranker stopped {how}: no reranker {config.name!r} was saved "
+                  "(one trained before under that name is kept); run it again to train it",
+                  file=sys.stderr)
         return 128 + (exc.signum if isinstance(exc, TrainingStopped) else signal.SIGINT)
     finally:
         bars.close()

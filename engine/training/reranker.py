@@ -41,6 +41,7 @@ from engine.training.pairs import (
     labels_from_grades,
     training_pairs,
 )
+from core.owner import left_by_dead_process, owner_tag
 from core.records import Collection, SearchGradeError
 from engine.strategies import base_of, base_strategies
 from indexes.reranker_training import (
@@ -175,7 +176,7 @@ def train_reranker(
     if config.train_qrels is None:  # before any work: too few groups for the folds fails here
         work.folds = assign_folds(fold_queries, config.folds, config.training.seed)
     sweep_stale(rerankers_dir(data_dir))
-    partial = rerankers_dir(data_dir) / f".partial-{config.name}-{os.getpid()}"
+    partial = rerankers_dir(data_dir) / f".partial-{config.name}-{owner_tag()}"
     shutil.rmtree(partial, ignore_errors=True)
     threads = _set_threads(config.threads)
     with _stop_on_signals() as stops:
@@ -202,12 +203,15 @@ class TrainingStopped(KeyboardInterrupt):
     """SIGTERM or SIGHUP arrived while training (in the main thread).
 
     Raised from the signal handler so that the temporary folder is removed on the way out, as for
-    Ctrl-C (a KeyboardInterrupt too, so no ``except Exception`` in between swallows it).
+    Ctrl-C (a KeyboardInterrupt too, so no ``except Exception`` in between swallows it). ``saved``:
+    the signal arrived while the finished reranker was being moved into place, and was held until
+    it was there, so the training stopped with its reranker saved.
     """
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, saved: bool = False) -> None:
         self.signum = signum
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.saved = saved
+        super().__init__(f"stopped by {signal.Signals(signum).name}" + (" (saved)" if saved else ""))
 
 
 class _Stops:
@@ -225,13 +229,15 @@ class _Stops:
 
     @contextmanager
     def held(self) -> Iterator[None]:
+        """Hold signals while the reranker is moved into place; one that arrived meanwhile is
+        raised after a move that succeeded, as a stop with the reranker saved."""
         self._holding = True
         try:
             yield
         finally:
             self._holding = False
         if self._pending is not None:
-            raise TrainingStopped(self._pending)
+            raise TrainingStopped(self._pending, saved=True)
 
 
 @contextmanager
@@ -253,9 +259,10 @@ def _stop_on_signals() -> Iterator[_Stops]:
             signal.signal(s, handler)
 
 
-#: Temporary folders of a training: ``.partial-NAME-PID`` (being written), ``.old-NAME-PID`` (the
-#: reranker being replaced, for the moment between two renames).
-_TEMPORARY = re.compile(r"\.(partial|old)-(.+)-(\d+)")
+#: Temporary folders of a training: ``.partial-NAME-PID@HOST`` (being written),
+#: ``.old-NAME-PID@HOST`` (the reranker being replaced, for the moment between two renames).
+#: Earlier versions wrote them without ``@HOST``. A NAME holds no "@" (check_name).
+_TEMPORARY = re.compile(r"\.(partial|old)-([^@]+)-(\d+)(?:@([A-Za-z0-9._-]+))?")
 
 
 def sweep_stale(folder: Path) -> list[str]:
@@ -263,12 +270,14 @@ def sweep_stale(folder: Path) -> list[str]:
 
     A ``.partial`` folder is an unfinished reranker: removed. An ``.old`` folder is a reranker a
     killed process was replacing: put back under its name if nothing took that name, else removed.
-    Folders of a live process (another training running now) are left alone.
+    Folders of a live process (another training running now) and of another host (a data
+    directory shared between machines: its process ids mean nothing here) are left alone.
     """
     swept = []
     for path in sorted(folder.glob(".*-*")) if folder.is_dir() else []:
         match = _TEMPORARY.fullmatch(path.name)
-        if match is None or not path.is_dir() or _alive(int(match.group(3))):
+        if match is None or not path.is_dir() or not left_by_dead_process(int(match.group(3)),
+                                                                          match.group(4)):
             continue
         kind, name = match.group(1), match.group(2)
         if kind == "old" and not (folder / name).exists():
@@ -277,18 +286,6 @@ def sweep_stale(folder: Path) -> list[str]:
             shutil.rmtree(path, ignore_errors=True)
         swept.append(path.name)
     return swept
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True  # this process's own (its other training, or its finally clause removes it)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True  # someone else's process: leave its folders alone
-    return True
 
 
 # -- preparing -----------------------------------------------------------------------------
@@ -695,7 +692,7 @@ def _figure_table(figures: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _move_into_place(partial: Path, target: Path) -> None:
-    old = target.with_name(f".old-{target.name}-{os.getpid()}")
+    old = target.with_name(f".old-{target.name}-{owner_tag()}")
     if target.exists():
         target.rename(old)
     partial.rename(target)

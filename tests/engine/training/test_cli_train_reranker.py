@@ -78,3 +78,20 @@ def test_a_run_whose_collection_is_gone_says_so(run_dir, tmp_path, capsys):
     shutil.rmtree(tmp_path / "tiny")
     err = _error(capsys, ["train-reranker", run_id, "--name", "x", "--data-dir", str(data)])
     assert "is gone" in err
+
+
+def test_a_stop_after_the_reranker_was_saved_says_it_was_saved(shared_run, capsys, monkeypatch):
+    """A SIGTERM held while the reranker moved into place is raised after it is there: the one line
+    must say the reranker was saved, not that none was."""
+    import signal
+
+    from engine.training import reranker as training
+
+    def stopped_as_it_finished(*args, **kwargs):
+        raise training.TrainingStopped(signal.SIGTERM, saved=True)
+
+    monkeypatch.setattr(training, "train_reranker", stopped_as_it_finished)
+    data, run_id = shared_run
+    err = _error(capsys, ["train-reranker", run_id, "--data-dir", str(data), "--name", "done"])
+    assert "stopped by SIGTERM" in err and "reranker 'done' was saved" in err
+    assert "no reranker" not in err and "trained:done" in err

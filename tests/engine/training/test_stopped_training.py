@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from core.owner import this_host
 from engine.store import Store
-from engine.training.reranker import sweep_stale
+from engine.training.reranker import TrainingStopped, _move_into_place, _Stops, sweep_stale
 from tests.engine.training import synthetic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,17 +26,44 @@ def _dead_pid() -> int:
 
 
 def test_sweep_removes_what_dead_trainings_left_and_puts_back_a_replaced_reranker(tmp_path):
-    dead, alive = _dead_pid(), os.getpid()
-    for name in (f".partial-demo-v1-{dead}", f".partial-busy-{alive}", f".old-kept-{dead}",
-                 f".old-taken-{dead}", "taken", "not-temporary"):
+    dead, alive, here = _dead_pid(), os.getpid(), this_host()
+    for name in (f".partial-demo-v1-{dead}@{here}", f".partial-busy-{alive}@{here}",
+                 f".old-kept-{dead}@{here}", f".old-taken-{dead}@{here}", "taken", "not-temporary"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "card.json").write_text(name)
     swept = sweep_stale(tmp_path)
-    assert sorted(swept) == sorted([f".partial-demo-v1-{dead}", f".old-kept-{dead}", f".old-taken-{dead}"])
+    assert sorted(swept) == sorted([f".partial-demo-v1-{dead}@{here}", f".old-kept-{dead}@{here}",
+                                    f".old-taken-{dead}@{here}"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [f".partial-busy-{alive}", "kept", "taken", "not-temporary"])
-    assert (tmp_path / "kept" / "card.json").read_text() == f".old-kept-{dead}"  # put back
+        [f".partial-busy-{alive}@{here}", "kept", "taken", "not-temporary"])
+    assert (tmp_path / "kept" / "card.json").read_text() == f".old-kept-{dead}@{here}"  # put back
     assert (tmp_path / "taken" / "card.json").read_text() == "taken"  # the newer one wins
+
+
+def test_sweep_leaves_another_hosts_folders_and_still_sweeps_the_old_format(tmp_path):
+    """A data dir shared between machines: a process id of another host means nothing here."""
+    dead = _dead_pid()
+    other = "node-7.cluster" if this_host() != "node-7.cluster" else "node-8.cluster"
+    names = [f".partial-busy-{dead}@{other}", f".old-kept-{dead}@{other}",  # another host's: live
+             f".partial-earlier-{dead}"]  # written before folders named their host: this host's
+    for name in names:
+        (tmp_path / name).mkdir()
+    assert sweep_stale(tmp_path) == [f".partial-earlier-{dead}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[:2])
+
+
+def test_a_signal_during_the_move_into_place_stops_with_the_reranker_saved(tmp_path):
+    partial, target = tmp_path / ".partial-x", tmp_path / "x"
+    partial.mkdir()
+    stops = _Stops()
+    with pytest.raises(TrainingStopped) as info, stops.held():
+        stops.handle(signal.SIGTERM, None)  # arrives while the folder is being moved
+        _move_into_place(partial, target)
+    assert info.value.saved and info.value.signum == signal.SIGTERM
+    assert target.is_dir() and not partial.exists()
+    with pytest.raises(TrainingStopped) as before:  # outside the move: nothing was saved
+        _Stops().handle(signal.SIGTERM, None)
+    assert not before.value.saved
 
 
 @pytest.mark.slow
@@ -52,7 +80,7 @@ def test_sigterm_stops_training_with_one_line_and_removes_its_temporary_folder(t
          "--data-dir", str(data), "--folds", "4", "--epochs", "2", "--max-length", "40",
          "--depth", "10", "--negative-ranks", "7-20", "--threads", "1"],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    partial = rerankers / f".partial-stopped-{proc.pid}"
+    partial = rerankers / f".partial-stopped-{proc.pid}@{this_host()}"
     deadline = time.monotonic() + 180
     while not partial.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
