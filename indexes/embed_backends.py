@@ -17,12 +17,15 @@ not at all. Vectors of different backends, or of one ONNX backend's different ex
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import threading
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from core.owner import left_by_dead_process, owner_tag
 from core.records import SearchGradeError
 
 #: Backend name -> what it is (``--embedding-backend``); the registry of backends.
@@ -193,10 +197,48 @@ def _keyword_forward(model: Any) -> Any:
 
 def _fail(backend: str, step: str, exc: BaseException) -> SearchGradeError:
     first = (str(exc).strip().splitlines() or [""])[0][:200]
+    fix = _FALLBACK
+    if step in (_FOLDER_STEP, _PUBLISH_STEP):
+        fix = f"give a writable data directory with free space (--data-dir), or {_FALLBACK}"
     return SearchGradeError(
         f"could not make the {backend} embedding model ({step} failed: {type(exc).__name__}: "
-        f"{first}): {_FALLBACK}"
+        f"{first}): {fix}"
     )
+
+
+_FOLDER_STEP = "making its folder"
+_PUBLISH_STEP = "saving it"
+
+#: One export at a time in a process: torch's tracing is not made for two threads at once, and
+#: two sessions of the app asking for the same model export it once.
+_EXPORT_LOCK = threading.Lock()
+
+#: A temporary export folder: ``.<target>.<PID@HOST>.<random>.tmp``; earlier versions wrote
+#: ``.<target>.<random>.tmp`` (no owner: removed once a day old, no export takes that long).
+_TMP = re.compile(r"\.(.+?)\.(?:(\d+)@([A-Za-z0-9._-]+)\.)?[0-9a-f]{8}\.tmp")
+_OLD_FORMAT_AGE_S = 24 * 3600
+
+
+def _tmp_dir(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{owner_tag()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def sweep_stale_exports(folder: Path) -> list[str]:
+    """Remove the temporary folders of exports whose process (on this host) is gone, as a killed
+    export leaves them (about twice the model's size); returns their names."""
+    swept = []
+    for path in sorted(folder.glob(".*.tmp")) if folder.is_dir() else []:
+        match = _TMP.fullmatch(path.name)
+        if match is None or not path.is_dir():
+            continue
+        if match.group(2) is None:
+            stale = time.time() - path.stat().st_mtime > _OLD_FORMAT_AGE_S
+        else:
+            stale = left_by_dead_process(int(match.group(2)), match.group(3))
+        if stale:
+            shutil.rmtree(path, ignore_errors=True)
+            swept.append(path.name)
+    return swept
 
 
 def _publish(tmp: Path, target: Path, manifest: dict[str, Any]) -> None:
@@ -218,34 +260,43 @@ def export_onnx(transformer: Any, target: Path) -> Path:
     """Export the transformer to ``target/model.onnx`` as an fp32 graph with ONNX Runtime's
     transformer fusions (attention, layer norm, GELU), atomically; reused when it is there.
 
-    Raises:
-        SearchGradeError: one line naming the step that failed and the fallback.
-    """
-    import warnings
+    The export traces a copy of the model: the loaded one, which the ``torch`` backend shares,
+    is never switched to eager attention or out of eval mode under a run using it.
 
+    Raises:
+        SearchGradeError: one line naming the step that failed and the fix.
+    """
     ort = _import_onnxruntime()
     if _ready(target):
         return target / "model.onnx"
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.mkdir(parents=True)
-    step = "export"
+    with _EXPORT_LOCK:
+        if _ready(target):  # another session of this process exported it meanwhile
+            return target / "model.onnx"
+        return _export(transformer, target, ort)
+
+
+def _export(transformer: Any, target: Path, ort: Any) -> Path:
+    import warnings
+
+    tmp = _tmp_dir(target)
+    step = _FOLDER_STEP
     try:
+        sweep_stale_exports(target.parent)
+        tmp.mkdir(parents=True)
+        step = "export"
         import torch
         from transformers.utils import logging as hf_logging
 
-        auto_model = transformer.auto_model
         sample = transformer.tokenizer(["searchgrade exports this model", "two"], padding=True,
                                        return_tensors="pt")
         names = ["input_ids", "attention_mask", "token_type_ids"]
         if "token_type_ids" not in sample:
             sample["token_type_ids"] = torch.zeros_like(sample["input_ids"])
         raw = tmp / "raw.onnx"
-        was_training = auto_model.training
-        auto_model.eval()
+        auto_model = copy.deepcopy(transformer.auto_model).eval()
         # Eager attention exports as the MatMul/Softmax pattern ONNX Runtime fuses into one
         # Attention op; SDPA's export (masking with IsNaN/Where) is left unfused, ~20% slower.
-        attention = getattr(auto_model.config, "_attn_implementation", None)
-        if attention is not None:
+        if getattr(auto_model.config, "_attn_implementation", None) is not None:
             auto_model.config._attn_implementation = "eager"
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()
@@ -260,11 +311,9 @@ def export_onnx(transformer: Any, target: Path) -> Path:
                 )
         finally:
             hf_logging.set_verbosity(verbosity)
-            auto_model.train(was_training)
-            if attention is not None:
-                auto_model.config._attn_implementation = attention
         step = "graph optimisation"
         config = auto_model.config
+        del auto_model  # the copy's memory back before the optimiser loads the graph
         if getattr(config, "model_type", "") == "bert":
             from onnxruntime.transformers.optimizer import optimize_model
 
@@ -274,6 +323,7 @@ def export_onnx(transformer: Any, target: Path) -> Path:
             raw.unlink()
         else:  # ONNX Runtime's generic fusions still apply when a session loads it
             raw.rename(tmp / "model.onnx")
+        step = _PUBLISH_STEP
         _publish(tmp, target, {"backend": "onnx", "export_version": EXPORT_VERSION,
                                "torch": torch.__version__, "onnxruntime": ort.__version__,
                                "model_type": getattr(config, "model_type", None)})
@@ -291,14 +341,24 @@ def quantize_int8(fp32_model: Path, target: Path) -> Path:
     reduced range; activations quantized per batch), at ``target/model.onnx``, atomically.
 
     Raises:
-        SearchGradeError: one line with the fallback.
+        SearchGradeError: one line naming the step that failed and the fix.
     """
     ort = _import_onnxruntime()
     if _ready(target):
         return target / "model.onnx"
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.mkdir(parents=True)
+    with _EXPORT_LOCK:
+        if _ready(target):
+            return target / "model.onnx"
+        return _quantize(fp32_model, target, ort)
+
+
+def _quantize(fp32_model: Path, target: Path, ort: Any) -> Path:
+    tmp = _tmp_dir(target)
+    step = _FOLDER_STEP
     try:
+        sweep_stale_exports(target.parent)
+        tmp.mkdir(parents=True)
+        step = "int8 quantization"
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         # DefaultTensorType: the fused graph's com.microsoft ops carry no type the quantizer
@@ -315,13 +375,14 @@ def quantize_int8(fp32_model: Path, target: Path) -> Path:
                              extra_options={"DefaultTensorType": 1})
         finally:
             root.setLevel(level)
+        step = _PUBLISH_STEP
         _publish(tmp, target, {"backend": "onnx-int8", "export_version": EXPORT_VERSION,
                                "onnxruntime": ort.__version__, "weights": "int8 per-channel, reduce_range, MatMul + Attention",
                                "from": str(fp32_model)})
     except SearchGradeError:
         raise
     except Exception as exc:
-        raise _fail("onnx-int8", "int8 quantization", exc) from exc
+        raise _fail("onnx-int8", step, exc) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target / "model.onnx"

@@ -109,6 +109,117 @@ def test_a_failed_export_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
     assert not target.exists() and list(target.parent.iterdir()) == []
 
 
+def test_a_data_dir_that_cannot_hold_the_export_is_one_line(tmp_path):
+    (tmp_path / "data").write_text("a file where the data directory should be")
+    target = tmp_path / "data" / "onnx" / "m" / "onnx-v9-x"
+    with pytest.raises(SearchGradeError) as info:
+        embed_backends.export_onnx(None, target)  # fails before the model is needed
+    message = str(info.value)
+    assert "\n" not in message and "making its folder failed" in message
+    assert "--data-dir" in message and "--embedding-backend torch" in message
+
+
+def _fake_quantizer(monkeypatch) -> None:
+    """quantize_dynamic writing a stand-in file: what is tested here is the folder handling."""
+    import onnxruntime.quantization
+
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic",
+                        lambda source, out, **kwargs: Path(out).write_bytes(b"int8 graph"))
+
+
+def test_a_failure_to_save_the_export_is_named_as_such_and_leaves_nothing(tmp_path, monkeypatch):
+    _fake_quantizer(monkeypatch)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(embed_backends, "_publish", disk_full)
+    target = tmp_path / "onnx" / "m" / "onnx-int8-v9-x"
+    with pytest.raises(SearchGradeError) as info:
+        embed_backends.quantize_int8(tmp_path / "fp32.onnx", target)
+    message = str(info.value)
+    assert "saving it failed" in message and "No space left" in message
+    assert "quantization failed" not in message and "\n" not in message
+    assert list(target.parent.iterdir()) == []
+
+
+def test_an_export_sweeps_what_killed_exports_of_this_host_left(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from core.owner import this_host
+
+    _fake_quantizer(monkeypatch)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    dead, here = proc.pid, this_host()
+    folder = tmp_path / "onnx" / "m"
+    names = {
+        f".onnx-v2-x.{dead}@{here}.0123abcd.tmp": "swept",  # a killed export of this host
+        ".onnx-v2-x.89abcdef.tmp": "swept",  # an earlier version's, two days old
+        f".onnx-v2-x.{os.getpid()}@{here}.0123abcd.tmp": "kept",  # a live export
+        f".onnx-v2-x.{dead}@other-host.0123abcd.tmp": "kept",  # another host's (shared data dir)
+        ".onnx-v2-x.fedcba98.tmp": "kept",  # an earlier version's, maybe still running
+    }
+    for name in names:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "raw.onnx").write_bytes(b"half an export")
+    two_days_ago = time.time() - 2 * 24 * 3600
+    os.utime(folder / ".onnx-v2-x.89abcdef.tmp", (two_days_ago, two_days_ago))
+    model = embed_backends.quantize_int8(tmp_path / "fp32.onnx", folder / "onnx-int8-v9-x")
+    assert model.read_bytes() == b"int8 graph"
+    left = {p.name for p in folder.iterdir()}
+    assert left == {name for name, fate in names.items() if fate == "kept"} | {"onnx-int8-v9-x"}
+
+
+def test_concurrent_exports_take_turns_and_leave_the_shared_torch_model_as_it_was(tmp_path, monkeypatch):
+    """Two app sessions exporting at once: the tracing never overlaps, and the model the torch
+    backend shares keeps its attention implementation and mode."""
+    import threading
+    import time
+
+    import torch
+
+    transformer = load_embedder(MODEL)[0]
+    config = transformer.auto_model.config
+    attention, training = getattr(config, "_attn_implementation", None), transformer.auto_model.training
+    inside, most, seen = [0], [0], []
+    lock = threading.Lock()
+
+    def slow_broken_export(module, *args, **kwargs):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        seen.append((getattr(module.inner.config, "_attn_implementation", None),
+                     getattr(config, "_attn_implementation", None)))
+        time.sleep(0.3)
+        with lock:
+            inside[0] -= 1
+        raise RuntimeError("stopped here by the test")
+
+    monkeypatch.setattr(torch.onnx, "export", slow_broken_export)
+    errors = []
+
+    def export(i):
+        try:
+            embed_backends.export_onnx(transformer, tmp_path / "onnx" / "m" / "onnx-v9-x")
+        except SearchGradeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=export, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(errors) == 2 and most[0] == 1
+    if attention is not None:  # the traced copy runs eager attention; the shared model never does
+        assert seen == [("eager", attention), ("eager", attention)]
+    assert getattr(config, "_attn_implementation", None) == attention
+    assert transformer.auto_model.training == training
+
+
 def test_each_backend_has_its_own_cache_and_torch_keeps_the_old_folder(tmp_path):
     dirs = {b: cache_dir_for(tmp_path, MODEL, b) for b in ("torch", "onnx", "onnx-int8")}
     assert dirs["torch"] == tmp_path / "embeddings" / model_slug(MODEL)
