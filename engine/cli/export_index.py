@@ -31,6 +31,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedding-model", default=d.embedding_model,
                    help=f"model whose vectors are loaded (default: {d.embedding_model}); a Milvus "
                    "strategy embeds its queries with the same one")
+    p.add_argument("--embedding-backend", default=d.embedding_backend, metavar="BACKEND",
+                   help="what computes those vectors: torch, onnx or onnx-int8 (default: "
+                   f"{d.embedding_backend}); recorded with the collection, and a run whose queries "
+                   "another backend would embed is refused")
+    p.add_argument("--device", default=d.device, help=f"where the torch backend embeds (default: {d.device})")
     p.add_argument("--batch-size", type=int, default=d.batch_size)
     p.add_argument("--bm25-k1", type=float, default=d.bm25_k1)
     p.add_argument("--bm25-b", type=float, default=d.bm25_b)
@@ -42,7 +47,7 @@ def cmd_export_index(args: argparse.Namespace) -> int:
     import os
 
     from core.records import SearchGradeError
-    from indexes.backends.milvus import export_collection
+    from indexes.backends.milvus import embedded_by, export_collection
     from indexes.build import document_vectors
 
     token = None
@@ -50,14 +55,16 @@ def cmd_export_index(args: argparse.Namespace) -> int:
         token = os.environ.get(args.token_env)
         if not token:
             raise SearchGradeError(f"--token-env {args.token_env}: ${args.token_env} is not set: export it first")
-    settings = IndexSettings(embedding_model=args.embedding_model, batch_size=args.batch_size,
-                             bm25_k1=args.bm25_k1, bm25_b=args.bm25_b)
+    settings = IndexSettings(embedding_model=args.embedding_model, embedding_backend=args.embedding_backend,
+                             device=args.device, batch_size=args.batch_size, bm25_k1=args.bm25_k1,
+                             bm25_b=args.bm25_b)
     collection = load(args)
     bars = Bars()
     try:
         vectors = document_vectors(collection, settings, data_dir(args.data_dir), progress=bars)
         done = export_collection(collection, vectors, args.uri, args.target, k1=settings.bm25_k1,
-                                 b=settings.bm25_b, replace=args.replace, token=token, progress=bars)
+                                 b=settings.bm25_b, replace=args.replace, token=token, progress=bars,
+                                 embedding=embedded_by(settings.embedding_model, settings.embedding_backend))
     finally:
         bars.close()
     if done["cut"]:
@@ -69,4 +76,7 @@ def cmd_export_index(args: argparse.Namespace) -> int:
     print(f"declare it as a strategy:\n\n[strategy.milvus-dense]\nkind = \"milvus\"\nuri = \"{args.uri}\"\n"
           f"collection = \"{args.target}\"\nsearch = \"dense\"   # or \"bm25\", \"hybrid\"\n"
           f"embedding_model = \"{settings.embedding_model}\"")
+    if settings.embedding_backend != "torch":
+        print(f"\nits dense and hybrid searches need the queries embedded alike: evaluate with "
+              f"--embedding-backend {settings.embedding_backend}")
     return 0

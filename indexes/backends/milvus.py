@@ -15,11 +15,14 @@ in one batch (each query's latency is its share of the batch plus its own search
 An exported collection has ``doc_id`` (primary key), ``title``, ``text`` (title and text joined,
 as we index them, analysed for BM25), ``embedding`` (our vectors, exact FLAT index, inner product
 on unit vectors = cosine, as our ``flat`` ANN) and ``sparse`` (made by Milvus's BM25 function,
-with our k1 and b).
+with our k1 and b). Its description records what embedded the documents (model and backend,
+``EMBEDDED_BY``): a dense or hybrid strategy whose queries another model or backend would embed
+stops with one line instead of searching int8 document vectors with fp32 queries (or worse).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +37,8 @@ MAX_VARCHAR_BYTES = 65_535
 MAX_ID_BYTES = 512
 #: Rows per insert call.
 INSERT_BATCH = 500
+#: How an exported collection's description starts; a JSON object of what embedded it follows.
+EMBEDDED_BY = "searchgrade export-index, embedded by "
 
 KEYS: dict[str, Key] = {
     "uri": Key((str,), required=True, example='"./milvus.db" (a Milvus Lite file) or "http://127.0.0.1:19530"'),
@@ -211,8 +216,47 @@ def build_node(spec: StrategySpec, ctx: Any) -> MilvusNode:
         raise SearchGradeError(f"{where}: Milvus cannot load collection {o['collection']!r} ({exc})") from None
     embedder = None
     if o["search"] in ("dense", "hybrid"):
-        embedder = ctx.embedder(o.get("embedding_model") or ctx.settings.embedding_model)
+        model = o.get("embedding_model") or ctx.settings.embedding_model
+        check_embedded_by(client, spec, model, ctx.settings.embedding_backend)
+        embedder = ctx.embedder(model)
     return MilvusNode(spec, client, embedder, ctx.settings.batch_size)
+
+
+def embedded_by(model: str, backend: str) -> dict[str, str]:
+    """What embedded vectors, as an exported collection records it (the backend with its export
+    recipe, indexes.embed_backends.backend_identity)."""
+    from indexes.embed_backends import backend_identity
+    from indexes.settings import canonical_model_name
+
+    return {"embedding_model": canonical_model_name(model), "embedding_backend": backend_identity(backend)}
+
+
+def check_embedded_by(client: Any, spec: StrategySpec, model: str, backend: str) -> None:
+    """Raises SearchGradeError when the collection records other embeddings than the queries'
+    would be. A collection made elsewhere (or by an earlier export-index) records none: unchecked.
+    """
+    o, where = spec.options, spec.where
+    try:
+        description = str(client.describe_collection(o["collection"]).get("description") or "")
+    except Exception as exc:  # noqa: BLE001
+        raise SearchGradeError(f"{where}: Milvus cannot describe collection {o['collection']!r} ({exc})") from None
+    if not description.startswith(EMBEDDED_BY):
+        return
+    try:
+        recorded = json.loads(description[len(EMBEDDED_BY):])
+    except ValueError:
+        return
+    wanted = embedded_by(model, backend)
+    if {k: recorded.get(k) for k in wanted} == wanted:
+        return
+    raise SearchGradeError(
+        f"{where}: Milvus collection {o['collection']!r} holds vectors of {recorded.get('embedding_model')} "
+        f"by the {recorded.get('embedding_backend')} backend, but this run would embed its queries with "
+        f"{wanted['embedding_model']} by {wanted['embedding_backend']}: the two never mix; load it "
+        f"again with `searchgrade export-index COLLECTION --to milvus --uri {o['uri']} --collection "
+        f"{o['collection']} --replace --embedding-model {model} --embedding-backend {backend}`, or run "
+        "with the model (embedding_model of the strategy) and --embedding-backend it was loaded with"
+    )
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -248,12 +292,15 @@ def _swap_in(client: Any, staged: str, name: str) -> None:
 
 def export_collection(collection: Collection, vectors: Any, uri: str, name: str, *,
                       k1: float = 1.5, b: float = 0.75, replace: bool = False, token: str | None = None,
-                      progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+                      progress: Callable[[str, int, int], None] | None = None,
+                      embedding: dict[str, str] | None = None) -> dict[str, Any]:
     """Create Milvus collection ``name`` from our documents and vectors, with a BM25 function.
 
     Args:
         collection: the documents (ids must fit Milvus's 512-byte VARCHAR key).
         vectors: one unit vector per document, in document order (our embeddings).
+        embedding: what embedded them (``embedded_by``), recorded in the collection's description
+            so that a strategy embedding its queries otherwise is refused (None: nothing recorded).
         uri: a Milvus Lite file or a server URL.
         name: the Milvus collection to create.
         k1, b: BM25 parameters of the sparse index.
@@ -290,7 +337,8 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
             if client.has_collection(load_as):  # left by a load that was killed
                 client.drop_collection(load_as)
         dim = int(vectors.shape[1])
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+        description = EMBEDDED_BY + json.dumps(embedding, sort_keys=True) if embedding else ""
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=description)
         schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
         schema.add_field("title", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES, enable_analyzer=True)

@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from types import SimpleNamespace
+
 from core.records import Collection, Document, SearchGradeError
-from indexes.backends.milvus import STAGING_PREFIX, connect, export_collection
+from indexes.backends.milvus import STAGING_PREFIX, build_node, connect, embedded_by, export_collection
+from indexes.backends.spec import parse_spec
+from indexes.settings import IndexSettings
 
 
 def collection(prefix: str, n: int = 6) -> Collection:
@@ -43,3 +47,37 @@ def test_replace_swaps_in_a_complete_collection_and_a_failed_load_keeps_the_old_
     export_collection(collection("new", 4), unit_vectors(4, 2), uri, "docs", replace=True)
     assert ids_in(uri, "docs") == {f"new{i}" for i in range(4)}
     assert not [c for c in connect(uri).list_collections() if c.startswith(STAGING_PREFIX)]
+
+
+def _ctx(backend: str, model: str = "sentence-transformers/all-MiniLM-L6-v2"):
+    """A build context whose embedder is a stand-in: what is tested is the check before it loads."""
+    return SimpleNamespace(settings=IndexSettings(embedding_model=model, embedding_backend=backend),
+                           embedder=lambda name: ("embedder of", name))
+
+
+def test_dense_search_refuses_queries_embedded_by_another_backend_than_the_documents(tmp_path):
+    uri = str(tmp_path / "milvus.db")
+    model = "sentence-transformers/all-MiniLM-L6-v2"
+    export_collection(collection("d"), unit_vectors(6, 0), uri, "int8",
+                      embedding=embedded_by(model, "onnx-int8"))
+    export_collection(collection("d"), unit_vectors(6, 0), uri, "unrecorded")  # made elsewhere
+    spec = parse_spec("mv", {"kind": "milvus", "uri": uri, "collection": "int8", "search": "dense"})
+    with pytest.raises(SearchGradeError) as info:
+        build_node(spec, _ctx("torch"))
+    message = str(info.value)
+    assert "\n" not in message and "holds vectors of" in message
+    assert "onnx-int8.v" in message and "by torch" in message
+    assert "--embedding-backend torch`" in message and "--replace" in message
+    # the same backend (under the short model name) is accepted, and so is any bm25 search
+    short = build_node(spec, _ctx("onnx-int8", "all-MiniLM-L6-v2"))
+    assert short.embedder == ("embedder of", "all-MiniLM-L6-v2")
+    bm25 = parse_spec("mv", {"kind": "milvus", "uri": uri, "collection": "int8", "search": "bm25"})
+    assert build_node(bm25, _ctx("torch")).embedder is None
+    with pytest.raises(SearchGradeError, match="holds vectors of"):  # another model: refused too
+        build_node(spec, _ctx("onnx-int8", "some/other-model"))
+    # the fix the message names: loaded again (swapped in by a rename) with the run's backend
+    export_collection(collection("d"), unit_vectors(6, 0), uri, "int8", replace=True,
+                      embedding=embedded_by(model, "torch"))
+    assert build_node(spec, _ctx("torch")).embedder == ("embedder of", model)
+    unrecorded = parse_spec("mv", {"kind": "milvus", "uri": uri, "collection": "unrecorded", "search": "dense"})
+    assert build_node(unrecorded, _ctx("torch")).embedder == ("embedder of", model)
