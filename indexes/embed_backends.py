@@ -195,6 +195,11 @@ def _keyword_forward(model: Any) -> Any:
     return KeywordForward(model)
 
 
+#: Steps of an export whose failure is the data directory's (read-only, full), not the model's.
+_FOLDER_STEP = "making its folder"
+_PUBLISH_STEP = "saving it"
+
+
 def _fail(backend: str, step: str, exc: BaseException) -> SearchGradeError:
     first = (str(exc).strip().splitlines() or [""])[0][:200]
     fix = _FALLBACK
@@ -205,9 +210,6 @@ def _fail(backend: str, step: str, exc: BaseException) -> SearchGradeError:
         f"{first}): {fix}"
     )
 
-
-_FOLDER_STEP = "making its folder"
-_PUBLISH_STEP = "saving it"
 
 #: One export at a time in a process: torch's tracing is not made for two threads at once, and
 #: two sessions of the app asking for the same model export it once.
