@@ -15,9 +15,10 @@ in one batch (each query's latency is its share of the batch plus its own search
 An exported collection has ``doc_id`` (primary key), ``title``, ``text`` (title and text joined,
 as we index them, analysed for BM25), ``embedding`` (our vectors, exact FLAT index, inner product
 on unit vectors = cosine, as our ``flat`` ANN) and ``sparse`` (made by Milvus's BM25 function,
-with our k1 and b). Its description records what embedded the documents (model and backend,
-``EMBEDDED_BY``): a dense or hybrid strategy whose queries another model or backend would embed
-stops with one line instead of searching int8 document vectors with fp32 queries (or worse).
+with our k1 and b). A collection property (``EMBEDDED_BY``) records what embedded the documents
+(model and backend): a dense or hybrid strategy whose queries another model or backend would embed
+stops with one line instead of searching int8 document vectors with fp32 queries (or worse). (A
+property, not the schema's description, which Milvus Lite does not keep.)
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ MAX_VARCHAR_BYTES = 65_535
 MAX_ID_BYTES = 512
 #: Rows per insert call.
 INSERT_BATCH = 500
-#: How an exported collection's description starts; a JSON object of what embedded it follows.
-EMBEDDED_BY = "searchgrade export-index, embedded by "
+#: The collection property in which export-index records what embedded the documents (JSON).
+EMBEDDED_BY = "searchgrade.embedded_by"
 
 KEYS: dict[str, Key] = {
     "uri": Key((str,), required=True, example='"./milvus.db" (a Milvus Lite file) or "http://127.0.0.1:19530"'),
@@ -237,14 +238,14 @@ def check_embedded_by(client: Any, spec: StrategySpec, model: str, backend: str)
     """
     o, where = spec.options, spec.where
     try:
-        description = str(client.describe_collection(o["collection"]).get("description") or "")
+        properties = client.describe_collection(o["collection"]).get("properties") or {}
     except Exception as exc:  # noqa: BLE001
         raise SearchGradeError(f"{where}: Milvus cannot describe collection {o['collection']!r} ({exc})") from None
-    if not description.startswith(EMBEDDED_BY):
-        return
     try:
-        recorded = json.loads(description[len(EMBEDDED_BY):])
+        recorded = json.loads(properties.get(EMBEDDED_BY) or "null")
     except ValueError:
+        recorded = None
+    if not isinstance(recorded, dict):
         return
     wanted = embedded_by(model, backend)
     if {k: recorded.get(k) for k in wanted} == wanted:
@@ -299,8 +300,8 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
     Args:
         collection: the documents (ids must fit Milvus's 512-byte VARCHAR key).
         vectors: one unit vector per document, in document order (our embeddings).
-        embedding: what embedded them (``embedded_by``), recorded in the collection's description
-            so that a strategy embedding its queries otherwise is refused (None: nothing recorded).
+        embedding: what embedded them (``embedded_by``), recorded as a collection property so
+            that a strategy embedding its queries otherwise is refused (None: nothing recorded).
         uri: a Milvus Lite file or a server URL.
         name: the Milvus collection to create.
         k1, b: BM25 parameters of the sparse index.
@@ -337,8 +338,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
             if client.has_collection(load_as):  # left by a load that was killed
                 client.drop_collection(load_as)
         dim = int(vectors.shape[1])
-        description = EMBEDDED_BY + json.dumps(embedding, sort_keys=True) if embedding else ""
-        schema = client.create_schema(auto_id=False, enable_dynamic_field=False, description=description)
+        schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("doc_id", DataType.VARCHAR, is_primary=True, max_length=MAX_ID_BYTES)
         schema.add_field("title", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES)
         schema.add_field("text", DataType.VARCHAR, max_length=MAX_VARCHAR_BYTES, enable_analyzer=True)
@@ -350,7 +350,8 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
         index.add_index(field_name="embedding", index_type="FLAT", metric_type="IP")
         index.add_index(field_name="sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
                         params={"bm25_k1": k1, "bm25_b": b})
-        client.create_collection(load_as, schema=schema, index_params=index)
+        properties = {EMBEDDED_BY: json.dumps(embedding, sort_keys=True)} if embedding else None
+        client.create_collection(load_as, schema=schema, index_params=index, properties=properties)
         created = True
         cut = 0
         total = len(collection.documents)
