@@ -253,7 +253,8 @@ def check_embedded_by(client: Any, spec: StrategySpec, model: str, backend: str)
     raise SearchGradeError(
         f"{where}: Milvus collection {o['collection']!r} holds vectors of {recorded.get('embedding_model')} "
         f"by the {recorded.get('embedding_backend')} backend, but this run would embed its queries with "
-        f"{wanted['embedding_model']} by {wanted['embedding_backend']}: the two never mix; load it "
+        f"{wanted['embedding_model']} by {wanted['embedding_backend']}, and such vectors must not be "
+        "compared: load it "
         f"again with `searchgrade export-index COLLECTION --to milvus --uri {o['uri']} --collection "
         f"{o['collection']} --replace --embedding-model {model} --embedding-backend {backend}`, or run "
         "with the model (embedding_model of the strategy) and --embedding-backend it was loaded with"
