@@ -68,7 +68,7 @@ def tiny_embedder(tmp_path_factory) -> Path:
     BertTokenizer(str(bert / "vocab.txt")).save_pretrained(bert)
     word = models.Transformer(str(bert), max_seq_length=256)
     out = tmp_path_factory.mktemp("tiny_embedder")
-    SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean")]).save(str(out))
+    SentenceTransformer(modules=[word, models.Pooling(config.hidden_size, "mean")]).save(str(out))
     return out
 
 
