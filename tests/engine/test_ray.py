@@ -53,7 +53,11 @@ def tiny_embedder(tmp_path_factory) -> Path:
     """A 2-layer, 32-wide BERT sentence-transformer over Cranfield's words (random weights): a
     real SentenceTransformer that embeds Cranfield in seconds, so both runs embed from scratch."""
     import torch
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:  # sentence-transformers before 6
+        from sentence_transformers.models import Pooling, Transformer
     from transformers import BertConfig, BertModel, BertTokenizer
 
     words = Counter(w for d in load_collection(CRANFIELD).documents
@@ -66,9 +70,9 @@ def tiny_embedder(tmp_path_factory) -> Path:
                         intermediate_size=64, max_position_embeddings=256)
     BertModel(config).save_pretrained(bert)
     BertTokenizer(str(bert / "vocab.txt")).save_pretrained(bert)
-    word = models.Transformer(str(bert), max_seq_length=256)
+    word = Transformer(str(bert), max_seq_length=256)
     out = tmp_path_factory.mktemp("tiny_embedder")
-    SentenceTransformer(modules=[word, models.Pooling(config.hidden_size, "mean")]).save(str(out))
+    SentenceTransformer(modules=[word, Pooling(config.hidden_size, "mean")]).save(str(out))
     return out
 
 
