@@ -28,6 +28,12 @@ class SearchGradeError(Exception):
         return self.page or str(self)
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, or its type's name when it says nothing: what a
+    one-line SearchGradeError quotes of a library's (often long) error."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 @dataclass(frozen=True)
 class Document:
     doc_id: str

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.records import Query, SearchGradeError
+from core.records import Query, SearchGradeError, first_line
 from indexes.executor import CHUNK_SIZE, Execution, Executor, QueryBatch, chunk_bounds
 from indexes.settings import IndexSettings
 
@@ -205,7 +205,7 @@ def connect(address: str | None, *, cpus: int | None = None,
                          object_store_memory=LOCAL_OBJECT_STORE_MB * 1024**2, **common)
         except Exception as exc:  # noqa: BLE001 - Ray's own errors are many and long: one line
             _shutdown_quietly(ray)
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = first_line(exc)
             raise SearchGradeError(
                 f"a local Ray could not be started: {first} (Ray's logs: {_ray_logs()}); check free "
                 "memory and /dev/shm, or run without --ray") from None
@@ -247,7 +247,7 @@ def _init_within(ray: Any, address: str, timeout_s: float, kwargs: Mapping[str, 
     if error is not None:
         if refused_token:
             raise SearchGradeError(f"the Ray cluster at {address} refused this driver's token; {TOKEN_FIX}")
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        first = first_line(error)
         raise SearchGradeError(f"cannot join the Ray cluster at {address}: {first}") from None
 
 

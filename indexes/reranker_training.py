@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core.records import SearchGradeError
+from core.records import SearchGradeError, first_line
 from indexes.base import ProgressFn
 from indexes.settings import DEFAULT_EMBEDDING_MODEL
 
@@ -229,7 +229,7 @@ def new_cross_encoder(base_model: str, max_length: int, seed: int) -> tuple[Any,
         model = CrossEncoder(str(folder), num_labels=1, max_length=max_length, device="cpu",
                              local_files_only=True)
     except Exception as exc:  # any loader failure is a bad folder for the user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise SearchGradeError(f"base model '{folder}' could not be loaded as a cross-encoder "
                                f"({first}): pass a sentence-transformers or cross-encoder folder") from exc
     return model, labels is None
@@ -370,7 +370,7 @@ def load_cross_encoder(path: str | Path, max_length: int | None = None) -> Any:
     try:
         model = CrossEncoder(str(folder), max_length=max_length, device="cpu", local_files_only=True)
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise SearchGradeError(f"trained reranker '{folder}' could not be loaded ({first}): "
                                "train it again with `searchgrade train-reranker`") from exc
     if getattr(model, "num_labels", 1) != 1:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core.records import Collection, ScoredDoc, SearchGradeError
+from core.records import Collection, ScoredDoc, SearchGradeError, first_line
 from indexes.backends.spec import Key, StrategySpec, check_secret_free, resolve_env
 
 SEARCHES = ("dense", "bm25", "hybrid")
@@ -112,7 +112,7 @@ def connect(uri: str, token: str | None = None, db_name: str | None = None,
                 if attempt < CONNECT_ATTEMPTS:
                     time.sleep(1.0)  # an embedded server still starting or stopping
                     continue
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                first = first_line(exc)
                 raise SearchGradeError(f"{where}: cannot open Milvus at {uri!r} ({first}): give a Milvus "
                                        "Lite file path (milvus-lite installed) or a reachable server "
                                        "URL") from None
@@ -192,7 +192,7 @@ class MilvusNode:
             try:
                 docs = self.search_one(text, vector, depth)
             except Exception as exc:  # noqa: BLE001 - a backend error fails this query, in one line
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                first = first_line(exc)
                 out.append(Failure(f"Milvus {self.search} search on {self.collection!r} failed: {first}"))
                 continue
             out.append(Answer(docs, share + time.perf_counter() - start))
@@ -380,7 +380,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
                 pass
         if isinstance(exc, SearchGradeError) or not isinstance(exc, Exception):
             raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         kept = f"; the existing {name!r} is unchanged" if load_as != name else ""
         raise SearchGradeError(f"Milvus at {uri!r} failed while loading {name!r} ({first}): the "
                                f"partly loaded collection was dropped{kept}") from None
