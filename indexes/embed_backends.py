@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +258,15 @@ def _ready(target: Path) -> bool:
     return (target / "export.json").is_file() and (target / "model.onnx").is_file()
 
 
+def _made_once(target: Path, make: Callable[[], Path]) -> Path:
+    """``target/model.onnx``: reused when it is there, else made by ``make`` under the export lock
+    (another session of this process may have made it while this one waited)."""
+    if _ready(target):
+        return target / "model.onnx"
+    with _EXPORT_LOCK:
+        return target / "model.onnx" if _ready(target) else make()
+
+
 def export_onnx(transformer: Any, target: Path) -> Path:
     """Export the transformer to ``target/model.onnx`` as an fp32 graph with ONNX Runtime's
     transformer fusions (attention, layer norm, GELU), atomically; reused when it is there.
@@ -269,12 +278,7 @@ def export_onnx(transformer: Any, target: Path) -> Path:
         SearchGradeError: one line naming the step that failed and the fix.
     """
     ort = _import_onnxruntime()
-    if _ready(target):
-        return target / "model.onnx"
-    with _EXPORT_LOCK:
-        if _ready(target):  # another session of this process exported it meanwhile
-            return target / "model.onnx"
-        return _export(transformer, target, ort)
+    return _made_once(target, lambda: _export(transformer, target, ort))
 
 
 def _export(transformer: Any, target: Path, ort: Any) -> Path:
@@ -346,12 +350,7 @@ def quantize_int8(fp32_model: Path, target: Path) -> Path:
         SearchGradeError: one line naming the step that failed and the fix.
     """
     ort = _import_onnxruntime()
-    if _ready(target):
-        return target / "model.onnx"
-    with _EXPORT_LOCK:
-        if _ready(target):
-            return target / "model.onnx"
-        return _quantize(fp32_model, target, ort)
+    return _made_once(target, lambda: _quantize(fp32_model, target, ort))
 
 
 def _quantize(fp32_model: Path, target: Path, ort: Any) -> Path:
