@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from views._login import require_login
-from views._common import get_store
+from searchgrade.views._common import get_store
+from searchgrade.views._login import require_login
 
 st.set_page_config(page_title="searchgrade", page_icon=":mag:", layout="wide")
 # Nothing of the app (not even its navigation) exists for a visitor who has not logged in.

@@ -33,11 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.collections import load_collection  # noqa: E402
-from indexes.backends.http import HttpNode  # noqa: E402
-from indexes.backends.spec import parse_spec  # noqa: E402
-from indexes.executor import Executor, QueryBatch  # noqa: E402
 from bench.machine import machine  # noqa: E402
+from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.indexes.declared.http import HttpNode  # noqa: E402
+from searchgrade.indexes.declared.spec import parse_spec  # noqa: E402
+from searchgrade.indexes.executor import Executor, QueryBatch  # noqa: E402
 from tests.indexes.backends.conftest import SearchServer  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"

@@ -79,7 +79,7 @@ def timed(fn: Callable[[], object], repeats: int, slow_s: float,
 
 def build_runs(path: str, n_queries: int) -> tuple[str, str]:
     """Two runs of the same queries (B's strategies find relevant documents at other rates)."""
-    from engine.store import Store
+    from searchgrade.engine.store import Store
     from tests.pages.synthetic import random_spec, write_run
 
     store = Store(path)
@@ -96,7 +96,7 @@ def build_runs(path: str, n_queries: int) -> tuple[str, str]:
 def build_trend_store(path: str, n_runs: int) -> None:
     """n_runs complete runs of 100 queries x 6 strategies: one written through the store, the
     others copies of it in SQL (with later dates), with every table a run fills."""
-    from engine.store import Store
+    from searchgrade.engine.store import Store
     from tests.pages.synthetic import random_spec, write_run
 
     store = Store(path)
@@ -171,8 +171,8 @@ def main() -> int:
     from bench.dashboard_baseline import results as old_results
     from bench.dashboard_baseline import runs as old_runs
     from bench.dashboard_baseline import trends as old_trends
-    from engine.report import compare, drilldown, results, runs, trends
-    from engine.store import Store
+    from searchgrade.engine.report import compare, drilldown, results, runs, trends
+    from searchgrade.engine.store import Store
 
     print(f"machine: {machine('numpy', 'duckdb')}")
     print(f"at start: load average {load()}")

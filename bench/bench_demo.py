@@ -49,7 +49,7 @@ def unpack(ref: str, into: Path) -> Path:
 
 
 def run(tree: Path, data_dir: Path, strategies: str, max_queries: int | None) -> float:
-    argv = [sys.executable, "-m", "engine.cli", "evaluate", "demo", "--qrels", "--strategies", strategies,
+    argv = [sys.executable, "-m", "searchgrade.cli", "evaluate", "demo", "--qrels", "--strategies", strategies,
             "--data-dir", str(data_dir)]
     if max_queries:
         argv += ["--max-queries", str(max_queries)]

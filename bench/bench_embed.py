@@ -1,7 +1,7 @@
 """Embedding backends side by side: docs/s of each against plain `encode`, and their vectors' agreement.
 
 Speed: every backend embeds the same sample of documents (seeded) through
-``indexes.embeddings.encode`` in the chunks ``encode_cached`` uses, in one process, the backends'
+``indexes.embeddings.encoder.encode`` in the chunks ``encode_cached`` uses, in one process, the backends'
 order rotated at each repeat; the medians of the repeats and the ratio to the ``torch`` backend (the
 plain sentence-transformers ``encode``, the baseline) are printed, with the per-repeat ratios (each
 repeat runs the backends back to back, so its ratio is the least disturbed by the neighbours).
@@ -34,11 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import load, machine  # noqa: E402
-from engine.collections import load_collection  # noqa: E402
-from engine.paths import DEMO_DIR  # noqa: E402
-from indexes.embed_backends import BACKENDS  # noqa: E402
-from indexes.embeddings import PROGRESS_CHUNK, encode, load_embedder  # noqa: E402
-from indexes.settings import DEFAULT_EMBEDDING_MODEL  # noqa: E402
+from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.engine.paths import DEMO_DIR  # noqa: E402
+from searchgrade.indexes.embeddings.backends import BACKENDS  # noqa: E402
+from searchgrade.indexes.embeddings.encoder import PROGRESS_CHUNK, encode, load_embedder  # noqa: E402
+from searchgrade.indexes.settings import DEFAULT_EMBEDDING_MODEL  # noqa: E402
 
 
 def torch_threads() -> int:
@@ -92,7 +92,7 @@ def speed(args: argparse.Namespace, backends: list[str]) -> None:
 
 
 def ndcg(args: argparse.Namespace, backends: list[str]) -> None:
-    from engine.store import Store
+    from searchgrade.engine.store import Store
 
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="bench-embed-ndcg-"))
     print(f"machine: {machine('torch', 'onnxruntime')}, torch threads {torch_threads()}")
@@ -100,7 +100,7 @@ def ndcg(args: argparse.Namespace, backends: list[str]) -> None:
     for backend in backends:
         began = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "engine.cli", "evaluate", str(args.collection), "--qrels",
+            [sys.executable, "-m", "searchgrade.cli", "evaluate", str(args.collection), "--qrels",
              "--strategies", "ann", "--ann-index", "flat", "--embedding-model", args.model,
              "--embedding-backend", backend, "--device", "cpu", "--data-dir", str(data_dir),
              "--name", f"bench-embed-{backend}"],

@@ -31,9 +31,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.records import Collection  # noqa: E402
-from engine.collections import load_collection  # noqa: E402
-from indexes.registry import known_strategies  # noqa: E402
+from searchgrade.core.records import Collection  # noqa: E402
+from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.indexes.registry import known_strategies  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
 
@@ -92,9 +92,9 @@ def main() -> int:
     import ir_measures
     from ir_measures import nDCG
 
-    from indexes.build import build_searchers
-    from indexes.embeddings import EmbeddingCache, cache_dir_for
-    from indexes.settings import IndexSettings
+    from searchgrade.indexes.build import build_searchers
+    from searchgrade.indexes.embeddings.encoder import EmbeddingCache, cache_dir_for
+    from searchgrade.indexes.settings import IndexSettings
 
     collection = load_collection(args.collection)
     if not args.bundled_vectors:

@@ -20,10 +20,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.records import Document, Query  # noqa: E402
-from engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
-from engine.llm.client import LLMClient, LLMSettings  # noqa: E402
-from engine.llm.judge import judge_pairs  # noqa: E402
+from searchgrade.core.records import Document, Query  # noqa: E402
+from searchgrade.engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
+from searchgrade.engine.llm.client import LLMClient, LLMSettings  # noqa: E402
+from searchgrade.engine.llm.judge import judge_pairs  # noqa: E402
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(judge_responder, latency_s) as server:
         for concurrency in args.concurrency:
             if args.store:
-                from engine.store import Store
+                from searchgrade.engine.store import Store
 
                 cache = StoreCache(Store(Path(tmp) / f"c{concurrency}"))
             else:

@@ -83,9 +83,9 @@ def prepare(workdir: Path, n_docs: int) -> tuple[Path, Path]:
     """The collection folder and its vectors file, made once."""
     import numpy as np
 
-    from engine.collections import load_collection
-    from indexes.build import bundled_shard
-    from indexes.embeddings import EmbeddingCache, encode_cached
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.indexes.build import bundled_shard
+    from searchgrade.indexes.embeddings.encoder import EmbeddingCache, encode_cached
 
     folder = workdir / f"judged-{n_docs}"
     vectors_file = workdir / f"judged-{n_docs}-vectors.npz"
@@ -128,7 +128,7 @@ def timed(args: list[str]) -> dict:
     """Run one searchgrade command as a child: wall, CPU and peak RSS (GNU time)."""
     report = Path(tempfile.mkstemp(prefix="sg-time-")[1])
     command = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(report),
-               sys.executable, "-m", "engine.cli", *args]
+               sys.executable, "-m", "searchgrade.cli", *args]
     began = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - began
@@ -142,7 +142,7 @@ def timed(args: list[str]) -> dict:
 
 def ndcg(data_dir: Path) -> dict[str, float]:
     """nDCG@10 per strategy of the one run in data_dir."""
-    from engine.store import Store
+    from searchgrade.engine.store import Store
 
     store = Store(data_dir)
     (run,) = store.list_runs()

@@ -5,7 +5,7 @@ Synthetic collections are made from the sentences of the repository's SciFact an
 queries are those two collections' real queries. Every measurement runs in a child process, so
 each build and each search reports its own peak RSS.
 
-- full-text: our index (indexes/bm25.py) built by streaming the corpus file: build time, index size
+- full-text: our index (indexes/builtin/bm25.py) built by streaming the corpus file: build time, index size
   on disk, peak RSS; then query p50/p95 with rank_bm25's BM25Okapi side by side in one process,
   one query each in turn (so machine noise hits both alike), up to --rank-bm25-max documents, and
   the share of queries whose top 10 is identical.
@@ -104,8 +104,8 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 
 
 def child_fulltext_build(corpus: Path, index_dir: Path, n_docs: int) -> dict:
-    from indexes.bm25 import build_bm25_index
-    from indexes.fulltext import FulltextSearcher
+    from searchgrade.indexes.builtin.bm25 import build_bm25_index
+    from searchgrade.indexes.builtin.fulltext import FulltextSearcher
 
     start = time.perf_counter()
     index = build_bm25_index(stream(corpus), index_dir, total=n_docs)
@@ -117,8 +117,8 @@ def child_fulltext_build(corpus: Path, index_dir: Path, n_docs: int) -> dict:
 
 
 def child_fulltext_search(index_dir: Path, corpus: Path, n_queries: int, with_reference: bool) -> dict:
-    from indexes.bm25 import Bm25Index
-    from indexes.fulltext import FulltextSearcher, tokenize
+    from searchgrade.indexes.builtin.bm25 import Bm25Index
+    from searchgrade.indexes.builtin.fulltext import FulltextSearcher, tokenize
 
     searcher = FulltextSearcher(Bm25Index.load(index_dir))
     texts = queries(n_queries)
@@ -129,7 +129,7 @@ def child_fulltext_search(index_dir: Path, corpus: Path, n_queries: int, with_re
         import numpy as np
         from rank_bm25 import BM25Okapi
 
-        from indexes.base import top_k
+        from searchgrade.indexes.base import top_k
 
         start = time.perf_counter()
         reference = BM25Okapi([tokenize(text) for _, text in stream(corpus)])
@@ -157,8 +157,8 @@ def child_fulltext_search(index_dir: Path, corpus: Path, n_queries: int, with_re
 def child_ann(kind: str, n_docs: int, dim: int, n_queries: int) -> dict:
     import numpy as np
 
-    from indexes.ann import build_ann_index
-    from indexes.settings import IndexSettings
+    from searchgrade.indexes.builtin.ann import build_ann_index
+    from searchgrade.indexes.settings import IndexSettings
 
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((n_docs, dim), dtype=np.float32)
@@ -186,10 +186,10 @@ def child_together(index_dir: Path, kind: str, n_docs: int, dim: int, n_queries:
     """The full-text index opened and an ANN index built in one process, both answering queries."""
     import numpy as np
 
-    from indexes.ann import build_ann_index
-    from indexes.bm25 import Bm25Index
-    from indexes.fulltext import FulltextSearcher
-    from indexes.settings import IndexSettings
+    from searchgrade.indexes.builtin.ann import build_ann_index
+    from searchgrade.indexes.builtin.bm25 import Bm25Index
+    from searchgrade.indexes.builtin.fulltext import FulltextSearcher
+    from searchgrade.indexes.settings import IndexSettings
 
     searcher = FulltextSearcher(Bm25Index.load(index_dir))
     rng = np.random.default_rng(0)

@@ -28,24 +28,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.collections import load_collection  # noqa: E402
-from indexes.build import build_searchers  # noqa: E402
-from indexes.executor import Executor, QueryBatch  # noqa: E402
-from indexes.hybrid import HybridSearcher  # noqa: E402
-from indexes.rerank import RerankSearcher  # noqa: E402
 from bench.machine import machine  # noqa: E402
-from indexes.settings import IndexSettings  # noqa: E402
+from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.indexes.build import build_searchers  # noqa: E402
+from searchgrade.indexes.builtin.hybrid import HybridSearcher  # noqa: E402
+from searchgrade.indexes.executor import Executor, QueryBatch  # noqa: E402
+from searchgrade.indexes.rerank.cross_encoder import RerankSearcher  # noqa: E402
+from searchgrade.indexes.settings import IndexSettings  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
 STRATEGIES = ["ann", "fulltext", "hybrid", "ann_rerank", "fulltext_rerank", "hybrid_rerank"]
 
 
 def make_reranker(folder: Path) -> Path:
+    import torch
     from sentence_transformers import CrossEncoder
 
-    from indexes.embeddings import resolve_model
-
-    import torch
+    from searchgrade.indexes.embeddings.encoder import resolve_model
 
     torch.manual_seed(0)
     model = CrossEncoder(resolve_model("sentence-transformers/all-MiniLM-L6-v2"), num_labels=1)

@@ -28,15 +28,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
-from engine.collections import load_collection  # noqa: E402
-from engine.config import RunConfig  # noqa: E402
-from engine.pipeline import run_evaluation  # noqa: E402
-from engine.store import Store  # noqa: E402
-from engine.training.pairs import NegativeSampling  # noqa: E402
-from engine.training.reranker import DEFAULT_DEPTH, RerankerTrainingConfig, train_reranker  # noqa: E402
-from engine.strategies import base_strategies  # noqa: E402
-from indexes.reranker_training import TrainingSettings  # noqa: E402
-from indexes.settings import IndexSettings  # noqa: E402
+from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.engine.run.config import RunConfig  # noqa: E402
+from searchgrade.engine.run.pipeline import run_evaluation  # noqa: E402
+from searchgrade.engine.run.strategies import base_strategies  # noqa: E402
+from searchgrade.engine.store import Store  # noqa: E402
+from searchgrade.engine.training.pairs import NegativeSampling  # noqa: E402
+from searchgrade.engine.training.reranker import (
+    DEFAULT_DEPTH,
+    RerankerTrainingConfig,
+    train_reranker,  # noqa: E402,
+)
+from searchgrade.indexes.rerank.training import TrainingSettings  # noqa: E402
+from searchgrade.indexes.settings import IndexSettings  # noqa: E402
 
 COLLECTIONS = {
     "scifact": ROOT / "demo" / "scifact",

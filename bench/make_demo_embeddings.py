@@ -1,7 +1,7 @@
 """Make the demo collection's shipped vectors with searchgrade's own indexer.
 
 Embeds every document of demo/scifact with the default model (all-MiniLM-L6-v2, packaged) through
-indexes.embeddings.encode_cached, then exports exactly those vectors as one cache shard to
+indexes.embeddings.encoder.encode_cached, then exports exactly those vectors as one cache shard to
 demo/scifact/embeddings/<model slug>.npz, which build_searchers imports before embedding.
 
     python bench/make_demo_embeddings.py [--data-dir DIR]
@@ -14,10 +14,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.collections import load_collection
-from engine.paths import DEMO_DIR
-from indexes.embeddings import EmbeddingCache, cache_dir_for, encode_cached, model_slug, text_key
-from indexes.settings import IndexSettings
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.paths import DEMO_DIR
+from searchgrade.indexes.embeddings.encoder import (
+    EmbeddingCache,
+    cache_dir_for,
+    encode_cached,
+    model_slug,
+    text_key,
+)
+from searchgrade.indexes.settings import IndexSettings
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ def _step(label: str, argv: list[str], env: dict[str, str], rows: list[tuple]) -
     print(f"{time.strftime('%H:%M:%S')} {label}: searchgrade {' '.join(argv)} (load {load_before})",
           file=sys.stderr, flush=True)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "engine.cli", *argv], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "searchgrade.cli", *argv], cwd=ROOT, env=env,
                           stdout=subprocess.PIPE, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

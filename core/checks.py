@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 
 def check_k(k: int) -> None:

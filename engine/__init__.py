@@ -4,6 +4,6 @@ dashboard's view models (report/) and the command line (cli/). Never imports str
 ``SearchGradeError`` (core.records) is re-exported here for the views, which import only engine.
 """
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 __all__ = ["SearchGradeError"]

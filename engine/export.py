@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 EXPORT_FORMATS = ("trec", "csv", "parquet")
 

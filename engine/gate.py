@@ -3,7 +3,7 @@
 For each strategy both runs evaluated (or those asked for), the metric's per-query values are
 paired over the queries both runs share (by query text: generated query ids name different
 questions in different runs), and a one-sided paired randomization test asks whether the
-candidate is worse than the baseline by more than a margin (engine.statistics.
+candidate is worse than the baseline by more than a margin (engine.statistics.bootstrap.
 non_inferiority_test). The p-values are corrected with Holm over the strategies checked, so
 checking six strategies does not give six chances of a false alarm. A strategy fails when its
 Holm-adjusted p-value is below alpha; the gate fails when any strategy does.
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.records import SearchGradeError
-from engine.metrics import higher_is_better, parse_metric
-from engine.statistics import holm, non_inferiority_test
-from engine.store import RunRecord, Store
-from engine.strategies import strategy_order
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.metrics import higher_is_better, parse_metric
+from searchgrade.engine.run.strategies import strategy_order
+from searchgrade.engine.statistics.bootstrap import holm, non_inferiority_test
+from searchgrade.engine.store import RunRecord, Store
 
 #: --baseline value that picks the newest complete run of the candidate's collection.
 LATEST_COMPLETE = "latest-complete"
@@ -92,7 +92,7 @@ def resolve_baseline(store: Store, baseline: str, candidate: RunRecord) -> RunRe
 
 
 def _values(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
-    from engine.report.recompute import per_query_values
+    from searchgrade.engine.report.recompute import per_query_values
 
     values = per_query_values(store, run, metric, k)
     texts = pd.DataFrame(store.queries(run.run_id), columns=["query_id", "text", "query_type", "source_doc_id"])

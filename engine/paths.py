@@ -10,8 +10,15 @@ ENV_HOME = "SEARCHGRADE_HOME"
 ENV_COLLECTIONS_ROOT = "SEARCHGRADE_COLLECTIONS_ROOT"
 DEFAULT_DIRNAME = ".searchgrade"
 
-#: The demo collection shipped in the source tree (a copy of BEIR SciFact, see demo/README.md).
-DEMO_DIR = Path(__file__).resolve().parent.parent / "demo" / "scifact"
+def _demo_dir() -> Path:
+    # Found through the package (searchgrade.demo), so an installed wheel finds its own copy.
+    import searchgrade.demo
+
+    return Path(searchgrade.demo.__file__).resolve().parent / "scifact"
+
+
+#: The demo collection shipped with the package (a copy of BEIR SciFact, see demo/README.md).
+DEMO_DIR = _demo_dir()
 DEMO_NAME = "demo"
 
 

@@ -10,8 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from core.checks import check_k
-from core.records import ScoredDoc, SearchHits
+from searchgrade.core.checks import check_k
+from searchgrade.core.records import ScoredDoc, SearchHits
 
 #: progress(stage, done, total), e.g. progress("embed", 64, 5183).
 ProgressFn = Callable[[str, int, int], None]
@@ -49,7 +49,7 @@ class BuiltIndexes:
             "reranker_load").
         stats: counts and rates, e.g. embedded, cache_hits, embed_docs_per_s, ann_reused.
         artifacts: artifact name -> directory it lives in.
-        ann: the ANN searcher (indexes.ann.AnnSearcher) when a requested strategy uses it, for
+        ann: the ANN searcher (indexes.builtin.ann.AnnSearcher) when a requested strategy uses it, for
             measuring what its index loses against exact search.
     """
 

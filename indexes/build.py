@@ -8,13 +8,13 @@ Each strategy is built by its factory in the registry (indexes/registry.py) from
 
 An artifact folder is named by the collection fingerprint and the fingerprint of the settings that
 shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
-unchanged one is reloaded. Embeddings are cached per text (indexes/embeddings.py), so even a
+unchanged one is reloaded. Embeddings are cached per text (indexes/embeddings/encoder.py), so even a
 rebuilt ANN index only encodes documents it has never seen.
 
 A reranker that cannot be loaded is not faked: its strategies are listed in BuiltIndexes.skipped
 with the reason and the fix, and the other strategies are built as usual.
 ``reranker_model = "trained:NAME"`` reranks with a reranker trained by ``train-reranker`` in the
-data directory, each query scored by the model that never saw it (indexes/trained_reranker.py):
+data directory, each query scored by the model that never saw it (indexes/rerank/trained.py):
 the reranked strategies share one CrossFittedScorer behind the shared scores.
 """
 
@@ -24,15 +24,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.checks import first_duplicate
-from core.records import Collection, SearchGradeError
-from core.records import collection_fingerprint as fingerprint_of
-from indexes import ann, fulltext
-from indexes import registry as registry_module
-from indexes.ann import AnnNode
-from indexes.base import BuiltIndexes, ProgressFn, timed
-from indexes.embed_backends import cache_tag
-from indexes.embeddings import (
+from searchgrade.core.checks import first_duplicate
+from searchgrade.core.records import Collection, SearchGradeError
+from searchgrade.core.records import collection_fingerprint as fingerprint_of
+from searchgrade.indexes import registry as registry_module
+from searchgrade.indexes.base import BuiltIndexes, ProgressFn, timed
+from searchgrade.indexes.builtin import ann, fulltext
+from searchgrade.indexes.builtin.ann import AnnNode
+from searchgrade.indexes.builtin.fulltext import FulltextNode
+from searchgrade.indexes.builtin.hybrid import HybridNode
+from searchgrade.indexes.embeddings.backends import cache_tag
+from searchgrade.indexes.embeddings.encoder import (
     EmbeddingCache,
     cache_dir_for,
     embedder_device,
@@ -40,12 +42,15 @@ from indexes.embeddings import (
     load_embedder,
     model_slug,
 )
-from indexes.executor import Node, StrategySearcher
-from indexes.fulltext import FulltextNode
-from indexes.hybrid import HybridNode
-from indexes.rerank import CrossEncoderScorer, PairScorer, SharedScores, load_reranker
-from indexes.settings import IndexSettings
-from indexes.trained_reranker import CrossFittedScorer, TrainedReranker, trained_name
+from searchgrade.indexes.executor import Node, StrategySearcher
+from searchgrade.indexes.rerank.cross_encoder import (
+    CrossEncoderScorer,
+    PairScorer,
+    SharedScores,
+    load_reranker,
+)
+from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, trained_name
+from searchgrade.indexes.settings import IndexSettings
 
 
 class SkipStrategy(SearchGradeError):
@@ -246,7 +251,7 @@ def bundled_shard(collection: Collection, model_name: str, backend: str = "torch
     """Vectors a collection folder ships for a model and backend: ``embeddings/<model slug>.npz``
     beside its corpus (torch's vectors; another backend's file name carries its cache tag).
 
-    An ordinary embedding-cache shard (see indexes/embeddings.py); texts it does not cover are
+    An ordinary embedding-cache shard (see indexes/embeddings/encoder.py); texts it does not cover are
     embedded as usual, so a stale shard costs time, never correctness.
     """
     folder = Path(collection.path)

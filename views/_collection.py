@@ -9,12 +9,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engine import SearchGradeError
-from engine.paths import DEMO_DIR, collections_root
-from engine.report import collection_form as form
-from engine.report import evaluate as evaluate_model
-from engine.uploads import MB, SavedUpload, UploadLimits, save_upload
-from views._common import app_exposed, get_store, home, public
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.paths import DEMO_DIR, collections_root
+from searchgrade.engine.report import collection_form as form
+from searchgrade.engine.report import evaluate as evaluate_model
+from searchgrade.server.uploads import MB, SavedUpload, UploadLimits, save_upload
+from searchgrade.views._common import app_exposed, get_store, home, public
+
 
 def show_error(exc: SearchGradeError) -> None:
     """A loader or run error as the page phrases it (the picker to change), with no server path."""

@@ -7,17 +7,17 @@ import re
 
 import streamlit as st
 
-from engine import jobs
-from engine.deploy import is_exposed
-from engine.paths import data_dir
-from engine.report import compare as compare_model
-from engine.report import drilldown as drilldown_model
-from engine.report import evaluate as evaluate_model
-from engine.report import results as results_model
-from engine.report import runs as runs_model
-from engine.report import trends as trends_model
-from engine.report.common import WITH, WITHOUT
-from engine.store import STOPPED_STATUSES, Store
+from searchgrade.engine.paths import data_dir
+from searchgrade.engine.report import compare as compare_model
+from searchgrade.engine.report import drilldown as drilldown_model
+from searchgrade.engine.report import evaluate as evaluate_model
+from searchgrade.engine.report import results as results_model
+from searchgrade.engine.report import runs as runs_model
+from searchgrade.engine.report import trends as trends_model
+from searchgrade.engine.report.common import WITH, WITHOUT
+from searchgrade.engine.store import STOPPED_STATUSES, Store
+from searchgrade.server import jobs
+from searchgrade.server.deploy import is_exposed
 
 #: The two series of the with/without reranker bars.
 SERIES_COLORS = {WITHOUT: "#9db8d2", WITH: "#1f5f99"}
@@ -40,7 +40,7 @@ def get_store() -> Store:
 
 
 def app_exposed() -> bool:
-    """True when this app server is bound to an address other machines can reach (engine/deploy.py)."""
+    """True when this app server is bound to an address other machines can reach (server/deploy.py)."""
     return is_exposed(st.get_option("server.address"))
 
 
@@ -178,8 +178,8 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def public(text: str) -> str:
     """Text for the page with the server's folders (data directory, demo, collections root) hidden,
     made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
-    from engine.paths import DEMO_DIR, collections_root
-    from engine.report.collection_form import hide_server_paths
+    from searchgrade.engine.paths import DEMO_DIR, collections_root
+    from searchgrade.engine.report.collection_form import hide_server_paths
 
     root = collections_root()
     folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}

@@ -13,8 +13,9 @@ import time
 
 import streamlit as st
 
-from engine import SearchGradeError, auth
-from views._common import app_exposed, plain
+from searchgrade.engine import SearchGradeError
+from searchgrade.server import auth
+from searchgrade.views._common import app_exposed, plain
 
 
 def _oidc() -> auth.OIDCStatus:
@@ -45,7 +46,7 @@ def _password_gate(expected: str) -> None:
         st.info("Your session has expired: log in again.")
         st.session_state["auth_until"] = None
     # The TCP peer (None on loopback); a proxy in front makes every visitor one client, and the
-    # overall limit then is what holds (engine/auth.py).
+    # overall limit then is what holds (server/auth.py).
     address = st.context.ip_address
     client = address if isinstance(address, str) and address else "local"
     with st.form("auth_form", clear_on_submit=True):

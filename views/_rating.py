@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from engine import SearchGradeError
-from engine.report.rating import (
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.labels.rescore import rescore_run
+from searchgrade.engine.report.rating import (
     GRADE_WORDS,
     LabelStatus,
     RateItem,
@@ -23,8 +24,7 @@ from engine.report.rating import (
     rating_blocked,
     save_rating,
 )
-from engine.rescore import rescore_run
-from views._common import get_store, plain
+from searchgrade.views._common import get_store, plain
 
 #: The rater's name for this browser session.
 RATER_KEY = "app_rater"

@@ -6,10 +6,10 @@ import re
 
 import streamlit as st
 
-from engine import jobs
-from engine.report.reranker import NEVER_SAW, card_figures, trained_rerankers
-from engine.training.reranker import RerankerTrainingConfig
-from views._common import get_store, home, plain
+from searchgrade.engine.report.reranker import NEVER_SAW, card_figures, trained_rerankers
+from searchgrade.engine.training.reranker import RerankerTrainingConfig
+from searchgrade.server import jobs
+from searchgrade.views._common import get_store, home, plain
 
 _FIGURES = {c: st.column_config.NumberColumn(format="%.4f") for c in ("Base", "Reranked")} | {
     c: st.column_config.NumberColumn(format="%+.4f") for c in ("Change", "CI low", "CI high")} | {

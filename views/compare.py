@@ -5,17 +5,17 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import SearchGradeError
-from engine.report.common import (
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.report.common import (
     METRIC_LABELS,
     PRIMARY_K,
     PRIMARY_METRIC,
     metric_label,
     metric_names,
 )
-from engine.report.significance import format_p
-from engine.scoring import higher_is_better
-from views._common import chart_text, compare_runs, home, plain, run_choices
+from searchgrade.engine.report.significance import format_p
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.views._common import chart_text, compare_runs, home, plain, run_choices
 
 st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
 

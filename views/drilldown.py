@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.strategies import label
-from views._common import (
+from searchgrade.engine.run.strategies import label
+from searchgrade.views._common import (
     get_store,
     home,
     pick_run,
@@ -17,7 +17,7 @@ from views._common import (
     query_detail,
     run_choices,
 )
-from views._rating import rate_query_results
+from searchgrade.views._rating import rate_query_results
 
 st.title("Query drill-down")
 choices = run_choices(complete_only=True)

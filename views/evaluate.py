@@ -6,12 +6,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine import SearchGradeError, jobs
-from engine.llm.accounting import usage_text
-from engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, key_withheld_note, llm_defaults
-from engine.report.collection_form import Choice
-from engine.report.declared import Declared, declared_strategies, test_strategy
-from engine.report.evaluate import (
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.llm.accounting import usage_text
+from searchgrade.engine.llm.env import (
+    ENV_API_KEY,
+    endpoint_status,
+    env_api_key,
+    key_withheld_note,
+    llm_defaults,
+)
+from searchgrade.engine.report.collection_form import Choice
+from searchgrade.engine.report.declared import Declared, declared_strategies, test_strategy
+from searchgrade.engine.report.evaluate import (
     ESTIMATE_TIMEOUT_S,
     CollectionOverview,
     backend_choices,
@@ -23,18 +29,12 @@ from engine.report.evaluate import (
     judge_prompt_version,
     mode_status,
 )
-from engine.report.reranker import trained_rerankers
-from engine.report.runs import run_choices, skipped_messages
-from engine.strategies import label as strategy_label
-from views._collection import choose_collection, collection_overview, show_error
-from views._common import (
-    get_store,
-    home,
-    plain,
-    public,
-    query_set_choices,
-    resume_controls,
-)
+from searchgrade.engine.report.reranker import trained_rerankers
+from searchgrade.engine.report.runs import run_choices, skipped_messages
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.server import jobs
+from searchgrade.views._collection import choose_collection, collection_overview, show_error
+from searchgrade.views._common import get_store, home, plain, public, query_set_choices, resume_controls
 
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
@@ -132,7 +132,7 @@ def _show_job(job_id: str) -> None:
 
 def _llm_settings(mode: str, overview: CollectionOverview) -> dict:
     """The LLM part of the form: what to generate (LLM mode) and how hard to push the endpoint."""
-    from engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.querygen import QueryGenSettings
 
     defaults = QueryGenSettings()
     fields: dict = {"mode": mode}
@@ -181,12 +181,12 @@ def _llm_settings(mode: str, overview: CollectionOverview) -> dict:
 def _judge_prompt():
     """The uploaded judge prompt's settings, checked as --judge-prompt is; None: the packaged prompt;
     the error (shown here) for a file that is not one."""
-    from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES
+    from searchgrade.engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES
 
     upload = st.file_uploader(
         "Judge prompt (optional): your own prompt file", type=["txt"], key="evaluate_judge_prompt",
         max_upload_size=1,
-        help="A copy of engine/prompts/judge_v1.txt, edited: the same sections, exactly {{query}} and "
+        help="A copy of engine/llm/prompts/judge_v1.txt, edited: the same sections, exactly {{query}} and "
         f"{{{{document}}}}, the 0-3 scale; at most {MAX_JUDGE_PROMPT_BYTES // 1024} KB. Empty: the "
         "packaged prompt")
     if upload is None:
@@ -205,8 +205,8 @@ def _llm_config(fields: dict, model: str, base_url: str) -> dict:
     """RunConfig keywords for the LLM part of the form (empty without the LLM)."""
     if not fields:
         return {}
-    from engine.llm.client import LLMSettings
-    from engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.querygen import QueryGenSettings
 
     # The key is not here: the client reads OPENAI_API_KEY from the server's environment.
     if isinstance(fields["judge"], SearchGradeError):
@@ -329,7 +329,7 @@ def _form() -> None:
 
     def run_config():
         """The run the form describes (raises SearchGradeError)."""
-        from engine.config import RunConfig
+        from searchgrade.engine.run.config import RunConfig
 
         config = RunConfig(
             name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
@@ -346,7 +346,7 @@ def _form() -> None:
     if uses_llm:
         _estimate(choice, run_config)
     if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
-        from engine.collections import load_collection
+        from searchgrade.engine.collections import load_collection
 
         try:
             config = run_config()
@@ -374,7 +374,7 @@ def _declared_panel(offered: Declared, choice: Choice) -> None:
             left, right = st.columns([4, 1])
             left.markdown(f"**{plain(name)}** ({plain(kind)})")
             if right.button("Test", key=f"evaluate_test_{name}"):
-                from engine.collections import load_collection
+                from searchgrade.engine.collections import load_collection
 
                 with st.spinner(f"One query through {name}…"):
                     try:
@@ -401,7 +401,7 @@ def _estimate(choice: Choice, run_config) -> None:
     if st.button("Estimate cost", key="evaluate_estimate_button",
                  help="The LLM calls and tokens this run would use, as `searchgrade evaluate --dry-run` "
                  "counts them: nothing is indexed, searched, prompted or stored"):
-        from engine.collections import load_collection
+        from searchgrade.engine.collections import load_collection
 
         try:
             config = run_config()

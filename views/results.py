@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.report.common import (
+from searchgrade.engine.report.common import (
     METRIC_LABELS,
     PRIMARY_METRIC,
     WITH,
@@ -14,12 +14,12 @@ from engine.report.common import (
     metric_names,
     primary_k,
 )
-from engine.report.downloads import per_query_csv, trec_zip
-from engine.report.reranker import trained_reranker_use
-from engine.report.results import bar_series
-from engine.strategies import color as strategy_color
-from engine.strategies import label as strategy_label
-from views._common import (
+from searchgrade.engine.report.downloads import per_query_csv, trec_zip
+from searchgrade.engine.report.reranker import trained_reranker_use
+from searchgrade.engine.report.results import bar_series
+from searchgrade.engine.run.strategies import color as strategy_color
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.views._common import (
     SERIES_COLORS,
     chart_text,
     failed_queries,
@@ -33,11 +33,11 @@ from views._common import (
     run_choices,
     running_controls,
 )
-from views._overlap import overlap_table, search_problems
-from views._rating import rate_failed_results, rescore_controls
-from views._reranker import train_section
-from views._slices import query_slices_section
-from views._trust import trust_section
+from searchgrade.views._rating import rate_failed_results, rescore_controls
+from searchgrade.views._reranker import train_section
+from searchgrade.views._result_overlap import overlap_table, search_problems
+from searchgrade.views._slices import query_slices_section
+from searchgrade.views._trust import trust_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
 

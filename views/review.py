@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine import SearchGradeError
-from engine.report import review as review_model
-from engine.report.rating import GRADE_WORDS, save_rating
-from views._common import get_store, pick_run, plain, run_choices
-from views._rating import ask_rater, rate_buttons, show_document
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.report import review as review_model
+from searchgrade.engine.report.rating import GRADE_WORDS, save_rating
+from searchgrade.views._common import get_store, pick_run, plain, run_choices
+from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 
 st.session_state.setdefault("review_include_skipped", False)
 

@@ -6,16 +6,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine.report.common import (
+from searchgrade.engine.report.common import (
     METRIC_LABELS,
     PRIMARY_K,
     PRIMARY_METRIC,
     metric_label,
     metric_names,
 )
-from engine.strategies import color as strategy_color
-from engine.strategies import label as strategy_label
-from views._common import chart_text, home, run_choices, trend, trend_cutoffs
+from searchgrade.engine.run.strategies import color as strategy_color
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.views._common import chart_text, home, run_choices, trend, trend_cutoffs
 
 st.session_state.setdefault("trends_metric", PRIMARY_METRIC)
 st.session_state.setdefault("trends_collection", "All collections")

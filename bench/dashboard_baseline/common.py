@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core.records import SearchGradeError
-from engine.metrics import METRIC_NAMES
-from engine.scoring import SOURCE_FOUND
-from engine.store import RunRecord, Store
-from engine.strategies import display_rank, label
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import display_rank, label
+from searchgrade.engine.store import RunRecord, Store
 
 #: The headline metric: DCG at 10 (or at the run's depth when it retrieved fewer).
 PRIMARY_METRIC = "dcg"

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from core.records import SearchGradeError
 from bench.dashboard_baseline.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC
 from bench.dashboard_baseline.drilldown import query_choices
 from bench.dashboard_baseline.recompute import per_query_values
 from bench.dashboard_baseline.significance import verdict
 from bench.dashboard_baseline.statistics import paired_test
-from engine.store import RunRecord, Store
-from engine.strategies import label, strategy_order
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import RunRecord, Store
 
 
 @dataclass

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from core.records import SearchGradeError
-from engine.store import Store
-from engine.strategies import label, strategy_order
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import Store
 
 
 @dataclass

@@ -10,8 +10,8 @@ from typing import Any
 import pandas as pd
 
 from bench.dashboard_baseline.common import metric_rows
-from engine.scoring import SOURCE_FOUND
-from engine.store import RunRecord, Store
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.store import RunRecord, Store
 
 STAGE_LABELS = {"querygen": "Query generation", "judge": "Judge"}
 USAGE_COLUMNS = {"requests": "Calls", "ok": "Valid replies", "failures": "Failed",

@@ -9,8 +9,8 @@ from bench.dashboard_baseline.common import ALPHA, Sentence, metric_label, plura
 from bench.dashboard_baseline.llm_panel import kappa_reading
 from bench.dashboard_baseline.runs import skipped_messages
 from bench.dashboard_baseline.significance import format_p
-from engine.store import RunRecord, Store
-from engine.strategies import base_strategies, label, reranked_of
+from searchgrade.engine.run.strategies import base_strategies, label, reranked_of
+from searchgrade.engine.store import RunRecord, Store
 
 if TYPE_CHECKING:
     from bench.dashboard_baseline.results import ResultsView

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from core.records import ScoredDoc, SearchHits
-from engine.metrics import METRIC_NAMES
 from bench.dashboard_baseline.common import RECOMPUTE_RESAMPLES, check_cutoff, stored_cutoffs
-from engine.scoring import SOURCE_FOUND, per_query_metrics
 from bench.dashboard_baseline.statistics import bootstrap_ci
-from engine.store import RunRecord, Store
-from engine.strategies import strategy_order
+from searchgrade.core.records import ScoredDoc, SearchHits
+from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.run.scoring import SOURCE_FOUND, per_query_metrics
+from searchgrade.engine.run.strategies import strategy_order
+from searchgrade.engine.store import RunRecord, Store
 
 
 def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:

@@ -24,14 +24,14 @@ from bench.dashboard_baseline.llm_panel import LLMPanel, llm_panel
 from bench.dashboard_baseline.recommendations import recommendations
 from bench.dashboard_baseline.recompute import per_query_values, summary
 from bench.dashboard_baseline.significance import reranker_tests, significance
-from engine.store import RunRecord, Store
-from engine.strategies import (
+from searchgrade.engine.run.strategies import (
     base_strategies,
     display_rank,
     label,
     reranked_of,
     strategy_order,
 )
+from searchgrade.engine.store import RunRecord, Store
 
 
 @dataclass

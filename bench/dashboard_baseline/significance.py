@@ -15,8 +15,8 @@ from bench.dashboard_baseline.common import (
 )
 from bench.dashboard_baseline.recompute import per_query_values, summary
 from bench.dashboard_baseline.statistics import paired_test
-from engine.store import RunRecord, Store
-from engine.strategies import base_strategies, label, reranked_of
+from searchgrade.engine.run.strategies import base_strategies, label, reranked_of
+from searchgrade.engine.store import RunRecord, Store
 
 
 def verdict(p_value: float) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.store.connection import StoreConnection, and_equal
+from searchgrade.engine.store.connection import StoreConnection, and_equal
 
 
 class DashboardReadsMixin(StoreConnection):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.dashboard_baseline.common import stored_cutoffs
-from engine.store import Store
-from engine.strategies import label
+from searchgrade.engine.run.strategies import label
+from searchgrade.engine.store import Store
 
 
 def trend(store: Store, metric: str, k: int, collection_name: str | None = None) -> pd.DataFrame:

@@ -21,13 +21,13 @@ Modules: ``loader`` (the entry point), ``readers``, ``fields``, ``documents``, `
 ``judgments`` (a judgments file and its queries apart from a collection: a training split).
 """
 
-from engine.collections.fields import DocumentFields, QueryFields
-from engine.collections.judgments import load_judgments
-from engine.collections.loader import QRELS_CANDIDATES, SUPPORTED, load_collection
-from engine.collections.problems import KNOBS, QRELS_FILE, QUERIES_FILE, Shown
-from engine.collections.qrels import QRELS_HEADER, default_threshold, grade_scale
-from engine.collections.readers import RECORD_SUFFIXES
-from engine.collections.textfolder import TEXT_SUFFIXES, FolderLimits
+from searchgrade.engine.collections.fields import DocumentFields, QueryFields
+from searchgrade.engine.collections.judgments import load_judgments
+from searchgrade.engine.collections.loader import QRELS_CANDIDATES, SUPPORTED, load_collection
+from searchgrade.engine.collections.problems import KNOBS, QRELS_FILE, QUERIES_FILE, Shown
+from searchgrade.engine.collections.qrels import QRELS_HEADER, default_threshold, grade_scale
+from searchgrade.engine.collections.readers import RECORD_SUFFIXES
+from searchgrade.engine.collections.textfolder import TEXT_SUFFIXES, FolderLimits
 
 #: Single-file corpora.
 DOCUMENT_SUFFIXES = RECORD_SUFFIXES

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.checks import UniqueIds
-from core.records import Document, SearchGradeError
-from engine.collections.fields import TEXT_JOINER, DocumentFields
-from engine.collections.problems import (
+from searchgrade.core.checks import UniqueIds
+from searchgrade.core.records import Document, SearchGradeError
+from searchgrade.engine.collections.fields import TEXT_JOINER, DocumentFields
+from searchgrade.engine.collections.problems import (
     Shown,
     column_fix,
     examples,
@@ -25,7 +25,7 @@ from engine.collections.problems import (
     show_names,
     where_short,
 )
-from engine.collections.readers import Record
+from searchgrade.engine.collections.readers import Record
 
 
 def id_value(record: dict[str, Any], column: str, location: str, kind: str, role: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.collections.problems import Shown, column_fix, problem, show_names
+from searchgrade.engine.collections.problems import Shown, column_fix, problem, show_names
 
 #: Column names tried, in order, for each role.
 GUESSES = {

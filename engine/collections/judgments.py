@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.records import Query
-from engine.collections.problems import Shown, examples, plural, problem
-from engine.collections.qrels import Known, load_qrels
-from engine.collections.queries import load_queries
+from searchgrade.core.records import Query
+from searchgrade.engine.collections.problems import Shown, examples, plural, problem
+from searchgrade.engine.collections.qrels import Known, load_qrels
+from searchgrade.engine.collections.queries import load_queries
 
 #: The caveat ``load_qrels`` adds for judgments of documents it keeps for trec_eval's counts; these
 #: are dropped here instead (there is no text to learn from), so the caveat does not apply.

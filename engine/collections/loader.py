@@ -6,21 +6,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.records import Collection, Document, Query
-from engine.collections.documents import load_documents
-from engine.collections.fields import DocumentFields, guessed_note, resolve_document_fields
-from engine.collections.problems import (
-    QRELS_FILE,
-    QUERIES_FILE,
-    Shown,
-    examples,
-    plural,
-    problem,
-)
-from engine.collections.qrels import Known, load_qrels
-from engine.collections.queries import load_queries
-from engine.collections.readers import RECORD_SUFFIXES, open_records
-from engine.collections.textfolder import FolderLimits, check_inside, load_text_folder
+from searchgrade.core.records import Collection, Document, Query
+from searchgrade.engine.collections.documents import load_documents
+from searchgrade.engine.collections.fields import DocumentFields, guessed_note, resolve_document_fields
+from searchgrade.engine.collections.problems import QRELS_FILE, QUERIES_FILE, Shown, examples, plural, problem
+from searchgrade.engine.collections.qrels import Known, load_qrels
+from searchgrade.engine.collections.queries import load_queries
+from searchgrade.engine.collections.readers import RECORD_SUFFIXES, open_records
+from searchgrade.engine.collections.textfolder import FolderLimits, check_inside, load_text_folder
 
 QRELS_CANDIDATES = ("qrels.tsv", "qrels/test.tsv")
 SUPPORTED = ("a BEIR folder (corpus.jsonl, optional queries.jsonl and qrels.tsv), a .jsonl, .csv, "

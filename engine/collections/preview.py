@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.collections.documents import DocumentCounts, count_documents
-from engine.collections.fields import DocumentFields, guess, guess_text_by_length
-from engine.collections.problems import Shown
-from engine.collections.queries import HEADER_NAMES
-from engine.collections.readers import open_records
+from searchgrade.engine.collections.documents import DocumentCounts, count_documents
+from searchgrade.engine.collections.fields import DocumentFields, guess, guess_text_by_length
+from searchgrade.engine.collections.problems import Shown
+from searchgrade.engine.collections.queries import HEADER_NAMES
+from searchgrade.engine.collections.readers import open_records
 
 #: Rows shown, and the longest cell text shown.
 PREVIEW_ROWS = 5

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 #: How many ids or examples a note lists before "...".
 NOTE_EXAMPLES = 10

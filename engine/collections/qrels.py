@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.collections.problems import Shown, plural, problem, show
-from engine.collections.readers import text_lines
+from searchgrade.engine.collections.problems import Shown, plural, problem, show
+from searchgrade.engine.collections.readers import text_lines
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 _FORMATS = {3: "BEIR TSV (query-id, corpus-id, score)", 4: "TREC (query-id, iteration, doc-id, grade)"}

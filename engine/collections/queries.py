@@ -5,11 +5,11 @@ column (``qid``, ``query``, ...) has no header: its first column is the id, its 
 
 from __future__ import annotations
 
-from core.checks import UniqueIds
-from core.records import Query
-from engine.collections.documents import id_value, text_value
-from engine.collections.fields import GUESSES, QueryFields, guessed_note, resolve_query_fields
-from engine.collections.problems import (
+from searchgrade.core.checks import UniqueIds
+from searchgrade.core.records import Query
+from searchgrade.engine.collections.documents import id_value, text_value
+from searchgrade.engine.collections.fields import GUESSES, QueryFields, guessed_note, resolve_query_fields
+from searchgrade.engine.collections.problems import (
     Shown,
     column_fix,
     examples,
@@ -18,7 +18,7 @@ from engine.collections.problems import (
     show_names,
     where_short,
 )
-from engine.collections.readers import open_records
+from searchgrade.engine.collections.readers import open_records
 
 #: The names that make a CSV/TSV queries file's first line a header.
 HEADER_NAMES = frozenset(GUESSES["query_id"] + GUESSES["query_text"])

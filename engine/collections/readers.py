@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.records import SearchGradeError
-from engine.collections.problems import Shown, problem
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections.problems import Shown, problem
 
 #: One record and where it was read: (location, field -> value).
 Record = tuple[str, dict[str, Any]]

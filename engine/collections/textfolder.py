@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.records import Document
-from engine.collections.problems import Shown, examples, plural, problem
-from engine.collections.readers import decode_whole
+from searchgrade.core.records import Document
+from searchgrade.engine.collections.problems import Shown, examples, plural, problem
+from searchgrade.engine.collections.readers import decode_whole
 
 TEXT_SUFFIXES = (".txt", ".md")
 

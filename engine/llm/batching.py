@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from engine.llm.cache import CacheEntry, LLMCache
+from searchgrade.engine.llm.cache import CacheEntry, LLMCache
 
 
 class CacheWriter:

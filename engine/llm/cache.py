@@ -59,7 +59,7 @@ class MemoryCache:
 
 
 class StoreCache:
-    """An LLMCache in the run store's ``llm_cache`` table (engine.store.Store)."""
+    """An LLMCache in the run store's ``llm_cache`` table (searchgrade.engine.store.Store)."""
 
     def __init__(self, store: Any) -> None:
         self.store = store

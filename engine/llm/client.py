@@ -41,8 +41,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ValidationError
 
-from core.records import SearchGradeError
-from engine.llm.env import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.llm.env import (
     api_key_for,
     env_api_key,
     env_base_url,
@@ -249,7 +249,7 @@ class LLMClient:
         self._secrets = tuple(s for s in (key, env_api_key()) if s and len(s) >= 4)
         self._client = client if client is not None else self._openai_client(key)
         #: Called for a context held around every HTTP request: a bound on requests in flight
-        #: shared beyond this client (engine/ray_runner.py: one across a Ray cluster).
+        #: shared beyond this client (engine/ray/runner.py: one across a Ray cluster).
         self.request_gate: Callable[[], AbstractContextManager[Any]] | None = None
 
     def _openai_client(self, key: str | None) -> Any:
@@ -497,7 +497,7 @@ class LLMClient:
         seed: int | None,
         temperature: float | None,
     ) -> dict[str, Any]:
-        from engine.llm.schemas import strict_schema
+        from searchgrade.engine.llm.schemas import strict_schema
 
         kwargs: dict[str, Any] = {
             "model": self.settings.model,

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
 
 #: The model, when neither --model nor the form names one.
 ENV_MODEL = "SEARCHGRADE_LLM_MODEL"
@@ -77,7 +77,7 @@ def require_endpoint(base_url: str | None, environ: Mapping[str, str] | None = N
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Any:
     """LLMSettings with the model from $SEARCHGRADE_LLM_MODEL (the endpoint comes from $OPENAI_BASE_URL)."""
-    from engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.client import LLMSettings
 
     return LLMSettings(model=require_model(None, environ))
 

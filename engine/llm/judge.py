@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.records import Document, Grade, Query
-from engine.llm.batching import CacheWriter
-from engine.llm.cache import CacheEntry, LLMCache, cache_key
-from engine.llm.client import LLMClient
-from engine.llm.prompts import Prompt, load_prompt, neutralise_tags, parse_prompt
-from engine.llm.schemas import JudgeReply, judge_schema
+from searchgrade.core.records import Document, Grade, Query
+from searchgrade.engine.llm.batching import CacheWriter
+from searchgrade.engine.llm.cache import CacheEntry, LLMCache, cache_key
+from searchgrade.engine.llm.client import LLMClient
+from searchgrade.engine.llm.prompts import Prompt, load_prompt, neutralise_tags, parse_prompt
+from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
 
 STAGE = "judge"
 CACHE_KIND = "judge"
@@ -29,7 +29,7 @@ FAILURE_PREFIX = "judge failure: "
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    #: A packaged prompt's name (engine/prompts/<name>.txt), or a user prompt file's stem.
+    #: A packaged prompt's name (engine/llm/prompts/<name>.txt), or a user prompt file's stem.
     prompt: str = "judge_v1"
     #: The text of a user's prompt file (--judge-prompt), kept with the run so a resume uses the
     #: same prompt; None: the packaged prompt ``prompt``.

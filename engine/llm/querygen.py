@@ -29,12 +29,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.records import Document, Query, SearchGradeError
-from engine.llm.batching import CacheWriter
-from engine.llm.cache import CacheEntry, LLMCache, cache_key
-from engine.llm.client import LLMClient
-from engine.llm.prompts import load_prompt, neutralise_tags
-from engine.llm.schemas import QueryGenReply, querygen_schema
+from searchgrade.core.records import Document, Query, SearchGradeError
+from searchgrade.engine.llm.batching import CacheWriter
+from searchgrade.engine.llm.cache import CacheEntry, LLMCache, cache_key
+from searchgrade.engine.llm.client import LLMClient
+from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags
+from searchgrade.engine.llm.schemas import QueryGenReply, querygen_schema
 
 STAGE = "querygen"
 CACHE_KIND = "querygen"

@@ -21,16 +21,16 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from core.checks import check_k
-from core.records import SearchGradeError
-from engine.metrics.average_precision import average_precision
-from engine.metrics.dcg import dcg
-from engine.metrics.judged import judged
-from engine.metrics.ndcg import ndcg
-from engine.metrics.precision import precision
-from engine.metrics.recall import recall, recall_single_hit
-from engine.metrics.reciprocal_rank import reciprocal_rank
-from engine.metrics.relevance import (
+from searchgrade.core.checks import check_k
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.metrics.average_precision import average_precision
+from searchgrade.engine.metrics.dcg import dcg
+from searchgrade.engine.metrics.judged import judged
+from searchgrade.engine.metrics.ndcg import ndcg
+from searchgrade.engine.metrics.precision import precision
+from searchgrade.engine.metrics.recall import recall, recall_single_hit
+from searchgrade.engine.metrics.reciprocal_rank import reciprocal_rank
+from searchgrade.engine.metrics.relevance import (
     mean_relevance,
     pct_highly_relevant,
     pct_not_relevant,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.checks import check_k
+from searchgrade.core.checks import check_k
 
 
 def first_k_grades(grades: Sequence[int | None], k: int) -> list[int]:

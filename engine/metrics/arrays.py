@@ -1,7 +1,7 @@
 """Every metric of many rankings at once: numpy twins of the per-query functions.
 
 The dashboard recomputes a run at a cut-off the run did not store, over tens of thousands of
-rankings. ``metric_arrays`` gives, ranking by ranking, what ``engine.scoring.per_query_metrics``
+rankings. ``metric_arrays`` gives, ranking by ranking, what ``engine.run.scoring.per_query_metrics``
 gives (failed judgments included), with the same arithmetic in the same order: sums run rank by
 rank, divisions are of the same integers, so the values are equal to the last bit, not only close.
 """
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.metrics.relevance import HIGHLY_RELEVANT
+from searchgrade.engine.metrics.relevance import HIGHLY_RELEVANT
+
 
 @dataclass
 class RankedGrades:

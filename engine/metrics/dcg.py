@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from engine.metrics._first_k import first_k_grades
+from searchgrade.engine.metrics._first_k import first_k_grades
 
 
 def discounted_gain(grades: Sequence[int]) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.checks import check_k
+from searchgrade.core.checks import check_k
 
 
 def judged(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:

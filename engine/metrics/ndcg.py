@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from engine.metrics._first_k import first_k_grades
-from engine.metrics.dcg import discounted_gain
+from searchgrade.engine.metrics._first_k import first_k_grades
+from searchgrade.engine.metrics.dcg import discounted_gain
 
 
 def ndcg(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._first_k import count_relevant, first_k_grades, relevant_denominator
+from searchgrade.engine.metrics._first_k import count_relevant, first_k_grades, relevant_denominator
 
 
 def recall(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.metrics._first_k import first_k_grades
+from searchgrade.engine.metrics._first_k import first_k_grades
 
 
 def reciprocal_rank(

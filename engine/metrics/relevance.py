@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from engine.metrics._first_k import first_k_grades
+from searchgrade.engine.metrics._first_k import first_k_grades
 
 #: Grade from which a result counts as highly relevant ("dedicated to the query"), on any scale.
 HIGHLY_RELEVANT = 3

@@ -2,7 +2,7 @@
 which queries and judgments go beside it, and messages that name no server path.
 
 - Sources: the bundled demo, a path on the server (refused on an exposed app unless the operator
-  gave ``--collections-root``, and then only inside it), or an upload (engine/uploads.py).
+  gave ``--collections-root``, and then only inside it), or an upload (server/uploads.py).
 - A single-file corpus (and a BEIR folder's corpus.jsonl) gets a column mapping: its first rows, its
   columns, pickers pre-filled by the mapping a run of the same collection stored (else by a guess),
   and the counts loading would give.
@@ -18,11 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.records import SearchGradeError
-from engine.collections import KNOBS, QRELS_CANDIDATES, QRELS_FILE, QUERIES_FILE, DocumentFields, Shown
-from engine.collections.problems import plural
-from engine.collections.preview import FilePreview, count_with, preview_documents, preview_queries
-from engine.store import Store
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import (
+    KNOBS,
+    QRELS_CANDIDATES,
+    QRELS_FILE,
+    QUERIES_FILE,
+    DocumentFields,
+    Shown,
+)
+from searchgrade.engine.collections.preview import FilePreview, count_with, preview_documents, preview_queries
+from searchgrade.engine.collections.problems import plural
+from searchgrade.engine.store import Store
 
 #: The pickers' labels (the loader's app-phrased errors name the same ones).
 PICKERS = {role: knob.picker for role, knob in KNOBS.items()}

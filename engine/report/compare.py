@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from core.records import SearchGradeError
-from engine.report.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC, one_session, plural
-from engine.report.recompute import Figures
-from engine.report.significance import verdict
-from engine.scoring import higher_is_better
-from engine.statistics import holm, paired_tests
-from engine.store import RunRecord, Store
-from engine.strategies import label, strategy_order
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.report.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC, one_session, plural
+from searchgrade.engine.report.recompute import Figures
+from searchgrade.engine.report.significance import verdict
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.statistics.bootstrap import holm, paired_tests
+from searchgrade.engine.store import RunRecord, Store
 
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
                  "Adjusted p (Holm)", "Verdict", "Queries"]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from core.records import Collection, SearchGradeError
-from engine.strategies import ENV_STRATEGIES_FILE, declared_from_file, registry_for_declared
+from searchgrade.core.records import Collection, SearchGradeError
+from searchgrade.engine.run.strategies import ENV_STRATEGIES_FILE, declared_from_file, registry_for_declared
 
 
 @dataclass
@@ -65,9 +65,9 @@ def test_strategy(name: str, declared: dict[str, dict[str, Any]], collection: Co
 
     Errors (the backend's, or a strategy that cannot be built) are returned as ``error``.
     """
-    from indexes.build import build_searchers
-    from indexes.executor import Executor, QueryBatch
-    from indexes.settings import IndexSettings
+    from searchgrade.indexes.build import build_searchers
+    from searchgrade.indexes.executor import Executor, QueryBatch
+    from searchgrade.indexes.settings import IndexSettings
 
     text = query or (collection.queries[0].text if collection.queries else "")
     empty = pd.DataFrame(columns=["Rank", "Id", "Title", "In collection"])

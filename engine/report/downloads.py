@@ -6,12 +6,12 @@ import io
 import tempfile
 import zipfile
 
-from engine.export import export_run
-from engine.store import Store
+from searchgrade.engine.export import export_run
+from searchgrade.engine.store import Store
 
 
 def per_query_csv(store: Store, run_id: str) -> bytes:
-    """The run's per-query metrics as CSV (engine.export's format)."""
+    """The run's per-query metrics as CSV (searchgrade.engine.export's format)."""
     with tempfile.TemporaryDirectory() as tmp:
         [path] = export_run(store, run_id, "csv", tmp)
         return path.read_bytes()

@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from core.records import SearchGradeError
-from engine.report.common import one_session
-from engine.store import Store
-from engine.strategies import label, strategy_order
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.report.common import one_session
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import Store
 
 
 @dataclass

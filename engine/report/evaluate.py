@@ -8,17 +8,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from engine.collections import default_threshold, grade_scale, load_collection
-from engine.llm.env import endpoint_status
-from engine.report.runs import run_label
-from engine.store import Store
-from indexes.settings import ANN_INDEXES, IndexSettings
+from searchgrade.engine.collections import default_threshold, grade_scale, load_collection
+from searchgrade.engine.llm.env import endpoint_status
+from searchgrade.engine.report.runs import run_label
+from searchgrade.engine.store import Store
+from searchgrade.indexes.settings import ANN_INDEXES, IndexSettings
 
 if TYPE_CHECKING:
-    from core.records import Collection
-    from engine.config import RunConfig
-    from engine.estimate import CostEstimate
-    from engine.llm.judge import JudgeSettings
+    from searchgrade.core.records import Collection
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.estimate import CostEstimate
 
 #: How long the page's cost estimate waits for the endpoint's GET /models, its only request.
 ESTIMATE_TIMEOUT_S = 5.0
@@ -128,7 +128,7 @@ def index_choices() -> tuple[str, ...]:
 
 def backend_choices() -> dict[str, str]:
     """The embedding backends a person can pick: name -> what it is."""
-    from indexes.embed_backends import BACKENDS
+    from searchgrade.indexes.embeddings.backends import BACKENDS
 
     return dict(BACKENDS)
 
@@ -140,13 +140,13 @@ def index_settings(values: dict[str, Any]) -> IndexSettings:
 
 def judge_prompt_upload(filename: str, source: BinaryIO) -> JudgeSettings:
     """The judge settings of a prompt file uploaded in the app, checked by the code that checks
-    ``--judge-prompt FILE`` (engine/llm/prompts.py), so the run stores its text and version alike.
+    ``--judge-prompt FILE`` (engine/llm/prompts/__init__.py), so the run stores its text and version alike.
 
     Raises:
         SearchGradeError: Not a judge prompt, too big or not UTF-8 (one line saying why).
     """
-    from engine.llm.judge import JudgeSettings
-    from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, judge_prompt_from_bytes
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, judge_prompt_from_bytes
 
     source.seek(0)
     data = source.read(MAX_JUDGE_PROMPT_BYTES + 1)
@@ -156,13 +156,13 @@ def judge_prompt_upload(filename: str, source: BinaryIO) -> JudgeSettings:
 
 def judge_prompt_version(settings: JudgeSettings) -> str:
     """The version a run records for this prompt (its name and the hash of its text)."""
-    from engine.llm.judge import judge_prompt
+    from searchgrade.engine.llm.judge import judge_prompt
 
     return judge_prompt(settings).version
 
 
 def cost_estimate(collection: Collection, config: RunConfig, store: Store) -> CostEstimate:
-    """What ``searchgrade evaluate --dry-run`` prints for this run (engine/estimate.py, the same
+    """What ``searchgrade evaluate --dry-run`` prints for this run (engine/run/estimate.py, the same
     function): nothing is indexed, searched, prompted or stored.
 
     Counting cached replies asks the endpoint ``GET /models`` (their key's fingerprint); here that
@@ -170,7 +170,7 @@ def cost_estimate(collection: Collection, config: RunConfig, store: Store) -> Co
     its URL, so replies cached under its listing are counted as calls (an overestimate). The key
     goes where the run's would (engine/llm/env.py): never to an endpoint typed in the browser.
     """
-    from engine.estimate import estimate_cost
+    from searchgrade.engine.run.estimate import estimate_cost
 
     if config.llm is not None:
         config = replace(config, llm=replace(config.llm, timeout_s=min(config.llm.timeout_s, ESTIMATE_TIMEOUT_S)))

@@ -1,5 +1,5 @@
 """Results by kind of generated query: natural language vs keyword, and by lexical overlap with the
-source document (engine/overlap.py), so a user sees whether a strategy wins only on queries that
+source document (engine/run/lexical_overlap.py), so a user sees whether a strategy wins only on queries that
 copy the document's words.
 
 Each cell is the strategy's mean of the metric over the queries of the slice, with the number of
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from engine.overlap import BANDS, band
-from engine.report.common import RECOMPUTE_RESAMPLES, Sentence, metric_label
-from engine.report.recompute import per_query_values
-from engine.statistics import bootstrap_ci
-from engine.store import Store
-from engine.strategies import label, strategy_order
+from searchgrade.engine.report.common import RECOMPUTE_RESAMPLES, Sentence, metric_label
+from searchgrade.engine.report.recompute import per_query_values
+from searchgrade.engine.run.lexical_overlap import BANDS, band
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.statistics.bootstrap import bootstrap_ci
+from searchgrade.engine.store import Store
 
 QUERY_TYPES = {"natural": "natural language", "keyword": "keyword"}
 

@@ -1,12 +1,12 @@
 """Rating results in the app: the results a page lists, with what people said of them, and saving a
-rating (engine/labels.py says how ratings reach runs)."""
+rating (engine/labels/ratings.py says how ratings reach runs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.records import SearchGradeError
-from engine.labels import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.labels.ratings import (
     content_hash,
     human_grade,
     latest_per_rater,
@@ -15,8 +15,8 @@ from engine.labels import (
     scale_accepts_ratings,
     to_run_scale,
 )
-from engine.store import RunRecord, Store
-from engine.strategies import label, strategy_order
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import RunRecord, Store
 
 #: What each grade means, as the rating buttons say it (PRODUCT.md's scale).
 GRADE_WORDS = {0: "unrelated", 1: "on topic, no answer", 2: "partly answers", 3: "answers it"}

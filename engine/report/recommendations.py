@@ -5,18 +5,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from engine.report.common import ALPHA, Sentence, best_row, metric_label, plural
-from engine.report.llm_panel import kappa_reading
-from engine.report.runs import skipped_messages
-from engine.report.significance import format_p
-from engine.scoring import higher_is_better
-from engine.store import RunRecord, Store
-from engine.strategies import base_of, label, reranked_of
+from searchgrade.engine.report.common import ALPHA, Sentence, best_row, metric_label, plural
+from searchgrade.engine.report.llm_panel import kappa_reading
+from searchgrade.engine.report.runs import skipped_messages
+from searchgrade.engine.report.significance import format_p
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import base_of, label, reranked_of
+from searchgrade.engine.store import RunRecord, Store
 
 if TYPE_CHECKING:
-    from engine.report.kept import RunReads
-    from engine.report.recompute import Figures
-    from engine.report.results import ResultsView
+    from searchgrade.engine.report.kept import RunReads
+    from searchgrade.engine.report.recompute import Figures
+    from searchgrade.engine.report.results import ResultsView
 
 
 def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures,

@@ -4,7 +4,7 @@ results and grades (never by searching or judging again).
 A recomputation reads every ranking's top k with its grades in one query and computes every
 metric for all rankings at once (engine.metrics.arrays: the same values as the pipeline's
 per-query scoring, to the last bit); the confidence intervals come from one bootstrap index
-matrix shared by all strategies and metrics (engine.statistics.bootstrap_cis).
+matrix shared by all strategies and metrics (engine.statistics.bootstrap.bootstrap_cis).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from engine.metrics import METRIC_NAMES
-from engine.metrics.arrays import RankedGrades, metric_arrays
-from engine.report.common import RECOMPUTE_RESAMPLES, check_cutoff
-from engine.scoring import SOURCE_FOUND
-from engine.statistics import bootstrap_cis
-from engine.store import RunRecord, Store
-from engine.strategies import strategy_order
+from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.metrics.arrays import RankedGrades, metric_arrays
+from searchgrade.engine.report.common import RECOMPUTE_RESAMPLES, check_cutoff
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import strategy_order
+from searchgrade.engine.statistics.bootstrap import bootstrap_cis
+from searchgrade.engine.store import RunRecord, Store
 
 SUMMARY_COLUMNS = ["strategy", "metric", "value", "ci_low", "ci_high", "n"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from engine.store import RunRecord
-from engine.strategies import label
+from searchgrade.engine.run.strategies import label
+from searchgrade.engine.store import RunRecord
 
 #: The words the page shows beside a trained reranker's figures when no query was trained on.
 NEVER_SAW = "measured on queries the reranker never saw"
@@ -97,7 +97,7 @@ def trained_rerankers(data_dir: Path) -> list[dict[str, Any]]:
     """The cards of the rerankers trained in this data directory, newest first."""
     import json
 
-    from indexes.trained_reranker import rerankers_dir
+    from searchgrade.indexes.rerank.trained import rerankers_dir
 
     cards = []
     for path in sorted(rerankers_dir(data_dir).glob("*/card.json")):

@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from engine.report.common import (
+from searchgrade.engine.report.ann_index import ann_index_text
+from searchgrade.engine.report.common import (
     PRIMARY_METRIC,
     WITH,
     WITHOUT,
@@ -22,20 +23,19 @@ from engine.report.common import (
     one_session,
     primary_k,
 )
-from engine.report.ann_index import ann_index_text
-from engine.report.embedding import embedding_text
-from engine.report.kept import RunReads
-from engine.report.llm_panel import LLMPanel, llm_panel
-from engine.report.recommendations import recommendations
-from engine.report.recompute import Figures
-from engine.report.significance import reranker_frame, reranker_rows, results_comparisons, significance
-from engine.store import RunRecord, Store
-from engine.strategies import (
-    display_rank,
-    label,
-    pairs,
-    strategy_order,
+from searchgrade.engine.report.embedding import embedding_text
+from searchgrade.engine.report.kept import RunReads
+from searchgrade.engine.report.llm_panel import LLMPanel, llm_panel
+from searchgrade.engine.report.recommendations import recommendations
+from searchgrade.engine.report.recompute import Figures
+from searchgrade.engine.report.significance import (
+    reranker_frame,
+    reranker_rows,
+    results_comparisons,
+    significance,
 )
+from searchgrade.engine.run.strategies import display_rank, label, pairs, strategy_order
+from searchgrade.engine.store import RunRecord, Store
 
 
 @dataclass

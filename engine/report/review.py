@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from core.records import SearchGradeError
-from engine.labels import check_rater, run_labels
-from engine.report.common import is_llm_run
-from engine.review import MAX_ITEMS, MODES, Occurrence, sample_pairs, sample_queries
-from engine.store import RunRecord, Store
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.labels.ratings import check_rater, run_labels
+from searchgrade.engine.labels.review_sample import MAX_ITEMS, MODES, Occurrence, sample_pairs, sample_queries
+from searchgrade.engine.report.common import is_llm_run
+from searchgrade.engine.store import RunRecord, Store
 
 MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries: every result in the top k"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.store import RunRecord, Store
-from engine.strategies import label, strategy_order
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import RunRecord, Store
 
 
 @dataclass(frozen=True)

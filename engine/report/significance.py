@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import pandas as pd
 
-from engine.report.common import (
+from searchgrade.engine.report.common import (
     ALPHA,
     PAIRED_RESAMPLES,
     WITH,
@@ -26,12 +26,12 @@ from engine.report.common import (
     best_row,
     metric_label,
 )
-from engine.scoring import higher_is_better
-from engine.statistics import PairedTest, holm, paired_tests
-from engine.strategies import label, pairs
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, pairs
+from searchgrade.engine.statistics.bootstrap import PairedTest, holm, paired_tests
 
 if TYPE_CHECKING:
-    from engine.store import RunRecord, Store
+    from searchgrade.engine.store import RunRecord, Store
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
                     "Adjusted p (Holm)", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from engine.report.common import one_session
-from engine.store import Store
-from engine.strategies import label
+from searchgrade.engine.report.common import one_session
+from searchgrade.engine.run.strategies import label
+from searchgrade.engine.store import Store
 
 
 @one_session

@@ -9,7 +9,7 @@ Judge-corrected estimates rest on *fully rated* queries: for a strategy, a query
 when every result in its top k has a human grade (the review queue's query mode rates exactly
 that). On such a query the metric computed with human grades where people gave one and the
 judge's elsewhere (deeper results in an NDCG ideal or a recall pool) is Y, and with the judge's
-grades only is Y-hat; engine/ppi.py corrects the LLM-only mean over all queries by the mean
+grades only is Y-hat; engine/statistics/ppi.py corrects the LLM-only mean over all queries by the mean
 Y - Y-hat on the rated ones.
 """
 
@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from core.records import ScoredDoc, SearchHits
-from engine.krippendorff import AlphaEstimate, krippendorff_alpha
-from engine.labels import RunLabels, human_grade, latest_per_rater, run_labels
-from engine.llm.agreement import JudgeVsHuman, judge_vs_human
-from engine.metrics import METRIC_NAMES
-from engine.ppi import ppi_mean
-from engine.report.common import Sentence, metric_label, plural
-from engine.scoring import per_query_metrics
-from engine.store import RunRecord, Store
-from engine.strategies import label, strategy_order
+from searchgrade.core.records import ScoredDoc, SearchHits
+from searchgrade.engine.labels.ratings import RunLabels, human_grade, latest_per_rater, run_labels
+from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.report.common import Sentence, metric_label, plural
+from searchgrade.engine.run.scoring import per_query_metrics
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.statistics.agreement import JudgeVsHuman, judge_vs_human
+from searchgrade.engine.statistics.krippendorff import AlphaEstimate, krippendorff_alpha
+from searchgrade.engine.statistics.ppi import ppi_mean
+from searchgrade.engine.store import RunRecord, Store
 
 #: Fewer rated pairs than this: too few to say anything about the judge.
 MIN_PAIRS = 30

@@ -16,13 +16,13 @@ All SQL of the project lives in this package, one module per concern, composed i
 
 from __future__ import annotations
 
-from engine.store.connection import DB_FILENAME, StoreConnection
-from engine.store.dashboard import DashboardReadsMixin
-from engine.store.labels import LabelsMixin
-from engine.store.llm_cache import LLMCacheMixin
-from engine.store.migrations import MIGRATIONS
-from engine.store.results import ResultsMixin
-from engine.store.runs import (
+from searchgrade.engine.store.connection import DB_FILENAME, StoreConnection
+from searchgrade.engine.store.dashboard import DashboardReadsMixin
+from searchgrade.engine.store.labels import LabelsMixin
+from searchgrade.engine.store.llm_cache import LLMCacheMixin
+from searchgrade.engine.store.migrations import MIGRATIONS
+from searchgrade.engine.store.results import ResultsMixin
+from searchgrade.engine.store.runs import (
     RUN_STATUSES,
     STOPPED_STATUSES,
     Beat,
@@ -32,7 +32,7 @@ from engine.store.runs import (
     new_owner,
     new_run_id,
 )
-from engine.store.usage import LLMUsageMixin
+from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from core.records import SearchGradeError
-from engine.store.migrations import MIGRATIONS
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
     import numpy as np

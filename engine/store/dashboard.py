@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import numpy as np
 
-from engine.store.connection import StoreConnection, and_equal
+from searchgrade.engine.store.connection import StoreConnection, and_equal
 
 if TYPE_CHECKING:
     import pandas as pd

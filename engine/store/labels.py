@@ -1,7 +1,7 @@
 """Human labels (people's ratings, imported qrels), review queues, and per-query lexical overlap.
 
 Labels belong to a collection (by name), not to a run: every later run on the collection reuses
-them. Every rating is kept (several raters, a rater changing their mind); engine/labels.py
+them. Every rating is kept (several raters, a rater changing their mind); engine/labels/ratings.py
 decides which apply to a run's pairs and how several raters' grades combine.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from engine.store.connection import StoreConnection, and_equal, insert_frame, now_utc
+from searchgrade.engine.store.connection import StoreConnection, and_equal, insert_frame, now_utc
 
 LABEL_COLUMNS = ["label_id", "collection_name", "query_id", "query_text", "doc_id", "content_hash",
                  "grade", "rater", "note", "origin", "run_id", "created_at"]

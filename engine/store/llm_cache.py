@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engine.store.connection import StoreConnection, now_utc
+from searchgrade.engine.store.connection import StoreConnection, now_utc
 
 
 class LLMCacheMixin(StoreConnection):

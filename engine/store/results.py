@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from engine.store.connection import StoreConnection, and_equal, insert_frame
+from searchgrade.engine.store.connection import StoreConnection, and_equal, insert_frame
 
 
 class ResultsMixin(StoreConnection):
@@ -90,7 +90,7 @@ class ResultsMixin(StoreConnection):
 
     def stored_hits(self, run_id: str) -> dict[tuple[str, str], Any]:
         """(strategy, query id) -> SearchHits as stored (score, rank, latency), for a resume."""
-        from core.records import ScoredDoc, SearchHits
+        from searchgrade.core.records import ScoredDoc, SearchHits
 
         rows = self._dicts(
             "SELECT strategy, query_id, list(doc_id ORDER BY rank) AS ids, list(score ORDER BY rank) AS "

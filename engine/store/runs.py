@@ -2,7 +2,7 @@
 
 A run ends 'complete', 'failed', 'cancelled' (Ctrl-C, or Cancel in the app) or 'interrupted' (its
 process died). Whatever process runs a run owns it by a token (``owner``) and beats its heartbeat
-(``heartbeat_at``, engine/lifecycle.py); a run still 'running' whose heartbeat is older than the
+(``heartbeat_at``, engine/run/lifecycle.py); a run still 'running' whose heartbeat is older than the
 timeout ($SEARCHGRADE_HEARTBEAT_TIMEOUT_S, default 60 s) is marked interrupted by whoever looks
 next (every read of a run does), on any host, with no restart and no process ids (which a
 container reuses). A stopped run can be reopened, by one process only, to resume it.
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from core.records import SearchGradeError
-from engine.store.connection import StoreConnection, now_utc
-from engine.store.dashboard import write_run_summary
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.store.connection import StoreConnection, now_utc
+from searchgrade.engine.store.dashboard import write_run_summary
 
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "cancelled")
 #: The statuses a run can be resumed from.
@@ -146,7 +146,7 @@ class RunsMixin(StoreConnection):
         parent_run_id: str | None = None,
         owner: str | None = None,
     ) -> str:
-        """A new run, 'running', owned by ``owner`` (engine/lifecycle.py beats its heartbeat)."""
+        """A new run, 'running', owned by ``owner`` (engine/run/lifecycle.py beats its heartbeat)."""
         run_id = run_id or new_run_id()
         now = now_utc()
         with self.connect() as con:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.store.connection import StoreConnection
+from searchgrade.engine.store.connection import StoreConnection
 
 
 class LLMUsageMixin(StoreConnection):

@@ -13,8 +13,8 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from core.records import SearchGradeError
-from indexes.trained_reranker import leakage_keys
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.rerank.trained import leakage_keys
 
 
 class FoldQuery(NamedTuple):

@@ -3,7 +3,7 @@
 Pure: takes the base strategies' ranked candidates, the cross-encoder's scores of (query,
 document), the blend weight of the model that scored each query, and the judgments, and returns
 per-strategy means with paired tests. The reranked list is what the reranked strategy returns:
-the base's top ``depth`` ordered by the blended score (indexes.trained_reranker.blend), ties in
+the base's top ``depth`` ordered by the blended score (indexes.rerank.trained.blend), ties in
 base order. ``fit_blend_weight`` picks a model's weight on queries it did not train on.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engine.metrics import compute_metrics
-from indexes.trained_reranker import blend
+from searchgrade.engine.metrics import compute_metrics
+from searchgrade.indexes.rerank.trained import blend
 
 #: Blend weights tried by fit_blend_weight, from the cross-encoder alone to the base order (None).
 BLEND_GRID: tuple[float | None, ...] = (0.0, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, None)
@@ -121,7 +121,7 @@ def heldout_figures(
     Returns:
         The figures, and per_query[strategy][query id] -> {"base:<metric>": v, "reranked:<metric>": v}.
     """
-    from engine.statistics import holm, paired_test
+    from searchgrade.engine.statistics.bootstrap import holm, paired_test
 
     figures: list[HeldOutFigure] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}

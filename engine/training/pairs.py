@@ -21,8 +21,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from core.records import SearchGradeError
-from indexes.reranker_training import LabelledPair
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.rerank.training import LabelledPair
 
 #: Label sources in order of precedence: a human grade wins over the judge's.
 SOURCE_ORDER = ("human", "llm")

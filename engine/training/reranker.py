@@ -32,26 +32,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from engine.training.folds import FoldQuery, assign_folds, query_groups
-from engine.training.heldout import HeldOutFigure, fit_blend_weight, heldout_figures
-from engine.training.pairs import (
+from searchgrade.core.owner import left_by_dead_process, owner_tag
+from searchgrade.core.records import Collection, SearchGradeError
+from searchgrade.engine.run.strategies import base_of, base_strategies
+from searchgrade.engine.training.folds import FoldQuery, assign_folds, query_groups
+from searchgrade.engine.training.heldout import HeldOutFigure, fit_blend_weight, heldout_figures
+from searchgrade.engine.training.pairs import (
     NegativeSampling,
     PairStats,
     QueryLabels,
     labels_from_grades,
     training_pairs,
 )
-from core.owner import left_by_dead_process, owner_tag
-from core.records import Collection, SearchGradeError
-from engine.strategies import base_of, base_strategies
-from indexes.reranker_training import (
-    LabelledPair,
-    TrainingSettings,
-    check_body,
-    predict,
-    train_cross_encoder,
-)
-from indexes.trained_reranker import (
+from searchgrade.indexes.rerank.trained import (
     CARD_FORMAT,
     FULL,
     TrainedReranker,
@@ -62,13 +55,20 @@ from indexes.trained_reranker import (
     rerankers_dir,
     write_scores,
 )
+from searchgrade.indexes.rerank.training import (
+    LabelledPair,
+    TrainingSettings,
+    check_body,
+    predict,
+    train_cross_encoder,
+)
 
 Progress = Callable[[str, int, int], None]
 #: Candidates of each base strategy a trained reranker rescores by default (at most the run's
 #: --rerank-depth). Every held-out and validation query's union of them is scored while training,
 #: so the depth sets most of the time: at 20, SciFact's 300 queries make ~19,000 pairs, at the
 #: run's default 50, ~45,000 (the 33 minutes of the first demo). An evaluation with the reranker
-#: rescores no deeper (indexes.trained_reranker.CrossFittedScorer.max_depth).
+#: rescores no deeper (indexes.rerank.trained.CrossFittedScorer.max_depth).
 DEFAULT_DEPTH = 20
 #: The metrics of the held-out figures (at the run's k).
 HELDOUT_METRICS = ("ndcg", "dcg")
@@ -92,7 +92,7 @@ class RerankerTrainingConfig:
         train_queries: the texts of those queries (default: queries.jsonl of the collection).
         replace: overwrite a reranker of the same name.
         blend: blend each model's scores with the base ranking, with a weight chosen on a fold
-            the model did not train on (indexes.trained_reranker.blend); each fold model then
+            the model did not train on (indexes.rerank.trained.blend); each fold model then
             trains on k - 2 folds. Without it: the cross-encoder alone, on k - 1 folds.
         max_validation: at most this many validation queries per model (a seeded sample): they
             cost scoring time and only choose one weight.
@@ -293,8 +293,8 @@ def sweep_stale(folder: Path) -> list[str]:
 
 def _prepare(store: Any, run_id: str, data_dir: Path, config: RerankerTrainingConfig,
              collection: Collection | None) -> _Work:
-    from engine.collections import load_collection
-    from engine.config import RunConfig
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.run.config import RunConfig
 
     run = store.get_run(run_id)
     if run.status != "complete":
@@ -330,7 +330,7 @@ def _prepare(store: Any, run_id: str, data_dir: Path, config: RerankerTrainingCo
 def _training_split(config: RerankerTrainingConfig, collection: Collection,
                     eval_queries: Sequence[QueryLabels]) -> tuple[list[QueryLabels], list[str]]:
     """The queries of a separate training split, minus any that leak into the evaluated ones."""
-    from engine.collections import load_judgments
+    from searchgrade.engine.collections import load_judgments
 
     root = Path(collection.path)
     queries_path = Path(config.train_queries) if config.train_queries else root / "queries.jsonl"
@@ -360,10 +360,10 @@ def _find_candidates(work: _Work, config: RerankerTrainingConfig, data_dir: Path
                      report: Progress) -> None:
     """Every base strategy's ranked doc ids for every query, deep enough for the negatives and
     the held-out reranking."""
-    from core.records import collection_fingerprint
-    from engine.config import RunConfig
-    from indexes.build import build_searchers
-    from indexes.settings import IndexSettings
+    from searchgrade.core.records import collection_fingerprint
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.indexes.build import build_searchers
+    from searchgrade.indexes.settings import IndexSettings
 
     settings = RunConfig.from_json(work.run.config).index or IndexSettings()
     built = build_searchers(work.collection, settings, data_dir, strategies=work.strategies,

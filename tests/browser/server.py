@@ -68,7 +68,7 @@ def serve_app(workdir: Path, *args: str, env: dict[str, str]) -> Iterator[str]:
     log_path = workdir / "app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            [sys.executable, "-m", "searchgrade.cli", "app", "--port", str(port), "--host", "127.0.0.1", *args],
             cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             url = f"http://127.0.0.1:{port}"

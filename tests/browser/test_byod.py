@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import Store
+from searchgrade.engine.store import Store
 from tests.browser.server import ROOT, environment, serve_app
 from tests.conftest import CRANFIELD
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.paths import DEMO_DIR
-from engine.store import Store
+from searchgrade.engine.paths import DEMO_DIR
+from searchgrade.engine.store import Store
 from tests.browser.server import environment, serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -144,9 +144,9 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
     page.get_by_role("option", name=run.name).first.click()
     strategies = _wait_chart(page, "strategies")
     shown = {}
-    from engine.report.common import WITHOUT
-    from engine.strategies import base_strategies, reranked_of
-    from engine.strategies import label as strategy_label
+    from searchgrade.engine.report.common import WITHOUT
+    from searchgrade.engine.run.strategies import base_strategies, reranked_of
+    from searchgrade.engine.run.strategies import label as strategy_label
 
     labels = {strategy_label(s): s for s in base_strategies()}
     for trace in strategies["data"]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import Store
+from searchgrade.engine.store import Store
 from tests.browser.server import environment, serve_app
 from tests.conftest import TINY_QRELS, write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
@@ -236,7 +236,7 @@ def test_a_cli_run_killed_while_the_app_is_open_shows_interrupted_and_resumes_fr
     # Slow replies: the CLI run is still judging while the page is opened and the run picked.
     with _listener("killed-model", latency_s=5.0) as listener:
         cli = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "evaluate", str(folder), "--qrels", "--llm", "--model", "killed-model",
+            [sys.executable, "-m", "searchgrade.cli", "evaluate", str(folder), "--qrels", "--llm", "--model", "killed-model",
              "--base-url", listener.base_url, "--concurrency", "1", "--strategies", "fulltext",
              "--name", "killed run"],
             cwd=tmp, env=environment(home, **_settings(tmp)), stdout=subprocess.DEVNULL,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import Store
-from engine.strategies import label as strategy_label
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.engine.store import Store
 from tests.browser.test_e2e import SCREENSHOT_DIR, _wait_chart, app  # noqa: F401 - a fixture
 from tests.pages.synthetic import llm_spec, write_run
 
@@ -117,12 +117,12 @@ def _beir_with_long_documents(folder: Path) -> Path:
 def test_upload_a_judge_prompt_estimate_the_cost_then_run_with_it(app, browser, tmp_path):  # noqa: F811
     """The Evaluate page in Chromium: a bad prompt file is one line, a good one is used; Estimate cost
     shows the dry run's figures before anything runs, and the endpoint typed here never gets the key."""
-    from engine.collections import load_collection
-    from engine.config import RunConfig
-    from engine.estimate import estimate_cost
-    from engine.llm.client import LLMSettings
-    from engine.llm.judge import JudgeSettings
-    from engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.estimate import estimate_cost
     from tests.engine.llm.fake_server import FakeOpenAIServer
     from tests.engine.llm_fakes import Recorder
     from tests.pages.test_evaluate_judge import PACKAGED, STRICT

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SEARCHGRADE = [sys.executable, "-m", "engine.cli"]
+SEARCHGRADE = [sys.executable, "-m", "searchgrade.cli"]
 
 
 def _env(tmp_path, **extra) -> dict[str, str]:
@@ -102,8 +102,8 @@ def test_the_server_runs_no_full_garbage_collection_after_each_script_run():
     without). Both ways of starting the app turn it off."""
     import tomllib
 
-    from engine.cli.app import streamlit_command
-    from engine.cli import build_parser
+    from searchgrade.cli import build_parser
+    from searchgrade.cli.app import streamlit_command
 
     command = streamlit_command(build_parser().parse_args(["app"]))
     assert command[command.index("--runner.postScriptGC") + 1] == "false"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import SearchGradeError
-from engine import auth
+from searchgrade.core.records import SearchGradeError
+from searchgrade.server import auth
 
 
 class Clock:

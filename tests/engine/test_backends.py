@@ -6,15 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.llm.client import LLMSettings
-from engine.llm.querygen import QueryGenSettings
-from engine.pipeline import resume_run, run_evaluation
-from engine.report.recompute import Figures, recompute_values
-from engine.report.results import results_view
-from engine.store import Store
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.report.recompute import Figures, recompute_values
+from searchgrade.engine.report.results import results_view
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import resume_run, run_evaluation
+from searchgrade.engine.store import Store
 from tests.conftest import DEMO, write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
@@ -47,7 +47,7 @@ def declared(server, **keys):
 
 
 def config(server, strategies=("fulltext", "es"), **keys):
-    from indexes.backends.spec import parse_spec
+    from searchgrade.indexes.declared.spec import parse_spec
 
     decl = {name: parse_spec(name, table).to_json() for name, table in declared(server, **keys).items()}
     return RunConfig(name="t", strategies=strategies, n_bootstrap=200, declared=decl)
@@ -154,7 +154,7 @@ def test_ids_none_of_which_is_in_the_collection_stop_the_run_on_the_first_query(
 
 
 def test_an_unreachable_server_stops_the_run_on_the_first_query_with_one_line(tmp_path, tiny_folder):
-    from indexes.backends.spec import parse_spec
+    from searchgrade.indexes.declared.spec import parse_spec
 
     decl = {"es": parse_spec("es", {"kind": "elasticsearch", "host": "http://127.0.0.1:9", "index": "x",
                                     "query": '{"match": {"text": {{query}}}}', "retries": 0}).to_json()}
@@ -178,7 +178,7 @@ def test_results_outside_the_collection_are_counted_and_named(tmp_path, tiny_fol
 
 def test_a_declared_strategy_with_rerank_has_its_twin_or_a_reason(tmp_path, tiny_folder, server,
                                                                   tiny_cross_encoder_dir):
-    from indexes.settings import IndexSettings
+    from searchgrade.indexes.settings import IndexSettings
 
     store = Store(tmp_path / "d")
     cfg = config(server, strategies=("es", "es_rerank"), rerank=True)
@@ -199,7 +199,7 @@ def test_http_in_front_of_the_builtin_fulltext_gives_its_top_10_and_metrics_on_s
         cfg = RunConfig(name="scifact", strategies=("fulltext", "es"), max_queries=100, n_bootstrap=200,
                         declared={"es": {"kind": "elasticsearch", "host": server.url, "index": "scifact",
                                          "query": '{"match": {"text": {{query}}}}', "concurrency": 4}})
-        from indexes.backends.spec import parse_spec
+        from searchgrade.indexes.declared.spec import parse_spec
 
         cfg = RunConfig(**{**cfg.__dict__, "declared": {"es": parse_spec("es", cfg.declared["es"]).to_json()}})
         run_id = run_evaluation(load_collection(DEMO), cfg, store, data).run_id

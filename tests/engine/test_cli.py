@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 from tests.conftest import CRANFIELD
 
-SEARCHGRADE = [sys.executable, "-m", "engine.cli"]
+SEARCHGRADE = [sys.executable, "-m", "searchgrade.cli"]
 
 
 def _evaluate(tiny_beir, data_dir, *extra) -> str:
@@ -112,8 +112,8 @@ def test_expected_errors_are_one_line_and_non_zero(tmp_path, tiny_beir, capsys, 
 def test_imported_vectors_build_the_ann_index_with_nothing_embedded(tmp_path, tiny_beir, capsys):
     import numpy as np
 
-    from engine.collections import load_collection
-    from indexes.embeddings import encode, load_embedder
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.indexes.embeddings.encoder import encode, load_embedder
 
     documents = load_collection(tiny_beir).documents
     vectors = encode(load_embedder("all-MiniLM-L6-v2"), [d.content for d in documents], 32)

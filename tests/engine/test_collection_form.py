@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.report.collection_form import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.report.collection_form import (
     ColumnMap,
     document_preview,
     hide_server_paths,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.collections import FolderLimits, load_collection
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import FolderLimits, load_collection
 
 FLAG = re.compile(r"--[a-z]")
 

@@ -1,4 +1,4 @@
-"""Tests for engine.collections: the three input layouts, bad input, notes, fingerprints."""
+"""Tests for searchgrade.engine.collections: the three input layouts, bad input, notes, fingerprints."""
 
 from __future__ import annotations
 
@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.records import (
-    Collection,
-    Document,
-    Query,
-    SearchGradeError,
-    collection_fingerprint,
-)
-from engine.collections import default_threshold, grade_scale, load_collection
+from searchgrade.core.records import Collection, Document, Query, SearchGradeError, collection_fingerprint
+from searchgrade.engine.collections import default_threshold, grade_scale, load_collection
 
 REPO = Path(__file__).resolve().parents[2]
 SCIFACT = REPO / "demo" / "scifact"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.deploy import is_exposed, is_loopback
+from searchgrade.server.deploy import is_exposed, is_loopback
 
 
 @pytest.mark.parametrize("address", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST"])

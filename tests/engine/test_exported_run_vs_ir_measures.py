@@ -5,11 +5,11 @@ from __future__ import annotations
 import ir_measures
 import pytest
 
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.export import export_run
-from engine.pipeline import run_evaluation
-from engine.store import Store
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.export import export_run
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
 from tests.conftest import CRANFIELD
 
 

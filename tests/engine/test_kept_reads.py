@@ -10,10 +10,10 @@ import json
 import pandas as pd
 import pytest
 
-from core.records import ScoredDoc, SearchHits
-from engine.report.kept import RunReads
-from engine.report.results import failed_queries, keep_first_view, results_view
-from engine.store import Store
+from searchgrade.core.records import ScoredDoc, SearchHits
+from searchgrade.engine.report.kept import RunReads
+from searchgrade.engine.report.results import failed_queries, keep_first_view, results_view
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, write_run
 
 FRAMES = ("metric_summary", "metric_table", "relevance_table", "by_position", "best_queries", "worst_queries",
@@ -197,7 +197,7 @@ def test_a_failed_head_start_is_one_warning_and_the_run_stays_complete(tmp_path,
     def broken(*_args, **_kwargs):
         raise OSError("disk full\nsecond line")
 
-    monkeypatch.setattr("engine.report.results.results_view", broken)
+    monkeypatch.setattr("searchgrade.engine.report.results.results_view", broken)
     keep_first_view(store, run_id)
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "is complete" in err and "OSError: disk full" in err

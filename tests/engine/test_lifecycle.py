@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from core.records import SearchGradeError
-from engine import jobs
-from engine.lifecycle import RunCancelled, RunGuard, RunTakenOver
-from engine.pipeline import RunOutcome
-from engine.store import Store, new_owner
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.lifecycle import RunCancelled, RunGuard, RunTakenOver
+from searchgrade.engine.run.pipeline import RunOutcome
+from searchgrade.engine.store import Store, new_owner
+from searchgrade.server import jobs
 
 
 def _new_run(store: Store, owner: str | None = None) -> str:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
 
-SEARCHGRADE = [sys.executable, "-m", "engine.cli"]
+SEARCHGRADE = [sys.executable, "-m", "searchgrade.cli"]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import Query, ScoredDoc, SearchGradeError, SearchHits
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.llm.client import LLMSettings
-from engine.llm.querygen import QueryGenSettings
-from engine.pipeline import resume_run, run_evaluation
-from engine.scoring import SOURCE_FOUND, per_query_metrics, source_found_metrics
-from engine.store import Store
+from searchgrade.core.records import Query, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import resume_run, run_evaluation
+from searchgrade.engine.run.scoring import SOURCE_FOUND, per_query_metrics, source_found_metrics
+from searchgrade.engine.store import Store
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder

@@ -14,7 +14,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from engine.metrics import METRICS
+from searchgrade.engine.metrics import METRICS
 
 K = 10
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.report.overlap import jaccard, rbo, search_problems, top_overlap
-from engine.store import Store
+from searchgrade.engine.report.result_overlap import jaccard, rbo, search_problems, top_overlap
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import tiny_spec, write_run
 
 

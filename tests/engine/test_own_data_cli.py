@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 
 CSV = ("doc_id,headline,abstract,body\n"
        "d1,Apple pie,,A classic apple pie recipe with cinnamon and butter.\n"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.report.common import PRIMARY_METRIC, metric_rows
-from engine.report.recompute import Figures
-from engine.report.results import results_view
-from engine.report.significance import decode_tests, paired_comparisons, results_pairs
-from engine.store import Store
+from searchgrade.engine.report.common import PRIMARY_METRIC, metric_rows
+from searchgrade.engine.report.recompute import Figures
+from searchgrade.engine.report.results import results_view
+from searchgrade.engine.report.significance import decode_tests, paired_comparisons, results_pairs
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import random_spec, write_run
 
 

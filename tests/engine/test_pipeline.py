@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.pipeline import resume_run, run_evaluation
-from engine.store import Store
-from engine.strategies import known_strategies
-from indexes.settings import IndexSettings
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import resume_run, run_evaluation
+from searchgrade.engine.run.strategies import known_strategies
+from searchgrade.engine.store import Store
+from searchgrade.indexes.settings import IndexSettings
 
 STRATEGIES = known_strategies()
 
@@ -81,12 +81,12 @@ def test_unjudged_results_count_as_zero_and_show_in_judged(tmp_path, tiny_beir):
 
 
 def test_failure_mid_run_marks_the_run_failed_and_stores_no_results(tmp_path, tiny_beir, monkeypatch):
-    import indexes.fulltext
+    from searchgrade.indexes.builtin import fulltext
 
     def broken(self, query, k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", broken)
+    monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", broken)
     store = Store(tmp_path / "data")
     with pytest.raises(RuntimeError):
         run_evaluation(load_collection(tiny_beir), _config(tmp_path, strategies=("fulltext",)),
@@ -99,14 +99,14 @@ def test_failure_mid_run_marks_the_run_failed_and_stores_no_results(tmp_path, ti
 
 
 def test_ctrl_c_marks_the_run_cancelled_and_resume_finishes_it(tmp_path, tiny_beir, monkeypatch):
-    import indexes.fulltext
+    from searchgrade.indexes.builtin import fulltext
 
-    search = indexes.fulltext.FulltextSearcher.search_one
+    search = fulltext.FulltextSearcher.search_one
 
     def interrupted(self, query, k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", interrupted)
+    monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", interrupted)
     store = Store(tmp_path / "data")
     collection = load_collection(tiny_beir)
     with pytest.raises(KeyboardInterrupt):
@@ -114,7 +114,7 @@ def test_ctrl_c_marks_the_run_cancelled_and_resume_finishes_it(tmp_path, tiny_be
     (run,) = store.list_runs()
     assert run.status == "cancelled" and "Ctrl-C" in run.error and "search" in run.error
     assert "index" in run.timings  # what was done is kept
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", search)
+    monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", search)
     outcome = resume_run(run.run_id, store, tmp_path / "data", collection=collection)
     assert outcome.status == "complete" == store.get_run(run.run_id).status
     assert store.metric_summary(run.run_id)

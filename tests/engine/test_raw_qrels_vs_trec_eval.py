@@ -10,8 +10,8 @@ from __future__ import annotations
 import ir_measures
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 from tests.conftest import CRANFIELD
 
 RAW = CRANFIELD / "qrels_raw.tsv"

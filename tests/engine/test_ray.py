@@ -1,4 +1,4 @@
-"""Runs on Ray (engine/ray_runner.py) against a real local Ray on 2 CPUs, started once here.
+"""Runs on Ray (engine/ray/runner.py) against a real local Ray on 2 CPUs, started once here.
 
 The claims: a run on Ray stores what the local run stores (Cranfield, all six strategies: the
 same result lists, the same per-query metrics to 1e-9, the same document vectors), the packaged
@@ -22,15 +22,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.records import SearchGradeError
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.pipeline import run_evaluation
-from engine.ray_runner import check_reachable, connect, embed_on_ray, import_ray, ray_session
-from engine.store import Store
-from engine.strategies import known_strategies
-from indexes.embeddings import EmbeddingCache, cache_dir_for, encode_cached, text_key
-from indexes.settings import DEFAULT_EMBEDDING_MODEL, IndexSettings
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.ray.runner import check_reachable, connect, embed_on_ray, import_ray, ray_session
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.run.strategies import known_strategies
+from searchgrade.engine.store import Store
+from searchgrade.indexes.embeddings.encoder import EmbeddingCache, cache_dir_for, encode_cached, text_key
+from searchgrade.indexes.settings import DEFAULT_EMBEDDING_MODEL, IndexSettings
 from tests.conftest import CRANFIELD, REPO
 from tests.indexes.conftest import tiny_cross_encoder_dir  # noqa: F401 - a fixture
 
@@ -160,7 +160,7 @@ def test_a_wrong_address_fails_in_seconds_with_one_line_and_writes_nothing(tmp_p
         port = s.getsockname()[1]
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "evaluate", str(CRANFIELD), "--qrels", "--ray", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "searchgrade.cli", "evaluate", str(CRANFIELD), "--qrels", "--ray", f"127.0.0.1:{port}",
          "--data-dir", str(tmp_path / "d")], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
@@ -226,8 +226,8 @@ class InFlight:
 
 
 def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(local_ray, tmp_path):
-    from engine.llm.client import LLMSettings
-    from engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.querygen import QueryGenSettings
     from tests.conftest import write_beir
     from tests.engine.llm.fake_server import FakeOpenAIServer
     from tests.engine.llm_fakes import MIN_WORDS
@@ -266,10 +266,10 @@ def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(loc
 def test_two_runs_sharing_an_endpoint_share_one_bound_on_requests_in_flight(local_ray):
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.llm.client import LLMClient, LLMSettings
-    from engine.llm.judge import JudgeSettings, judge_prompt
-    from engine.llm.schemas import JudgeReply, judge_schema
-    from engine.ray_runner import RayLLM
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
+    from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
+    from searchgrade.engine.ray.runner import RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -332,11 +332,11 @@ def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
                 time.sleep(1)
         collection = write_beir(tmp_path / "tiny")
         run = subprocess.run(
-            [sys.executable, "-m", "engine.cli", "evaluate", str(collection), "--qrels", "--strategies",
+            [sys.executable, "-m", "searchgrade.cli", "evaluate", str(collection), "--qrels", "--strategies",
              "fulltext", "--ray", f"127.0.0.1:{port}", "--data-dir", str(tmp_path / "d")],
             env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
         assert run.returncode == 0, run.stderr
-        shown = subprocess.run([sys.executable, "-m", "engine.cli", "show", run.stdout.split()[-1],
+        shown = subprocess.run([sys.executable, "-m", "searchgrade.cli", "show", run.stdout.split()[-1],
                                 "--format", "json", "--data-dir", str(tmp_path / "d")],
                                capture_output=True, text=True, timeout=120, cwd=REPO)
         stats = json.loads(shown.stdout)["run"]["stats"]["ray"]
@@ -350,8 +350,8 @@ def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
 
 
 def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(local_ray, tmp_path):
-    from engine.ray_runner import BuildSpec, RaySearch
-    from indexes.executor import QueryBatch
+    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.indexes.executor import QueryBatch
 
     spec = BuildSpec(collection_path=str(tmp_path / "not-here"), collection_fields={}, fingerprint="x",
                      settings=IndexSettings(), data_dir=str(tmp_path), strategies=("fulltext",), declared={},
@@ -368,8 +368,8 @@ def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(l
 
 
 def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray, tmp_path, tiny_beir, monkeypatch):
-    import indexes.fulltext
-    from engine.pipeline import resume_run
+    from searchgrade.indexes.builtin import fulltext
+    from searchgrade.engine.run.pipeline import resume_run
 
     collection = load_collection(tiny_beir)
     config = RunConfig(strategies=("fulltext",), n_bootstrap=200)
@@ -379,14 +379,14 @@ def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray
     def interrupted(self, query, k):
         raise KeyboardInterrupt
 
-    search = indexes.fulltext.FulltextSearcher.search_one
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", interrupted)
+    search = fulltext.FulltextSearcher.search_one
+    monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", interrupted)
     store = Store(tmp_path / "d")
     with pytest.raises(KeyboardInterrupt):
         run_evaluation(collection, config, store, tmp_path / "d")
     (run,) = store.list_runs()
     assert run.status == "cancelled"
-    monkeypatch.setattr(indexes.fulltext.FulltextSearcher, "search_one", search)
+    monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", search)
     with ray_session(None) as session:
         outcome = resume_run(run.run_id, store, tmp_path / "d", collection=collection, ray=session)
     assert outcome.status == "complete"
@@ -396,8 +396,8 @@ def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray
 
 
 def _judge_call(run, i: int = 0):
-    from engine.llm.judge import JudgeSettings, judge_prompt
-    from engine.llm.schemas import JudgeReply, judge_schema
+    from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
+    from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
 
     messages = judge_prompt(JudgeSettings()).messages(query=f"question {i}", document=f"document {i} about things")
     return run.complete("judge", messages, JudgeReply, judge_schema(), schema_name="judgment")
@@ -407,8 +407,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
     """The limiter outlives runs: a holder that never releases (a killed driver, a lost node)
     must cost a lease's length, not the permit. The endpoint is the driver's, from its own
     environment: the workers (started with the module's Ray) do not have OPENAI_BASE_URL."""
-    from engine.llm.client import LLMClient, LLMSettings
-    from engine.ray_runner import LIMITER_PREFIX, RayLLM
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.ray.runner import LIMITER_PREFIX, RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -436,8 +436,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
 
 
 def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local_ray):
-    from engine.llm.client import LLMClient, LLMSettings
-    from engine.ray_runner import RayLLM
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.ray.runner import RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -461,8 +461,8 @@ def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local
 
 
 def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local_ray, tmp_path):
-    from engine.ray_runner import BuildSpec, RaySearch
-    from indexes.executor import QueryBatch
+    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.indexes.executor import QueryBatch
 
     @local_ray.remote(num_cpus=2)
     class Hog:  # another job holding every CPU of the cluster
@@ -490,9 +490,9 @@ def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local
 
 
 def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray, tmp_path, tiny_beir):
-    from engine.ray_runner import BuildSpec, RaySearch
-    from indexes.build import build_searchers
-    from indexes.executor import QueryBatch
+    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.indexes.build import build_searchers
+    from searchgrade.indexes.executor import QueryBatch
 
     collection = load_collection(tiny_beir)
     built = build_searchers(collection, IndexSettings(), tmp_path, strategies=("fulltext",))
@@ -513,7 +513,7 @@ def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray,
 
 
 def test_device_cuda_is_refused_on_ray_before_a_run_is_made(tmp_path, tiny_beir):
-    from engine.ray_runner import RaySession
+    from searchgrade.engine.ray.runner import RaySession
 
     store = Store(tmp_path / "d")
     config = RunConfig(strategies=("fulltext",), index=IndexSettings(device="cuda"))
@@ -528,7 +528,7 @@ def test_resume_with_a_wrong_address_fails_with_one_line_and_writes_nothing(tmp_
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "resume", "abc123", "--ray", f"127.0.0.1:{port}",
+        [sys.executable, "-m", "searchgrade.cli", "resume", "abc123", "--ray", f"127.0.0.1:{port}",
          "--data-dir", str(tmp_path / "d")], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()

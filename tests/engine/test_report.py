@@ -6,24 +6,24 @@ import zipfile
 import pandas as pd
 import pytest
 
-from core.records import SearchGradeError
-from engine.report.ann_index import ann_index_text
-from engine.report.common import WITH, WITHOUT, metric_names, stored_cutoffs
-from engine.report.compare import compare_runs
-from engine.report.downloads import per_query_csv, trec_zip
-from engine.report.drilldown import query_detail
-from engine.report.evaluate import CollectionOverview, mode_status
-from engine.report.llm_panel import kappa_reading
-from engine.report.recompute import per_query_values, recompute_values
-from engine.report.results import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.report.ann_index import ann_index_text
+from searchgrade.engine.report.common import WITH, WITHOUT, metric_names, stored_cutoffs
+from searchgrade.engine.report.compare import compare_runs
+from searchgrade.engine.report.downloads import per_query_csv, trec_zip
+from searchgrade.engine.report.drilldown import query_detail
+from searchgrade.engine.report.evaluate import CollectionOverview, mode_status
+from searchgrade.engine.report.llm_panel import kappa_reading
+from searchgrade.engine.report.recompute import per_query_values, recompute_values
+from searchgrade.engine.report.results import (
     failed_counts,
     failed_queries,
     relevance_by_position,
     results_view,
 )
-from engine.report.runs import run_choices
-from engine.report.trends import trend
-from engine.store import Store
+from searchgrade.engine.report.runs import run_choices
+from searchgrade.engine.report.trends import trend
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import tiny_spec, write_run
 
 # DCG@3 of the tiny run (linear gain, 1/log2(rank + 1)):
@@ -140,7 +140,7 @@ def test_significance_and_recommendations_are_said_in_words(store, run_id):
 def test_a_significant_reranker_gain_is_called_significant(store):
     spec = tiny_spec()
     n = 12
-    from core.records import Query
+    from searchgrade.core.records import Query
 
     spec.queries = [Query(f"q{i}", f"query {i}", "qrels", None) for i in range(n)]
     spec.qrels = {f"q{i}": {"d1": 3, "d2": 0} for i in range(n)}
@@ -345,7 +345,7 @@ def test_judge_vs_human_agreement_is_read_from_the_run_with_kappas_in_words(stor
 
 
 def test_keyword_queries_failing_on_ann_recommend_hybrid(store):
-    from core.records import Document, Query
+    from searchgrade.core.records import Document, Query
     from tests.pages.synthetic import RunSpec
 
     docs = [Document(f"d{i}", f"Doc {i}", "text") for i in range(8)]
@@ -409,9 +409,9 @@ def test_a_run_without_ann_says_nothing_about_an_ann_index():
 
 
 def test_judge_corrected_estimates_leave_a_strategys_failed_queries_out(store):
-    from core.records import Query
-    from engine.labels import new_rating, run_labels
-    from engine.report.trust import corrected_estimates
+    from searchgrade.core.records import Query
+    from searchgrade.engine.labels.ratings import new_rating, run_labels
+    from searchgrade.engine.report.trust import corrected_estimates
     from tests.pages.synthetic import llm_spec
 
     spec = llm_spec()

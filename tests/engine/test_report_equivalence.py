@@ -16,15 +16,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.records import Document, Query, ScoredDoc, SearchHits
-from engine.metrics import METRIC_NAMES
-from engine.report.common import PAIRED_RESAMPLES, RECOMPUTE_RESAMPLES
-from engine.report.recompute import Figures, recompute_values
-from engine.report.results import best_and_worst_queries, results_view
-from engine.report.significance import paired_comparisons
-from engine.scoring import per_query_metrics, source_found_metrics
-from engine.statistics import bootstrap_ci, bootstrap_cis, paired_test, paired_tests
-from engine.store import Store
+from searchgrade.core.records import Document, Query, ScoredDoc, SearchHits
+from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.report.common import PAIRED_RESAMPLES, RECOMPUTE_RESAMPLES
+from searchgrade.engine.report.recompute import Figures, recompute_values
+from searchgrade.engine.report.results import best_and_worst_queries, results_view
+from searchgrade.engine.report.significance import paired_comparisons
+from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics
+from searchgrade.engine.statistics.bootstrap import bootstrap_ci, bootstrap_cis, paired_test, paired_tests
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import RunSpec, write_run
 
 TOLERANCE = 1e-9

@@ -17,17 +17,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.records import Query
-from engine.metrics import HIGHER_IS_BETTER, METRICS
-from engine.report.common import best_row
-from engine.report.compare import compare_runs
-from engine.report.results import results_view
-from engine.report.significance import paired_comparisons, results_pairs, significance
-from engine.report.trends import trend, trend_cutoffs
-from engine.scoring import higher_is_better
-from engine.statistics import holm
-from engine.store import Store
-from engine.strategies import label, reranked_of
+from searchgrade.core.records import Query
+from searchgrade.engine.metrics import HIGHER_IS_BETTER, METRICS
+from searchgrade.engine.report.common import best_row
+from searchgrade.engine.report.compare import compare_runs
+from searchgrade.engine.report.results import results_view
+from searchgrade.engine.report.significance import paired_comparisons, results_pairs, significance
+from searchgrade.engine.report.trends import trend, trend_cutoffs
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, reranked_of
+from searchgrade.engine.statistics.bootstrap import holm
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, tiny_spec, write_run
 
 

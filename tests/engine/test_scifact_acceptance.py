@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.pipeline import run_evaluation
-from engine.store import Store
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
 from tests.conftest import DEMO
 
 

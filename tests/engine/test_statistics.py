@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.statistics import Interval, PairedTest, bootstrap_ci, holm, paired_test
+from searchgrade.engine.statistics.bootstrap import Interval, PairedTest, bootstrap_ci, holm, paired_test
 
 
 def _normal(seed: int, n: int, mean: float = 0.5, sd: float = 0.2) -> np.ndarray:

@@ -7,8 +7,8 @@ import time
 import duckdb
 import pytest
 
-from core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
-from engine.store import MIGRATIONS, Store
+from searchgrade.core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.engine.store import MIGRATIONS, Store
 
 
 def _new_run(store: Store, **overrides) -> str:

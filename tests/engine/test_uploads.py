@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.uploads import MB, UploadLimits, save_upload
+from searchgrade.core.records import SearchGradeError
+from searchgrade.server.uploads import MB, UploadLimits, save_upload
 
 BEIR = {"mybeir/corpus.jsonl": '{"_id": "d1", "text": "x"}\n',
         "mybeir/queries.jsonl": '{"_id": "q1", "text": "x"}\n',

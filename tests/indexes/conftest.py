@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.records import Collection, Document, Query
+from searchgrade.core.records import Collection, Document, Query
 
 DOCS = {
     "d01": ("Penguins", "Penguins are flightless seabirds that live in Antarctica and eat krill."),

@@ -5,11 +5,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from core.records import SearchGradeError
-from indexes import ann
-from indexes.ann import AnnSearcher, build_ann_index, load_ann, save_ann
-from indexes.embeddings import encode, load_embedder
-from indexes.settings import IndexSettings
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.builtin import ann
+from searchgrade.indexes.builtin.ann import AnnSearcher, build_ann_index, load_ann, save_ann
+from searchgrade.indexes.embeddings.encoder import encode, load_embedder
+from searchgrade.indexes.settings import IndexSettings
 
 from .conftest import DOCS, QUERIES
 
@@ -138,7 +138,7 @@ def clustered_unit_vectors(n: int, clusters: int = 20, dim: int = 16, seed: int 
 
 
 def test_auto_builds_an_ivf_index_above_the_threshold(monkeypatch):
-    monkeypatch.setattr("indexes.settings.ANN_EXACT_MAX_DOCS", 50)
+    monkeypatch.setattr("searchgrade.indexes.settings.ANN_EXACT_MAX_DOCS", 50)
     docs = clustered_unit_vectors(200)
     assert ann.AnnSearcher(VectorModel({}), build_ann_index(docs, IndexSettings()), [str(i) for i in range(200)]).kind == "ivf"
     small = build_ann_index(docs[:50], IndexSettings())

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.records import ScoredDoc
-from indexes.base import search_each, timed, top_k
+from searchgrade.core.records import ScoredDoc
+from searchgrade.indexes.base import search_each, timed, top_k
 
 
 def test_top_k_orders_by_score_then_row():

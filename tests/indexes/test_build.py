@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from core.records import Collection, Document, SearchGradeError
-from core.records import collection_fingerprint as corpus_fingerprint
-from indexes import build as build_module
-from indexes.base import Searcher
-from indexes.build import build_searchers
-from indexes.embeddings import load_embedder
-from indexes.registry import known_strategies
-from indexes.settings import IndexSettings
+from searchgrade.core.records import Collection, Document, SearchGradeError
+from searchgrade.core.records import collection_fingerprint as corpus_fingerprint
+from searchgrade.indexes import build as build_module
+from searchgrade.indexes.base import Searcher
+from searchgrade.indexes.build import build_searchers
+from searchgrade.indexes.embeddings.encoder import load_embedder
+from searchgrade.indexes.registry import known_strategies
+from searchgrade.indexes.settings import IndexSettings
 
 from .conftest import DOCS, QUERIES, CountingModel, make_collection
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.records import SearchGradeError
-from engine.cli import main
-from engine.store import Store
-from indexes import embed_backends
-from indexes.embed_backends import resolve_device
-from indexes.embeddings import (
+from searchgrade.cli import main
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.store import Store
+from searchgrade.indexes.embeddings import backends as embed_backends
+from searchgrade.indexes.embeddings.backends import resolve_device
+from searchgrade.indexes.embeddings.encoder import (
     cache_dir_for,
     embedder_backend,
     encode,
@@ -22,7 +22,7 @@ from indexes.embeddings import (
     load_embedder,
     model_slug,
 )
-from indexes.settings import IndexSettings
+from searchgrade.indexes.settings import IndexSettings
 from tests.conftest import write_beir
 
 from .conftest import DOCS, QUERIES
@@ -149,7 +149,7 @@ def test_an_export_sweeps_what_killed_exports_of_this_host_left(tmp_path, monkey
     import sys
     import time
 
-    from core.owner import this_host
+    from searchgrade.core.owner import this_host
 
     _fake_quantizer(monkeypatch)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.records import SearchGradeError
-from indexes import embeddings
-from indexes.embeddings import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.embeddings import encoder as embeddings
+from searchgrade.indexes.embeddings.encoder import (
     EmbeddingCache,
     encode_cached,
     load_embedder,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.records import ScoredDoc
-from indexes.build import build_searchers
-from indexes.executor import Answer, Executor, Failure, QueryBatch
-from indexes.hybrid import HybridSearcher
-from indexes.rerank import RerankSearcher
-from indexes.settings import IndexSettings
+from searchgrade.core.records import ScoredDoc
+from searchgrade.indexes.build import build_searchers
+from searchgrade.indexes.builtin.hybrid import HybridSearcher
+from searchgrade.indexes.executor import Answer, Executor, Failure, QueryBatch
+from searchgrade.indexes.rerank.cross_encoder import RerankSearcher
+from searchgrade.indexes.settings import IndexSettings
 
 from .conftest import QUERIES
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from core.records import SearchGradeError
-from indexes import bm25 as bm25_module
-from indexes.base import top_k
-from indexes.bm25 import MANIFEST, Bm25Index, build_bm25_index
-from indexes.fulltext import FulltextSearcher, build_index, load_index, tokenize
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.base import top_k
+from searchgrade.indexes.builtin import bm25 as bm25_module
+from searchgrade.indexes.builtin.bm25 import MANIFEST, Bm25Index, build_bm25_index
+from searchgrade.indexes.builtin.fulltext import FulltextSearcher, build_index, load_index, tokenize
 from tests.conftest import CRANFIELD, DEMO
 
 from .conftest import DOCS

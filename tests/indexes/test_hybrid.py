@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import ScoredDoc
-from indexes.hybrid import HybridSearcher, rrf
+from searchgrade.core.records import ScoredDoc
+from searchgrade.indexes.builtin.hybrid import HybridSearcher, rrf
 
 
 def ranking(*doc_ids: str) -> list[ScoredDoc]:

@@ -5,8 +5,8 @@ import time
 import numpy as np
 import pytest
 
-from core.records import ScoredDoc, SearchGradeError
-from indexes.rerank import RerankSearcher, load_reranker
+from searchgrade.core.records import ScoredDoc, SearchGradeError
+from searchgrade.indexes.rerank.cross_encoder import RerankSearcher, load_reranker
 
 from .conftest import DOCS
 
@@ -135,8 +135,8 @@ def test_a_rerank_node_gives_its_pair_scorer_query_ids_and_finalizes_in_the_base
     """What a cross-fitted trained reranker relies on: each pair carries its query's id (so the
     scorer picks the fold model per query), and finalize gets one query's raw scores in the
     base order (so it can blend with the base ranks)."""
-    from indexes.executor import Answer, QueryBatch
-    from indexes.rerank import RerankNode, SharedScores
+    from searchgrade.indexes.executor import Answer, QueryBatch
+    from searchgrade.indexes.rerank.cross_encoder import RerankNode, SharedScores
 
     scorer = RecordingScorer({CONTENTS["d01"]: 0.1, CONTENTS["d02"]: 0.9, CONTENTS["d03"]: 0.5})
     node = RerankNode("fulltext_rerank", "fulltext", SharedScores(scorer), depth=3, contents=CONTENTS)

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from core.records import SearchGradeError
-from indexes.settings import IndexSettings
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.settings import IndexSettings
 
 
 def test_defaults_match_the_design():
@@ -51,7 +51,7 @@ def test_default_fingerprints_are_pinned():
 
 
 def test_auto_ann_index_is_exact_up_to_the_threshold_then_ivf():
-    from indexes.settings import ANN_EXACT_MAX_DOCS
+    from searchgrade.indexes.settings import ANN_EXACT_MAX_DOCS
 
     assert IndexSettings().resolved(ANN_EXACT_MAX_DOCS).ann_index == "flat"
     assert IndexSettings().resolved(ANN_EXACT_MAX_DOCS + 1).ann_index == "ivf"

@@ -7,11 +7,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core.records import SearchGradeError
-from indexes.build import build_searchers
-from indexes.embeddings import EmbeddingCache, cache_dir_for, encode, load_embedder
-from indexes.settings import IndexSettings
-from indexes.vector_files import import_vectors, model_for, read_vector_file
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.build import build_searchers
+from searchgrade.indexes.embeddings.encoder import EmbeddingCache, cache_dir_for, encode, load_embedder
+from searchgrade.indexes.embeddings.vector_files import import_vectors, model_for, read_vector_file
+from searchgrade.indexes.settings import IndexSettings
 
 from .conftest import DOCS, make_collection
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import Store
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import tiny_spec, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def chart(at, name: str) -> dict:
 @pytest.fixture
 def clean_jobs():
     """After the test: wait for its background job to end, then forget finished jobs."""
-    from engine import jobs
+    from searchgrade.server import jobs
 
     yield
     deadline = time.time() + 10

@@ -10,16 +10,16 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.records import Document, Grade, Query, ScoredDoc, SearchHits
-from engine.scoring import (
+from searchgrade.core.records import Document, Grade, Query, ScoredDoc, SearchHits
+from searchgrade.engine.report.results import keep_first_view
+from searchgrade.engine.run.scoring import (
     STANDARD_CUTOFFS,
     per_query_metrics,
     source_found_metrics,
     summarise,
 )
-from engine.report.results import keep_first_view
-from engine.store import Store
-from engine.strategies import known_strategies
+from searchgrade.engine.run.strategies import known_strategies
+from searchgrade.engine.store import Store
 
 STRATEGIES = known_strategies()
 

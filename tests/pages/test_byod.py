@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from engine.pipeline import RunOutcome
+from searchgrade.engine.run.pipeline import RunOutcome
 from tests.pages.conftest import bound_to, open_page
 from tests.pages.synthetic import tiny_spec, write_run
 
@@ -33,7 +33,7 @@ def captured(monkeypatch):
         on_run_created(run_id)
         return RunOutcome(run_id, "complete")
 
-    monkeypatch.setattr("engine.pipeline.run_evaluation", run)
+    monkeypatch.setattr("searchgrade.engine.run.pipeline.run_evaluation", run)
     return seen
 
 
@@ -179,7 +179,7 @@ def test_an_exposed_app_reads_no_path_unless_given_a_collections_root(home, tmp_
 
 
 def test_pages_show_no_server_path_after_errors(home, tmp_path):
-    from engine.store import Store
+    from searchgrade.engine.store import Store
 
     store = Store(home)
     write_run(store, tiny_spec())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.records import Query
+from searchgrade.core.records import Query
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from core.records import Document
+from searchgrade.core.records import Document
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 

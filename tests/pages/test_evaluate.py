@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from core.records import Collection
-from engine import jobs
-from engine.config import RunConfig
-from engine.pipeline import RunOutcome
+from searchgrade.core.records import Collection
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import RunOutcome
+from searchgrade.server import jobs
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 
@@ -34,7 +34,7 @@ def fake_pipeline(monkeypatch):
         progress("embed", 4, 4)
         return RunOutcome(run_id, "complete", skipped={"hybrid_rerank": SKIP_REASON})
 
-    monkeypatch.setattr("engine.pipeline.run_evaluation", run)
+    monkeypatch.setattr("searchgrade.engine.run.pipeline.run_evaluation", run)
     yield release, calls
     release.set()
 
@@ -118,7 +118,7 @@ def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path
 
 def test_a_second_start_while_a_run_is_active_returns_the_same_job(home, store, fake_pipeline):
     release, calls = fake_pipeline
-    from engine.pipeline import run_evaluation
+    from searchgrade.engine.run.pipeline import run_evaluation
 
     first, started = jobs.start_job(_collection, RunConfig(), store, home, label="tiny",
                                     run=run_evaluation)

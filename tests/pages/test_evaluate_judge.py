@@ -8,15 +8,14 @@ import time
 
 import pytest
 
-from core.records import SearchGradeError
-
-from engine import jobs
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.estimate import estimate_cost
-from engine.llm.client import LLMSettings
-from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, read_judge_prompt
-from engine.llm.querygen import QueryGenSettings
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, read_judge_prompt
+from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.estimate import estimate_cost
+from searchgrade.server import jobs
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
@@ -78,7 +77,7 @@ def test_a_bad_judge_prompt_file_is_refused_in_one_line_and_nothing_starts(home,
     assert "Estimated cost" not in _text(at)
     # No request reached the endpoint: neither a run nor an estimate began.
     assert server.requests == []
-    # The command line says the same of the same file (one check, engine/llm/prompts.py).
+    # The command line says the same of the same file (one check, engine/llm/prompts/__init__.py).
     path = tmp_path / "loose.txt"
     path.write_bytes(data)
     with pytest.raises(SearchGradeError) as info:
@@ -162,7 +161,7 @@ def test_estimate_cost_shows_the_dry_runs_calls_and_tokens_and_runs_nothing(home
 
 
 def test_estimate_waits_a_bounded_time_for_an_endpoint_that_does_not_answer(home, store, tmp_path):
-    from engine.report.evaluate import ESTIMATE_TIMEOUT_S
+    from searchgrade.engine.report.evaluate import ESTIMATE_TIMEOUT_S
 
     folder = write_beir(tmp_path / "tiny")
     # A listener that accepts connections and never answers.

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.estimate import estimate_cost
-from engine.llm.client import LLMSettings
-from engine.llm.judge import JudgeSettings
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.judge import JudgeSettings
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.estimate import estimate_cost
 from tests.conftest import write_beir
 from tests.engine.llm.conftest import llama_server  # noqa: F401 - the session's real server
 from tests.pages.conftest import open_page

@@ -6,14 +6,14 @@ import time
 
 import pytest
 
-from core.records import SearchGradeError
-from engine import jobs
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.llm.client import LLMSettings
-from engine.llm.querygen import QueryGenSettings
-from engine.pipeline import run_evaluation
-from engine.store import Store
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
+from searchgrade.server import jobs
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder

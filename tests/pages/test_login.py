@@ -8,7 +8,7 @@ import pytest
 from streamlit import config
 from streamlit.testing.v1 import AppTest
 
-from engine import auth
+from searchgrade.server import auth
 from tests.pages.conftest import APP
 
 PASSWORD = "correct horse battery staple"

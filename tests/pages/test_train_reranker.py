@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from engine import jobs
-from engine.report.reranker import NEVER_SAW
+from searchgrade.engine.report.reranker import NEVER_SAW
+from searchgrade.server import jobs
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 
@@ -42,7 +42,7 @@ def fake_training(monkeypatch):
         (folder / "card.json").write_text(json.dumps(card))
         progress("train", 10, 10)
 
-    monkeypatch.setattr("engine.training.reranker.train_reranker", train)
+    monkeypatch.setattr("searchgrade.engine.training.reranker.train_reranker", train)
     yield release, calls
     release.set()
 
@@ -95,7 +95,7 @@ def test_a_run_with_a_trained_reranker_says_it_was_measured_on_queries_it_never_
 def test_cancelling_training_says_no_reranker_was_saved_not_resume(tiny_run, store, home):
     """A cancelled training job names training and saves nothing; it offers no resume, and the run
     it learns from stays complete (a training job has no run of its own to cancel)."""
-    from engine.training.reranker import RerankerTrainingConfig
+    from searchgrade.engine.training.reranker import RerankerTrainingConfig
 
     release = threading.Event()
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import math
 import re
 
-from engine.labels import new_rating
-from engine.report import review as review_model
-from engine.report.rating import save_rating
-from engine.strategies import label
+from searchgrade.engine.labels.ratings import new_rating
+from searchgrade.engine.report import review as review_model
+from searchgrade.engine.report.rating import save_rating
+from searchgrade.engine.run.strategies import label
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import llm_spec, tiny_spec, write_run
 
 
 def _unescaped(elements) -> list[str]:
-    """Element texts without the Markdown escapes views._common.plain adds."""
+    """Element texts without the Markdown escapes searchgrade.views._common.plain adds."""
     return [re.sub(r"\\(.)", r"\1", e.value) for e in elements]
 
 
@@ -120,7 +120,7 @@ def test_results_show_how_far_to_trust_the_judge(store):
 
 
 def test_results_shows_the_metric_by_query_type_and_overlap_band(store):
-    from engine.overlap import query_overlaps
+    from searchgrade.engine.run.lexical_overlap import query_overlaps
 
     spec = llm_spec()
     run = write_run(store, spec)

@@ -5,7 +5,7 @@ import random
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from engine.llm.agreement import cohen_kappa, confusion_matrix, judge_human_agreement
+from searchgrade.engine.statistics.agreement import cohen_kappa, confusion_matrix, judge_human_agreement
 
 
 def test_unweighted_kappa_hand_value():

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.llm.client import LLMClient, LLMSettings, parse_reply, retry_after_seconds
-from engine.llm.schemas import JudgeReply, judge_schema
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.llm.client import LLMClient, LLMSettings, parse_reply, retry_after_seconds
+from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
 from tests.engine.llm.stub import (
     StubOpenAI,
     always,
@@ -225,7 +225,7 @@ def test_the_wait_for_a_request_permit_is_not_counted_as_latency():
     from contextlib import contextmanager
 
     @contextmanager
-    def slow_gate():  # a permit that takes 0.5 s to come (engine/ray_runner.py's cluster-wide one)
+    def slow_gate():  # a permit that takes 0.5 s to come (engine/ray/runner.py's cluster-wide one)
         time.sleep(0.5)
         yield
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from core.records import Document, Query
-from engine.llm.cache import MemoryCache
-from engine.llm.client import LLMClient, LLMSettings
-from engine.llm.judge import FAILURE_PREFIX, judge_pairs
+from searchgrade.core.records import Document, Query
+from searchgrade.engine.llm.cache import MemoryCache
+from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body
 
 DOCS = [Document(f"d{i}", "", f"Document number {i} about topic {i}.") for i in range(4)]

@@ -3,12 +3,12 @@ from __future__ import annotations
 import hashlib
 import re
 
-from core.records import Document, Query
-from engine.llm.cache import MemoryCache, StoreCache
-from engine.llm.client import LLMClient, LLMSettings
-from engine.llm.judge import FAILURE_PREFIX, judge_pairs
-from engine.llm.prompts import load_prompt, neutralise_tags, parse_prompt
-from engine.store import Store
+from searchgrade.core.records import Document, Query
+from searchgrade.engine.llm.cache import MemoryCache, StoreCache
+from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
+from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags, parse_prompt
+from searchgrade.engine.store import Store
 from tests.engine.llm.stub import StubOpenAI, always, judge_json, user_text
 
 Q1 = Query("q1", "what causes rust", "natural", "d1")

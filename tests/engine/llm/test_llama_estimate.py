@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.collections import load_collection
-from engine.estimate import estimate_tokens
-from engine.llm.judge import JudgeSettings, judge_prompt
-from engine.llm.prompts import neutralise_tags
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
+from searchgrade.engine.llm.prompts import neutralise_tags
+from searchgrade.engine.run.estimate import estimate_tokens
 
 pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder

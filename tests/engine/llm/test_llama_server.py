@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import Document, Query
-from engine.llm.cache import StoreCache
-from engine.llm.client import LLMClient, LLMSettings
-from engine.llm.judge import FAILURE_PREFIX, judge_pairs
-from engine.llm.querygen import QueryGenSettings, generate_queries
-from engine.store import Store
+from searchgrade.core.records import Document, Query
+from searchgrade.engine.llm.cache import StoreCache
+from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
+from searchgrade.engine.llm.querygen import QueryGenSettings, generate_queries
+from searchgrade.engine.store import Store
 
 pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
 

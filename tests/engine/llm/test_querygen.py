@@ -4,17 +4,17 @@ import json
 
 import pytest
 
-from core.records import Document, SearchGradeError
-from engine.llm.cache import MemoryCache
-from engine.llm.client import LLMClient, LLMSettings
-from engine.llm.querygen import (
+from searchgrade.core.records import Document, SearchGradeError
+from searchgrade.engine.llm.cache import MemoryCache
+from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.querygen import (
     QueryGenSettings,
     filter_queries,
     generate_queries,
     jaccard,
     sample_documents,
 )
-from engine.llm.schemas import QueryGenReply
+from searchgrade.engine.llm.schemas import QueryGenReply
 from tests.engine.llm.stub import StubOpenAI, user_text
 
 LONG = " ".join(f"word{i}" for i in range(30))

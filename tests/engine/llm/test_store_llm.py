@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from engine.store import Store
+from searchgrade.engine.store import Store
 
 
 def test_migration_2_adds_the_llm_tables(tmp_path):

@@ -14,9 +14,9 @@ import json
 import random
 from pathlib import Path
 
-from engine.config import RunConfig
-from engine.store import Store
-from core.records import Grade, Query
+from searchgrade.core.records import Grade, Query
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.store import Store
 
 TOPICS = ("volcano", "penguin", "glacier", "comet", "tornado", "coral", "meteor", "desert",
           "jungle", "tundra", "lagoon", "canyon", "geyser", "iceberg", "monsoon", "savanna",

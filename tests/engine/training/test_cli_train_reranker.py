@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from engine.cli import main
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
 from tests.conftest import write_beir
 
 
@@ -85,7 +85,7 @@ def test_a_stop_after_the_reranker_was_saved_says_it_was_saved(shared_run, capsy
     must say the reranker was saved, not that none was."""
     import signal
 
-    from engine.training import reranker as training
+    from searchgrade.engine.training import reranker as training
 
     def stopped_as_it_finished(*args, **kwargs):
         raise training.TrainingStopped(signal.SIGTERM, saved=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.training.folds import FoldQuery, assign_folds, query_groups
-from core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.training.folds import FoldQuery, assign_folds, query_groups
 
 
 def _generated(n_docs: int, per_doc: int) -> list[FoldQuery]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.training.heldout import heldout_figures, rerank
+from searchgrade.engine.training.heldout import heldout_figures, rerank
 
 
 def test_rerank_orders_the_top_depth_by_score_and_keeps_base_order_on_ties():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.collections import load_judgments
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_judgments
 
 
 def _write(tmp_path, qrels: str):

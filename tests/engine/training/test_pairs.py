@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.training.pairs import (
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.training.pairs import (
     NegativeSampling,
     QueryLabels,
     hard_negatives,
@@ -12,7 +13,6 @@ from engine.training.pairs import (
     labels_from_grades,
     training_pairs,
 )
-from core.records import SearchGradeError
 
 CONTENTS = {f"d{i}": f"document {i}" for i in range(60)}
 

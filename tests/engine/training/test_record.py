@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexes.trained_reranker import _record, merge_records
+from searchgrade.indexes.rerank.trained import _record, merge_records
 
 
 def test_a_resume_adds_the_queries_it_scored_to_those_scored_before():

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core.owner import this_host
-from engine.store import Store
-from engine.training.reranker import TrainingStopped, _move_into_place, _Stops, sweep_stale
+from searchgrade.core.owner import this_host
+from searchgrade.engine.store import Store
+from searchgrade.engine.training.reranker import TrainingStopped, _move_into_place, _Stops, sweep_stale
 from tests.engine.training import synthetic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -76,7 +76,7 @@ def test_sigterm_stops_training_with_one_line_and_removes_its_temporary_folder(t
     stale.mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "train-reranker", run_id, "--name", "stopped",
+        [sys.executable, "-m", "searchgrade.cli", "train-reranker", run_id, "--name", "stopped",
          "--data-dir", str(data), "--folds", "4", "--epochs", "2", "--max-length", "40",
          "--depth", "10", "--negative-ranks", "7-20", "--threads", "1"],
         cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

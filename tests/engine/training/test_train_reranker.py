@@ -14,17 +14,17 @@ from typing import NamedTuple
 import pyarrow.parquet as pq
 import pytest
 
-from engine.cli.show import print_table
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.pipeline import run_evaluation
-from engine.store import Store
-from engine.training.pairs import NegativeSampling
-from engine.training.reranker import RerankerTrainingConfig, train_reranker
-from core.records import SearchGradeError
-from indexes.reranker_training import TrainingSettings
-from indexes.settings import IndexSettings
-from indexes.trained_reranker import CrossFittedScorer, TrainedReranker, digest, leakage_keys
+from searchgrade.cli.show import print_table
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
+from searchgrade.engine.training.pairs import NegativeSampling
+from searchgrade.engine.training.reranker import RerankerTrainingConfig, train_reranker
+from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, digest, leakage_keys
+from searchgrade.indexes.rerank.training import TrainingSettings
+from searchgrade.indexes.settings import IndexSettings
 from tests.conftest import write_beir
 from tests.engine.training import synthetic
 
@@ -238,7 +238,7 @@ def test_evaluate_with_a_trained_reranker_that_is_not_there_stops_before_the_run
 
 def test_resume_of_a_run_whose_trained_reranker_is_gone_stops_before_any_work(learnable, tmp_path, capsys):
     """One line naming the reranker and the fix, exit != 0, and the run left as it was."""
-    from engine.cli import main
+    from searchgrade.cli import main
 
     store, _, data_dir, reranker = learnable
     folder = write_beir(tmp_path / "synthetic-qrels", synthetic.documents(),

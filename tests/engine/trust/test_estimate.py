@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cli import main
-from engine.collections import load_collection
-from engine.estimate import estimate_cost, estimate_tokens
-from engine.llm.prompts import load_prompt
-from engine.llm.querygen import QueryGenSettings
-from engine.pipeline import run_evaluation
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.llm.prompts import load_prompt
+from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.run.estimate import estimate_cost, estimate_tokens
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
+from tests.conftest import CRANFIELD
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
 from tests.engine.test_llm_cli import _no_llm_environment, llm_args  # noqa: F401
-from tests.conftest import CRANFIELD
 from tests.engine.test_llm_pipeline import llm_config
 
 

@@ -6,12 +6,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.cli import main
-from engine.collections import load_collection
-from engine.config import RunConfig
-from engine.pipeline import run_evaluation
-from engine.store import Store
-from indexes.settings import IndexSettings
+from searchgrade.cli import main
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
+from searchgrade.indexes.settings import IndexSettings
 from tests.conftest import CRANFIELD
 from tests.pages.synthetic import tiny_spec, write_run
 

@@ -7,10 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from core.records import SearchGradeError
-from engine.cli import main
-from engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, judge_prompt_from_bytes, read_judge_prompt
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.llm.prompts import (
+    MAX_JUDGE_PROMPT_BYTES,
+    PROMPTS_DIR,
+    judge_prompt_from_bytes,
+    read_judge_prompt,
+)
+from searchgrade.engine.store import Store
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
 from tests.engine.test_llm_cli import _no_llm_environment, _one_line_error, llm_args  # noqa: F401
@@ -116,8 +121,8 @@ def test_judge_prompt_goes_with_llm(tmp_path, tiny_beir, capsys):
 
 
 def test_a_resumed_run_judges_with_the_stored_prompt_text_not_the_file(tmp_path):
-    from engine.config import RunConfig
-    from engine.llm.judge import JudgeSettings, judge_prompt
+    from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
+    from searchgrade.engine.run.config import RunConfig
 
     name, text = read_judge_prompt(_write(tmp_path, "strict_judge.txt", STRICT))
     stored = RunConfig(mode="llm", judge=JudgeSettings(prompt=name, prompt_text=text)).to_json()

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from core.records import Grade, SearchGradeError
-from engine.config import RunConfig
-from engine.labels import (
+from searchgrade.core.records import Grade, SearchGradeError
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.labels.ratings import (
     Rating,
     content_hash,
     human_grade,
@@ -19,11 +19,11 @@ from engine.labels import (
     run_labels,
     to_run_scale,
 )
-from engine.pipeline import run_evaluation
-from engine.collections import load_collection
-from engine.report.results import results_view
-from engine.rescore import apply_labels, rescore_run
-from engine.store import Store
+from searchgrade.engine.labels.rescore import apply_labels, rescore_run
+from searchgrade.engine.report.results import results_view
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
 from tests.conftest import TINY_DOCS, TINY_QUERIES, write_beir
 from tests.pages.synthetic import llm_spec, write_run
 

@@ -6,9 +6,9 @@ import csv
 
 import pytest
 
-from engine.cli import main
-from engine.labels import new_rating
-from engine.store import Store
+from searchgrade.cli import main
+from searchgrade.engine.labels.ratings import new_rating
+from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, write_run
 
 

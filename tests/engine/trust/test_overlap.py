@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import Document, Query
-from engine.collections import load_collection
-from engine.overlap import BANDS, band, lexical_overlap, query_overlaps
-from engine.pipeline import run_evaluation
-from engine.report.query_slices import query_slices
-from engine.store import Store
+from searchgrade.core.records import Document, Query
+from searchgrade.engine.collections import load_collection
+from searchgrade.engine.report.query_slices import query_slices
+from searchgrade.engine.run.lexical_overlap import BANDS, band, lexical_overlap, query_overlaps
+from searchgrade.engine.run.pipeline import run_evaluation
+from searchgrade.engine.store import Store
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder

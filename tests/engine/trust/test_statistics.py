@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.krippendorff import krippendorff_alpha
-from engine.llm.agreement import judge_vs_human
-from engine.metrics import dcg
-from engine.ppi import ppi_mean
-from engine.statistics import bootstrap_ci, holm, non_inferiority_test
+from searchgrade.engine.metrics import dcg
+from searchgrade.engine.statistics.agreement import judge_vs_human
+from searchgrade.engine.statistics.bootstrap import bootstrap_ci, holm, non_inferiority_test
+from searchgrade.engine.statistics.krippendorff import krippendorff_alpha
+from searchgrade.engine.statistics.ppi import ppi_mean
 
 # -- Holm
 

@@ -134,10 +134,10 @@ def make_handler(searcher, docs, state: State):
 
 
 def main() -> None:
-    from core.records import collection_fingerprint
-    from engine.collections import load_collection
-    from indexes.build import build_searchers
-    from indexes.settings import IndexSettings
+    from searchgrade.core.records import collection_fingerprint
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.indexes.build import build_searchers
+    from searchgrade.indexes.settings import IndexSettings
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--collection", required=True)

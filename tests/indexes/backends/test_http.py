@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import SearchGradeError
-from indexes.backends.http import HttpNode
-from indexes.backends.spec import parse_spec
-from indexes.executor import Executor, QueryBatch
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared.http import HttpNode
+from searchgrade.indexes.declared.spec import parse_spec
+from searchgrade.indexes.executor import Executor, QueryBatch
 from tests.conftest import TINY_QUERIES, write_beir
 
 from .conftest import SearchServer

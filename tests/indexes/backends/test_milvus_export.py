@@ -3,15 +3,21 @@ swapped in whole, so a load that fails leaves the old collection as it was."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
-from types import SimpleNamespace
-
-from core.records import Collection, Document, SearchGradeError
-from indexes.backends.milvus import STAGING_PREFIX, build_node, connect, embedded_by, export_collection
-from indexes.backends.spec import parse_spec
-from indexes.settings import IndexSettings
+from searchgrade.core.records import Collection, Document, SearchGradeError
+from searchgrade.indexes.declared.milvus import (
+    STAGING_PREFIX,
+    build_node,
+    connect,
+    embedded_by,
+    export_collection,
+)
+from searchgrade.indexes.declared.spec import parse_spec
+from searchgrade.indexes.settings import IndexSettings
 
 
 def collection(prefix: str, n: int = 6) -> Collection:

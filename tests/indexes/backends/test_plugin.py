@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from core.records import SearchGradeError
-from indexes.backends.plugin import PluginNode, build_node
-from indexes.backends.spec import load_strategies_file, parse_spec
-from indexes.executor import Executor, QueryBatch
-from indexes.registry import registry_for
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared.plugin import PluginNode, build_node
+from searchgrade.indexes.declared.spec import load_strategies_file, parse_spec
+from searchgrade.indexes.executor import Executor, QueryBatch
+from searchgrade.indexes.registry import registry_for
 
 DOCS = {"d1": "the sun is a star", "d2": "jupiter is a gas giant planet", "d3": "a star and a planet"}
 MODULE = "tests.indexes.backends.plugin_example"

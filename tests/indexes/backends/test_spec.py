@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.records import SearchGradeError
-from indexes.backends.spec import check_environment, load_strategies_file
-from indexes.registry import registry_for
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared.spec import check_environment, load_strategies_file
+from searchgrade.indexes.registry import registry_for
 
 ISSUE_FORM = '''
 [strategy.prod-es]

@@ -1,0 +1,67 @@
+"""The `searchgrade` command line.
+
+Each command (or small group of commands) is a module of this package with an
+``add_commands(subparsers)`` that adds its subcommands and sets ``handler`` on each; ``COMMANDS``
+lists those modules, in the order ``--help`` shows them. A new command is a new module plus one
+line in ``COMMANDS``. Options several commands share are in ``options``; progress bars and notes
+in ``output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from searchgrade.cli import (
+    app,
+    evaluate,
+    export_index,
+    gate,
+    import_vectors,
+    index,
+    labels,
+    show,
+    train_reranker,
+)
+from searchgrade.core.records import SearchGradeError
+
+#: Command modules by name, in the order `searchgrade --help` lists their subcommands.
+COMMANDS = {
+    "index": index,  # index
+    "import-vectors": import_vectors,  # import-vectors
+    "evaluate": evaluate,  # evaluate, resume
+    "show": show,  # runs, show, export
+    "labels": labels,  # labels list|export|import, rescore
+    "gate": gate,  # gate
+    "export-index": export_index,  # export-index
+    "train-reranker": train_reranker,  # train-reranker
+    "app": app,  # app
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, as for every expected error; --help still gives the full usage.
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="searchgrade", description="Tells you how good your search is.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for module in COMMANDS.values():
+        module.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except SearchGradeError as exc:
+        print(f"searchgrade: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("searchgrade: interrupted", file=sys.stderr)
+        return 130

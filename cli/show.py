@@ -1,0 +1,159 @@
+"""`searchgrade runs`, `show` and `export`: the stored runs, one run's metrics, its files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from searchgrade.cli.options import add_common, open_store
+from searchgrade.engine.report.ann_index import ann_index_text
+from searchgrade.engine.report.embedding import embedding_text
+from searchgrade.engine.report.reranker import trained_reranker_use
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import strategy_order
+
+if TYPE_CHECKING:
+    from searchgrade.engine.store import RunRecord, Store
+
+
+#: Metrics shown by `searchgrade show` as a table, in this order.
+TABLE_METRICS = ("dcg", "ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged")
+#: Shown after those when the run has them (LLM mode: is the query's source document in the top k).
+TABLE_EXTRA_METRICS = (SOURCE_FOUND,)
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("runs", help="list the stored runs, newest first")
+    add_common(p)
+    p.set_defaults(handler=cmd_runs)
+
+    p = sub.add_parser("show", help="a run's metrics per strategy with 95%% confidence intervals")
+    p.add_argument("run", help="run id (or an unambiguous prefix)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--k", type=int, help="only this cut-off (default: the run's k for the table, "
+                   "all stored cut-offs for JSON)")
+    add_common(p)
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("export", help="write a run as TREC run files or per-query metrics")
+    p.add_argument("run", help="run id (or an unambiguous prefix)")
+    p.add_argument("--format", choices=("trec", "csv", "parquet"), required=True)
+    p.add_argument("--out", required=True, help="output directory")
+    add_common(p)
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    runs = open_store(args).list_runs()
+    if not runs:
+        print("no runs yet; start one with `searchgrade evaluate COLLECTION --qrels` (or --llm)")
+        return 0
+    print(f"{'run id':<24} {'status':<11} {'created (UTC)':<19} {'queries':>7}  name")
+    for run in runs:
+        n = run.stats.get("queries", "")
+        print(f"{run.run_id:<24} {run.status:<11} {run.created_at:%Y-%m-%d %H:%M:%S} {n!s:>7}  {run.name}")
+    return 0
+
+
+def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
+    """A run's metrics as a strategy x metric table with 95% CIs, its skips and LLM accounting."""
+    run = store.get_run(run_id)
+    k = k or run.k
+    rows = store.metric_summary(run.run_id, k)
+    cells: dict[str, dict[str, str]] = {}
+    for r in rows:
+        if r["metric"] in TABLE_METRICS or r["metric"] in TABLE_EXTRA_METRICS:
+            cells.setdefault(r["strategy"], {})[r["metric"]] = (
+                f"{r['value']:.3f} [{r['ci_low']:.3f},{r['ci_high']:.3f}]")
+    print(f"run {run.run_id} '{run.name}' {run.status} ({run.collection_name}, {run.label_source} "
+          f"labels, relevant >= {run.threshold}, k={k})", file=out)
+    if run.error:
+        print(f"  error: {run.error}", file=out)
+    for strategy, reason in run.skipped.items():
+        print(f"  skipped {strategy}: {reason}", file=out)
+    embedding = embedding_text(run.config, run.stats)
+    if embedding:
+        print(f"  {embedding}", file=out)
+    ann_index = ann_index_text(run.stats)
+    if ann_index:
+        print(f"  {ann_index}", file=out)
+    use = trained_reranker_use(run)
+    if use is not None:
+        print(f"  {use.line}", file=out)
+    if run.mode == "llm" or run.config.get("llm"):
+        llm = llm_summary(store, run)
+        calls, hits = llm["llm_calls"], llm["cache_hits"]
+        print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
+              f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
+              f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
+        prompt = run.stats.get("llm", {}).get("prompt_version")
+        if prompt:
+            custom = (run.config.get("judge") or {}).get("prompt_text") is not None
+            print(f"  judge prompt {prompt}{' (a user prompt file)' if custom else ''}", file=out)
+        agreement = run.stats.get("agreement")
+        if agreement and agreement.get("n"):
+            kappa = agreement.get("kappa")
+            linear = agreement.get("kappa_linear")
+            print(f"  judge vs human on {agreement['n']} pairs: kappa "
+                  f"{'-' if kappa is None else f'{kappa:.3f}'}, linear-weighted "
+                  f"{'-' if linear is None else f'{linear:.3f}'}", file=out)
+    if not cells:
+        print("  no metrics stored", file=out)
+        return
+    metrics = TABLE_METRICS + tuple(m for m in TABLE_EXTRA_METRICS
+                                    if any(m in c for c in cells.values()))
+    width = 22
+    print(f"{'strategy':<16}" + "".join(f"{m + '@' + str(k):>{width}}" for m in metrics), file=out)
+    for strategy in strategy_order(cells):
+        print(f"{strategy:<16}" + "".join(f"{cells[strategy].get(m, '-'):>{width}}" for m in metrics),
+              file=out)
+
+
+def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
+    """A run's LLM accounting for `show --format json` (zeros for a run without LLM calls).
+
+    llm_calls: HTTP requests sent per stage, retries included (over every process that worked on
+    the run, resumes included); cache_hits: items answered from the cache; tokens: prompt and
+    completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
+    """
+    usage = store.llm_usage(run.run_id)
+    stages = ("querygen", "judge")
+    failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
+    if not failures and run.status != "complete":
+        failures = int(run.stats.get("llm", {}).get("judge_failures", 0))
+    return {
+        "llm_calls": {s: int(usage.get(s, {}).get("requests", 0)) for s in stages},
+        "cache_hits": {s: int(usage.get(s, {}).get("cache_hits", 0)) for s in stages},
+        "tokens": {s: {"prompt": int(usage.get(s, {}).get("prompt_tokens", 0)),
+                       "completion": int(usage.get(s, {}).get("completion_tokens", 0))}
+                   for s in stages},
+        "judge_failures": failures,
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    run = store.get_run(args.run)
+    if args.format == "table":
+        print_table(store, run.run_id, args.k, sys.stdout)
+        return 0
+    metrics = [
+        {key: r[key] for key in ("strategy", "metric", "k", "value", "ci_low", "ci_high", "n")}
+        for r in store.metric_summary(run.run_id, args.k)
+    ]
+    run_json = run.to_dict()
+    run_json["latency_ms"] = store.latency_summary(run.run_id)
+    run_json.update(llm_summary(store, run))
+    json.dump({"run": run_json, "metrics": metrics}, sys.stdout, indent=2, default=str)
+    print()
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from searchgrade.engine.export import export_run
+
+    for path in export_run(open_store(args), args.run, args.format, args.out):
+        print(path)
+    return 0

@@ -1,0 +1,1 @@
+"""The bundled demo collection (BEIR SciFact with its vectors): data only, see README.md here."""

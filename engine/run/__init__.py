@@ -1,0 +1,1 @@
+"""A run: its configuration, plan, stages (queries, search, grading, scoring), lifecycle and cost estimate."""

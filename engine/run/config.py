@@ -1,0 +1,155 @@
+"""A run's configuration: what it evaluates, how it grades, and with which settings.
+
+``RunConfig`` is stored with every run (as JSON), so a run can be repeated, compared and resumed.
+
+Modes (``MODES``):
+
+- ``qrels``: the collection's queries with human judgments; unjudged results count as 0.
+- ``llm``: an LLM writes queries for a seeded sample of documents (or ``queries_from`` reuses a
+  stored run's queries) and judges every unique (query, result) pair plus each query's source
+  document on the 0-3 scale (relevant: grade >= 2).
+- ``qrels`` with ``llm`` settings: human grades win; the judge grades the retrieved pairs the
+  humans graded (judge-vs-human agreement) and, with ``judge_unjudged``, the retrieved pairs the
+  qrels miss (label source "human+llm").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.strategies import Registry, known_strategies, registry_for_declared
+from searchgrade.indexes.declared.spec import check_environment as spec_check_environment
+from searchgrade.indexes.settings import IndexSettings
+
+if TYPE_CHECKING:
+    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.llm.querygen import QueryGenSettings
+
+MODES = ("qrels", "llm")
+#: Relevant on the judge's 0-3 scale.
+JUDGE_THRESHOLD = 2
+#: The judge's top grade.
+JUDGE_MAX_GRADE = 3
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What a run does. Stored with the run (as JSON) so it can be repeated, compared and resumed."""
+
+    name: str | None = None
+    mode: str = "qrels"
+    k: int = 10
+    #: Results kept per query and strategy; metrics at any k up to it come from stored results.
+    depth: int | None = None
+    threshold: int | None = None
+    strategies: tuple[str, ...] = field(default_factory=known_strategies)
+    #: Mode qrels: evaluate a seeded sample of this many queries (None: all with judgments).
+    #: Mode llm sets its query count with querygen (n_docs and queries per document).
+    max_queries: int | None = None
+    seed: int = 0
+    n_bootstrap: int = 10_000
+    #: None means the defaults.
+    index: IndexSettings | None = None
+    #: engine.llm.client.LLMSettings. Mode "llm" with None: model from $SEARCHGRADE_LLM_MODEL,
+    #: endpoint from $OPENAI_BASE_URL. Mode "qrels" with settings: the judge runs too.
+    llm: LLMSettings | None = None
+    querygen: QueryGenSettings | None = None  # None means the defaults
+    judge: JudgeSettings | None = None  # None means the defaults
+    #: Mode "llm": evaluate the queries stored with this run instead of generating new ones.
+    queries_from: str | None = None
+    #: Mode "qrels" with llm: also judge the retrieved pairs the qrels miss, and use those grades.
+    judge_unjudged: bool = False
+    #: How the collection was loaded (id_field, title_field, text_field), so a resume loads it alike.
+    collection_fields: dict[str, str] = field(default_factory=dict)
+    #: Strategies declared in a strategies file: name -> declaration as written (``env:`` values
+    #: stay ``env:NAME``: secrets are read from the environment when the run builds them).
+    declared: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def check_environment(self) -> None:
+        """Every ``env:NAME`` the chosen declared strategies read is set (SearchGradeError if not)."""
+        registry = self.registry()
+        for name in self.strategies:
+            spec = registry.declared.get(registry.info(name).reranks or name)
+            if spec is not None:
+                spec_check_environment(spec)
+
+    def registry(self) -> Registry:
+        """The strategies this run can use: the built-ins, plugins, and its declared ones."""
+        return registry_for_declared(self.declared)
+
+    @property
+    def retrieval_depth(self) -> int:
+        return self.depth if self.depth is not None else self.k
+
+    @property
+    def uses_llm(self) -> bool:
+        return self.mode == "llm" or self.llm is not None
+
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise SearchGradeError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.k < 1:
+            raise SearchGradeError(f"--k of {self.k} must be at least 1")
+        if self.retrieval_depth < self.k:
+            raise SearchGradeError(
+                f"--depth of {self.retrieval_depth} is smaller than --k of {self.k}; set --depth >= --k"
+            )
+        registry = self.registry()
+        unknown = registry.unknown(self.strategies)
+        if unknown or not self.strategies:
+            raise SearchGradeError(f"unknown strategies {unknown or '(none given)'}; "
+                                   f"choose from {', '.join(registry.names())}")
+        if self.max_queries is not None and self.max_queries < 1:
+            raise SearchGradeError(f"--max-queries of {self.max_queries} must be at least 1")
+        if self.threshold is not None and self.threshold < 1:
+            raise SearchGradeError(
+                f"--threshold of {self.threshold} must be at least 1 (a grade of 0 is never relevant)"
+            )
+        if self.mode == "llm" and self.threshold is not None and self.threshold > JUDGE_MAX_GRADE:
+            raise SearchGradeError(
+                f"--threshold of {self.threshold} is above the judge's top grade ({JUDGE_MAX_GRADE}); "
+                "use 1, 2 or 3"
+            )
+        if self.queries_from is not None and self.mode != "llm":
+            raise SearchGradeError("--queries-from goes with --llm (it reuses generated queries)")
+        if self.judge_unjudged and (self.mode != "qrels" or self.llm is None):
+            raise SearchGradeError("--judge-unjudged goes with --qrels --llm (human grades first, "
+                                   "the judge for the rest)")
+        if self.llm is not None:
+            self.llm.validate()
+        if self.querygen is not None:
+            self.querygen.validate()
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["strategies"] = list(self.strategies)
+        d["index"] = asdict(self.index) if self.index is not None else None
+        # The API key is no field of LLMSettings; to_json also drops credentials in the URL.
+        d["llm"] = self.llm.to_json() if self.llm is not None else None
+        d["querygen"] = self.querygen.to_json() if self.querygen is not None else None
+        d["judge"] = self.judge.to_json() if self.judge is not None else None
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunConfig:
+        """The config a run stored (`to_json`), e.g. to resume it."""
+        from searchgrade.engine.llm.client import LLMSettings
+        from searchgrade.engine.llm.judge import JudgeSettings
+        from searchgrade.engine.llm.querygen import QueryGenSettings
+
+        known = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in d.items() if k in known}
+        values["strategies"] = tuple(values.get("strategies") or known_strategies())
+        nested = {"index": IndexSettings, "llm": LLMSettings, "querygen": QueryGenSettings,
+                  "judge": JudgeSettings}
+        for key, settings_cls in nested.items():
+            if values.get(key) is not None:
+                names = settings_cls.__dataclass_fields__
+                values[key] = settings_cls(**{k: v for k, v in values[key].items() if k in names})
+        values["collection_fields"] = dict(values.get("collection_fields") or {})
+        values["declared"] = dict(values.get("declared") or {})
+        return cls(**values)
+

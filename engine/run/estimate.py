@@ -1,0 +1,216 @@
+"""What an LLM run will cost, before paying for it: calls per stage and an estimate of the tokens.
+
+No index is built, nothing is searched and no prompt is sent. The numbers:
+
+- Query generation: one call per sampled document (the same stratified sample the run draws),
+  minus those whose reply is in the cache; it asks for n_natural + n_keyword queries each (the
+  filters drop some afterwards).
+- Judging: one call per unique (query, document) pair the strategies return, plus each generated
+  query's source document, minus cached pairs. Which documents come back is known only after
+  searching, so this is an upper bound: queries x min(strategies x depth, corpus size) (+1 for the
+  source); strategies that agree on documents make far fewer. With ``--qrels --llm`` the judge
+  sees only the retrieved pairs the qrels grade (at most their number), and everything retrieved
+  with ``--judge-unjudged``.
+- Cached: with a run store, replies already cached for this model and endpoint are not counted
+  as calls; finding them asks the endpoint ``GET /models`` (the cache's model fingerprint), the
+  only request a dry run makes.
+- Tokens: the prompts of a seeded sample of real calls, built exactly as the run builds them (the
+  real prompt files and documents; for judging before the queries exist, the collection's queries,
+  the reused run's, or a stand-in of typical length), counted at about 4 characters per token
+  (the usual figure for English with GPT-style tokenizers; a model's own tokenizer differs by
+  tens of percent), times the number of calls. Replies are estimated from the reply format.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchgrade.core.records import Collection, Document, Query
+from searchgrade.engine.run.config import RunConfig
+
+#: Prompts built per stage to estimate the tokens.
+SAMPLE = 20
+CHARS_PER_TOKEN = 4.0
+#: Tokens a chat message costs beyond its text (role and separators), as OpenAI's chat format counts.
+MESSAGE_OVERHEAD = 4
+#: Reply tokens: {"grade": 2, "reason": "<one short sentence>"}; per query of a querygen reply.
+JUDGE_REPLY_TOKENS = 30
+QUERY_REPLY_TOKENS = 14
+#: A generated query's typical length, for judge prompts before any query exists.
+STAND_IN_QUERY = "how does the method described here compare with the usual approach"
+
+
+@dataclass
+class StageEstimate:
+    #: Calls the run would send (an upper bound for the judge).
+    calls: int
+    #: Items already answered by the cache (no call).
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    #: Prompts the token estimate was measured on.
+    sampled_prompts: int
+    upper_bound: bool = False
+
+
+@dataclass
+class CostEstimate:
+    generation: StageEstimate | None
+    judge: StageEstimate | None
+    #: Queries the run will evaluate (before the generator's filters in LLM mode).
+    queries: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(s.calls for s in (self.generation, self.judge) if s is not None)
+
+    @property
+    def tokens(self) -> int:
+        return sum(s.prompt_tokens + s.completion_tokens for s in (self.generation, self.judge) if s is not None)
+
+    def lines(self) -> list[str]:
+        """The estimate in words, one line per stage."""
+        out = []
+        if self.generation is not None:
+            g = self.generation
+            out.append(f"query generation: {g.calls:,} calls ({g.cached:,} documents already in the cache), "
+                       f"up to {self.queries:,} queries; ~{g.prompt_tokens:,} prompt + ~{g.completion_tokens:,} "
+                       f"completion tokens")
+        if self.judge is not None:
+            j = self.judge
+            out.append(f"judge: {'at most ' if j.upper_bound else ''}{j.calls:,} calls "
+                       f"({j.cached:,} pairs known to be cached); ~{j.prompt_tokens:,} prompt + "
+                       f"~{j.completion_tokens:,} completion tokens{' at most' if j.upper_bound else ''}")
+        if not out:
+            out.append("no LLM call: this run grades with the collection's qrels only")
+        else:
+            measured = max(s.sampled_prompts for s in (self.generation, self.judge) if s is not None)
+            out.append(f"total: {'at most ' if self.judge and self.judge.upper_bound else ''}{self.calls:,} "
+                       f"calls, ~{self.tokens:,} tokens (measured on {measured} real prompts per stage at "
+                       f"~{CHARS_PER_TOKEN:g} characters per token)")
+        return out
+
+
+def estimate_tokens(messages: list[dict[str, str]]) -> int:
+    """Tokens of chat messages at ~4 characters per token, plus each message's overhead."""
+    return sum(MESSAGE_OVERHEAD + round(len(m["content"]) / CHARS_PER_TOKEN) for m in messages)
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def identity(config: RunConfig) -> str:
+    """The cache identity of the run's LLM (model name and endpoint fingerprint)."""
+    from searchgrade.engine.llm.client import LLMClient
+
+    return LLMClient(config.llm).judge_identity if config.llm is not None else ""
+
+
+def estimate_cost(collection: Collection, config: RunConfig, store: Any | None = None) -> CostEstimate:
+    """The calls and tokens of an evaluation with ``config`` (see the module doc).
+
+    Args:
+        store: The run store, to count cached replies and read --queries-from (None: nothing cached).
+
+    Raises:
+        SearchGradeError: What the run itself would refuse (no document long enough to sample,
+            an unknown --queries-from run).
+    """
+    from searchgrade.engine.llm.cache import StoreCache
+    from searchgrade.engine.llm.judge import CACHE_KIND as JUDGE_KIND
+    from searchgrade.engine.llm.judge import JudgeSettings, judge_key, judge_prompt
+    from searchgrade.engine.run.pipeline import select_qrels_queries
+
+    if not config.uses_llm:
+        return CostEstimate(None, None, len(collection.queries))
+    cache = StoreCache(store) if store is not None else None
+    # Cached replies are keyed by who answers (engine/llm/client.py judge_identity: the model and
+    # the endpoint's GET /models entry), so counting them asks the endpoint that, and nothing else.
+    model = identity(config) if cache is not None else ""
+    judge_settings = config.judge or JudgeSettings()
+    rng = random.Random(config.seed)
+    strategies = len(config.strategies)
+    per_query = min(strategies * config.retrieval_depth, len(collection.documents))
+    notes: list[str] = []
+    generation = None
+    queries: list[Query]
+    if config.mode == "llm":
+        generation, queries, n_queries = _generation(collection, config, store, cache, model, rng, notes)
+        bound = n_queries * (per_query + 1)
+        cached_pairs = 0  # the pairs are known only after generating and searching
+    else:
+        queries = select_qrels_queries(collection, config.max_queries, config.seed)
+        n_queries = len(queries)
+        docs = {d.doc_id: d for d in collection.documents}
+        # The pairs the qrels grade (those the judge sees when retrieved), less the cached ones.
+        graded = {q.query_id: [d for d in (collection.qrels or {}).get(q.query_id, {}) if d in docs]
+                  for q in queries}
+        cached_pairs = 0
+        if cache is not None:
+            prompt = judge_prompt(judge_settings)
+            keys = {(q.query_id, d): judge_key(q.text, docs[d].content, model, prompt.version,
+                                               judge_settings.max_doc_chars)
+                    for q in queries for d in graded[q.query_id]}
+            hits = cache.get_many(JUDGE_KIND, list(set(keys.values())))
+            cached_pairs = sum(key in hits for key in keys.values())
+            graded = {q: [d for d in ds if keys[(q, d)] not in hits] for q, ds in graded.items()}
+        if config.judge_unjudged:
+            bound = n_queries * per_query
+        else:
+            bound = sum(min(len(graded[q.query_id]), per_query) for q in queries)
+    judge = _judge(collection, queries, judge_settings, bound, cached_pairs, rng)
+    return CostEstimate(generation, judge, n_queries, notes)
+
+
+def _generation(collection, config, store, cache, model, rng, notes):
+    from searchgrade.engine.llm.cache import cache_key
+    from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags
+    from searchgrade.engine.llm.querygen import CACHE_KIND, QueryGenSettings, sample_documents
+
+    if config.queries_from is not None and store is None:
+        raise ValueError("an estimate with --queries-from needs the run store")
+
+    if config.queries_from is not None:
+        source = store.get_run(config.queries_from)
+        queries = [Query(**row) for row in store.queries(source.run_id)]
+        notes.append(f"queries reused from run {source.run_id}: no query generation")
+        return None, queries, len(queries)
+    qg = config.querygen or QueryGenSettings(seed=config.seed)  # the run's defaults (engine/run/pipeline.py)
+    sample = sample_documents(collection.documents, qg.n_docs, qg.seed, qg.min_words, qg.min_chars)
+    prompt = load_prompt(qg.prompt)
+    cached = 0
+    if cache is not None:
+        keys = [cache_key(CACHE_KIND, d.content, qg.seed, qg.n_natural, qg.n_keyword, model, prompt.version,
+                          qg.max_doc_chars) for d in sample]
+        cached = len(cache.get_many(CACHE_KIND, keys))
+    measured = rng.sample(sample, min(SAMPLE, len(sample)))
+    tokens = [estimate_tokens(prompt.messages(document=neutralise_tags(d.content[: qg.max_doc_chars]),
+                                      n_natural=str(qg.n_natural), n_keyword=str(qg.n_keyword)))
+              for d in measured]
+    calls = len(sample) - cached
+    per_reply = 10 + QUERY_REPLY_TOKENS * (qg.n_natural + qg.n_keyword)
+    stage = StageEstimate(calls, cached, round(_mean(tokens) * calls), per_reply * calls, len(measured))
+    n_queries = len(sample) * (qg.n_natural + qg.n_keyword)
+    # Stand-in queries of typical length: judge prompts are measured on the sampled documents.
+    queries = [Query(f"stand-in-{d.doc_id}", STAND_IN_QUERY, "natural", d.doc_id) for d in sample]
+    return stage, queries, n_queries
+
+
+def _judge(collection: Collection, queries: list[Query], settings, bound: int, cached: int,
+           rng: random.Random) -> StageEstimate:
+    from searchgrade.engine.llm.judge import judge_prompt
+    from searchgrade.engine.llm.prompts import neutralise_tags as neutralise
+
+    prompt = judge_prompt(settings)
+    documents: list[Document] = collection.documents
+    picked_docs = rng.sample(documents, min(SAMPLE, len(documents)))
+    picked_queries = [rng.choice(queries) for _ in picked_docs] if queries else []
+    tokens = [estimate_tokens(prompt.messages(query=neutralise(q.text), document=neutralise(d.content[: settings.max_doc_chars])))
+              for q, d in zip(picked_queries, picked_docs, strict=True)]
+    calls = bound
+    return StageEstimate(calls, cached, round(_mean(tokens) * calls), JUDGE_REPLY_TOKENS * calls,
+                         len(tokens), upper_bound=True)

@@ -1,0 +1,131 @@
+"""Scoring a run: every metric per strategy, query and cut-off, and their means with 95% CIs.
+
+A failed judgment (grade None) is never a grade. In the rank metrics (DCG, NDCG, precision,
+recall, MRR, MAP) it counts as 0, like an unjudged document in qrels mode, and ``judged@k`` shows
+the share of the top k that holds a grade; mean relevance and the relevance distribution
+(``GRADED_ONLY_METRICS``) are computed over the graded results only (a query whose top k all
+failed has no value for them); the pools (ideal DCG, recall denominators) hold valid grades only.
+
+The pipeline scores a run with these when it completes; the dashboard recomputes a cut-off the
+run did not store with the same functions, so both count alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from searchgrade.core.records import Query, SearchHits
+from searchgrade.engine.metrics import HIGHER_IS_BETTER, compute_metrics
+
+#: Cut-offs stored for every run (those up to its depth), besides the run's own k.
+STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
+#: Metric name of "source found@k": 1 if the query's source document is in the top k.
+SOURCE_FOUND = "source_found"
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` is better (every metric of a run, source found included).
+
+    Raises:
+        ValueError: an unknown metric name.
+    """
+    if metric == SOURCE_FOUND:
+        return True
+    if metric not in HIGHER_IS_BETTER:
+        raise ValueError(f"unknown metric {metric!r}: use one of {', '.join([*HIGHER_IS_BETTER, SOURCE_FOUND])}")
+    return HIGHER_IS_BETTER[metric]
+
+
+#: Metrics computed over graded results only (a failed judgment is left out, not counted as 0).
+GRADED_ONLY_METRICS = ("mean_relevance", "pct_highly_relevant", "pct_relevant", "pct_not_relevant")
+
+#: One per-query metric value: (strategy, query_id, metric, k, value).
+MetricRow = tuple[str, str, str, int, float]
+
+
+def stored_cutoffs(k: int, depth: int) -> list[int]:
+    """The cut-offs a run stores: the standard ones up to its depth, its k and its depth."""
+    return sorted({c for c in STANDARD_CUTOFFS if c <= depth} | {k, depth})
+
+
+def per_query_metrics(
+    hits: dict[str, Sequence[SearchHits | None]],
+    query_ids: Sequence[str],
+    judgments: dict[str, dict[str, int]],
+    threshold: int,
+    cutoffs: Sequence[int],
+    *,
+    failed: dict[str, set[str]] | None = None,
+) -> list[tuple[str, str, str, int, float]]:
+    """Every metric for every strategy, query and cut-off: rows (strategy, query, metric, k, value).
+
+    A query a strategy failed on (hits entry None: a backend error) has no row for that strategy:
+    it is left out of the strategy's metrics, never scored as an empty list.
+
+    Unjudged documents have grade None (0 in the metrics; visible in `judged`). Documents in
+    ``failed`` (query -> doc ids whose judgment failed) also count as 0 in the rank metrics, but
+    are left out of mean relevance and the relevance distribution; a query whose top k all failed
+    has no row for those.
+    """
+    failed = failed or {}
+    rows: list[tuple[str, str, str, int, float]] = []
+    for strategy, strategy_hits in hits.items():
+        for qid, h in zip(query_ids, strategy_hits, strict=True):
+            if h is None:
+                continue
+            judged = judgments.get(qid, {})
+            grades = [judged.get(d.doc_id) for d in h.docs]
+            pool = list(judged.values())
+            failed_here = failed.get(qid, set())
+            for k in cutoffs:
+                values = compute_metrics(grades, pool, k, threshold)
+                top = h.docs[:k]
+                if any(d.doc_id in failed_here for d in top):
+                    graded = [judged.get(d.doc_id) for d in top if d.doc_id not in failed_here]
+                    for name in GRADED_ONLY_METRICS:
+                        if graded:
+                            values[name] = compute_metrics(graded, pool, k, threshold, [name])[name]
+                        else:
+                            del values[name]
+                for metric, value in values.items():
+                    rows.append((strategy, qid, metric, k, float(value)))
+    return rows
+
+
+def source_found_metrics(
+    hits: dict[str, Sequence[SearchHits | None]], queries: Sequence[Query], cutoffs: Sequence[int]
+) -> list[tuple[str, str, str, int, float]]:
+    """source_found@k: 1.0 if the query's source document is in the top k, else 0.0.
+
+    Only for queries with a source document (generated ones); rows as in `per_query_metrics`.
+    """
+    rows: list[tuple[str, str, str, int, float]] = []
+    for strategy, strategy_hits in hits.items():
+        for query, h in zip(queries, strategy_hits, strict=True):
+            if h is None or not query.source_doc_id:
+                continue
+            ranks = [d.rank for d in h.docs if d.doc_id == query.source_doc_id]
+            for k in cutoffs:
+                found = bool(ranks) and ranks[0] <= k
+                rows.append((strategy, query.query_id, SOURCE_FOUND, k, 1.0 if found else 0.0))
+    return rows
+
+
+def summarise(
+    rows: Sequence[tuple[str, str, str, int, float]], n_bootstrap: int, seed: int
+) -> list[tuple[str, str, int, float, float, float, int]]:
+    """Mean and 95% bootstrap CI per (strategy, metric, k): rows (strategy, metric, k, mean, lo, hi, n).
+
+    One resample index matrix for the whole run (per number of values: a metric a query has no
+    value for leaves a shorter column), shared by every strategy, metric and cut-off; each CI is
+    the one ``bootstrap_ci(values, n_resamples=n_bootstrap, seed=seed)`` gives.
+    """
+    # numpy, imported here: the CLI reads SOURCE_FOUND from this module at start-up.
+    from searchgrade.engine.statistics.bootstrap import bootstrap_cis
+
+    groups: dict[tuple[str, str, int], list[float]] = {}
+    for strategy, _qid, metric, k, value in rows:
+        groups.setdefault((strategy, metric, k), []).append(value)
+    intervals = bootstrap_cis(list(groups.values()), n_resamples=n_bootstrap, seed=seed)
+    return [(strategy, metric, k, ci.mean, ci.low, ci.high, len(values))
+            for ((strategy, metric, k), values), ci in zip(groups.items(), intervals, strict=True)]

@@ -1,0 +1,1 @@
+"""The built-in strategies: dense ANN (faiss), full-text BM25, hybrid fusion."""

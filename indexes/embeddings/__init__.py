@@ -1,0 +1,1 @@
+"""Embeddings: the sentence-transformers encoder, its backends, the vector cache, vectors made elsewhere."""

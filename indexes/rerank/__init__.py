@@ -1,0 +1,1 @@
+"""Rerankers: the cross-encoder, rerankers trained on a run's grades."""
