@@ -1,6 +1,6 @@
 """searchgrade's own overhead per query on an HTTP strategy, side by side with direct calls.
 
-A real local search server process (tests/indexes/backends/search_server.py: our BM25 over the
+A real local search server process (tests/indexes/declared/search_server.py: our BM25 over the
 SciFact demo behind an Elasticsearch-shaped ``_search`` API) answers the same queries two ways,
 alternating, ``--repeats`` times, one request at a time:
 
@@ -38,7 +38,7 @@ from searchgrade.engine.collections import load_collection  # noqa: E402
 from searchgrade.indexes.declared.http import HttpNode  # noqa: E402
 from searchgrade.indexes.declared.spec import parse_spec  # noqa: E402
 from searchgrade.indexes.executor import Executor, QueryBatch  # noqa: E402
-from tests.indexes.backends.conftest import SearchServer  # noqa: E402
+from tests.indexes.declared.conftest import SearchServer  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
 

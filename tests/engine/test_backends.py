@@ -18,8 +18,8 @@ from searchgrade.engine.store import Store
 from tests.conftest import DEMO, write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
-from tests.indexes.backends.conftest import SearchServer
 from tests.indexes.conftest import tiny_cross_encoder_dir  # noqa: F401 - a fixture
+from tests.indexes.declared.conftest import SearchServer
 
 
 @pytest.fixture(scope="module")

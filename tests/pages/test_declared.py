@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import write_beir
-from tests.indexes.backends.conftest import SearchServer
+from tests.indexes.declared.conftest import SearchServer
 from tests.pages.conftest import open_page
 
 

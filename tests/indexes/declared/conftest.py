@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 class SearchServer:
     def __init__(self, collection: Path, data_dir: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.indexes.backends.search_server", "--collection", str(collection),
+            [sys.executable, "-m", "tests.indexes.declared.search_server", "--collection", str(collection),
              "--data-dir", str(data_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("PORT "):

@@ -16,9 +16,9 @@ from searchgrade.engine.llm.prompts import (
     read_judge_prompt,
 )
 from searchgrade.engine.store import Store
+from tests.cli.test_llm_cli import _no_llm_environment, _one_line_error, llm_args  # noqa: F401
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
-from tests.engine.test_llm_cli import _no_llm_environment, _one_line_error, llm_args  # noqa: F401
 
 PACKAGED = (PROMPTS_DIR / "judge_v1.txt").read_text(encoding="utf-8")
 #: The packaged prompt with one more instruction: the fake server still recognises a judge request

@@ -24,8 +24,7 @@ from searchgrade.indexes.embeddings.encoder import (
 )
 from searchgrade.indexes.settings import IndexSettings
 from tests.conftest import write_beir
-
-from .conftest import DOCS, QUERIES
+from tests.indexes.conftest import DOCS, QUERIES
 
 pytest.importorskip("onnxruntime")
 

@@ -13,7 +13,7 @@ from searchgrade.indexes.executor import Executor, QueryBatch
 from searchgrade.indexes.registry import registry_for
 
 DOCS = {"d1": "the sun is a star", "d2": "jupiter is a gas giant planet", "d3": "a star and a planet"}
-MODULE = "tests.indexes.backends.plugin_example"
+MODULE = "tests.indexes.declared.plugin_example"
 
 
 def run(spec, texts, k=2):

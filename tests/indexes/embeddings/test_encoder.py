@@ -17,8 +17,7 @@ from searchgrade.indexes.embeddings.encoder import (
     resolve_model,
     text_key,
 )
-
-from .conftest import DOCS, CountingModel
+from tests.indexes.conftest import DOCS, CountingModel
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 TEXTS = [f"{title} {text}" for title, text in DOCS.values()]

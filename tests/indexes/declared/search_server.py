@@ -1,7 +1,7 @@
 """A real HTTP search server for the tests and the bench: our full-text BM25 behind an
 Elasticsearch-shaped ``_search`` API, with failures to order.
 
-    python -m tests.indexes.backends.search_server --collection DIR [--port 0]
+    python -m tests.indexes.declared.search_server --collection DIR [--port 0]
 
 prints ``PORT <n>`` when it listens. Endpoints:
 

@@ -12,8 +12,7 @@ from searchgrade.indexes.build import build_searchers
 from searchgrade.indexes.embeddings.encoder import EmbeddingCache, cache_dir_for, encode, load_embedder
 from searchgrade.indexes.embeddings.vector_files import import_vectors, model_for, read_vector_file
 from searchgrade.indexes.settings import IndexSettings
-
-from .conftest import DOCS, make_collection
+from tests.indexes.conftest import DOCS, make_collection
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 IDS = list(DOCS)

@@ -368,8 +368,8 @@ def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(l
 
 
 def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray, tmp_path, tiny_beir, monkeypatch):
-    from searchgrade.indexes.builtin import fulltext
     from searchgrade.engine.run.pipeline import resume_run
+    from searchgrade.indexes.builtin import fulltext
 
     collection = load_collection(tiny_beir)
     config = RunConfig(strategies=("fulltext",), n_bootstrap=200)

@@ -14,8 +14,7 @@ from searchgrade.indexes.builtin import bm25 as bm25_module
 from searchgrade.indexes.builtin.bm25 import MANIFEST, Bm25Index, build_bm25_index
 from searchgrade.indexes.builtin.fulltext import FulltextSearcher, build_index, load_index, tokenize
 from tests.conftest import CRANFIELD, DEMO
-
-from .conftest import DOCS
+from tests.indexes.conftest import DOCS
 
 TEXTS = [f"{title} {text}" for title, text in DOCS.values()]
 

@@ -10,8 +10,7 @@ from searchgrade.indexes.builtin import ann
 from searchgrade.indexes.builtin.ann import AnnSearcher, build_ann_index, load_ann, save_ann
 from searchgrade.indexes.embeddings.encoder import encode, load_embedder
 from searchgrade.indexes.settings import IndexSettings
-
-from .conftest import DOCS, QUERIES
+from tests.indexes.conftest import DOCS, QUERIES
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DOC_IDS = list(DOCS)

@@ -11,10 +11,10 @@ from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.run.estimate import estimate_cost, estimate_tokens
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
+from tests.cli.test_llm_cli import _no_llm_environment, llm_args  # noqa: F401
 from tests.conftest import CRANFIELD
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder
-from tests.engine.test_llm_cli import _no_llm_environment, llm_args  # noqa: F401
 from tests.engine.test_llm_pipeline import llm_config
 
 

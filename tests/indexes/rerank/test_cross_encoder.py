@@ -7,8 +7,7 @@ import pytest
 
 from searchgrade.core.records import ScoredDoc, SearchGradeError
 from searchgrade.indexes.rerank.cross_encoder import RerankSearcher, load_reranker
-
-from .conftest import DOCS
+from tests.indexes.conftest import DOCS
 
 CONTENTS = {doc_id: f"{title} {text}" for doc_id, (title, text) in DOCS.items()}
 
