@@ -22,6 +22,11 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip setuptools wheel
 # torch is pinned in pyproject.toml: 2.13.0 has a CPU wheel; an unpinned torch pulls a CUDA build.
 if [ "$want_tests" = 1 ]; then
+  # llama-cpp-python compiles llama.cpp here. Built for the host's every CPU feature (its default),
+  # it crashed (SIGSEGV in libggml-cpu on the first request) on a Xeon that reports AVX-512 and AMX;
+  # the AVX2 baseline runs on that Xeon and on the AVX2-only EPYCs alike. CMAKE_ARGS set by the
+  # caller wins.
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
   .venv/bin/python -m pip install --quiet -e '.[test]'
   if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ]; then
