@@ -89,6 +89,13 @@ def _empty_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def _shown(page, locator) -> None:
+    """Wait until ``locator`` shows, failing at once (with its text) if the page shows an exception."""
+    exception = page.locator('[data-testid="stException"]')
+    locator.or_(exception).first.wait_for()
+    assert exception.count() == 0, exception.first.inner_text()
+
+
 def test_pyproject_lists_exactly_the_package_folders():
     listed = PYPROJECT["tool"]["setuptools"]["packages"]
     folders = {"searchgrade"} | {
@@ -161,10 +168,13 @@ def test_the_installed_app_offers_the_demo_on_its_evaluate_page(installed, tmp_p
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(60_000)
         page.goto(url)
-        page.get_by_role("button", name="Evaluate search quality").wait_for()
+        _shown(page, page.get_by_role("button", name="Evaluate search quality"))
         # The demo, read from the installed copy, is the default collection.
-        page.get_by_text(f"{DEMO_DOCUMENTS:,} documents").wait_for()
+        _shown(page, page.get_by_text(f"{DEMO_DOCUMENTS:,} documents"))
         assert page.get_by_role("radio", name=SOURCES[0]).is_checked()
-        assert page.locator('[data-testid="stException"]').count() == 0
+        # Another screen, and a page link back (st.page_link resolves views/*.py beside app.py).
+        page.get_by_role("link", name="Results").click()
+        _shown(page, page.get_by_text("No runs yet"))
+        _shown(page, page.get_by_role("link", name="Evaluate search quality"))
     log = (elsewhere / "app.log").read_text()
     assert "Traceback" not in log, log[-3000:]
