@@ -15,12 +15,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+#: The `searchgrade` command the tests run: this interpreter's.
+SEARCHGRADE = (sys.executable, "-m", "searchgrade.cli")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 #: What the app reads to decide where the LLM key goes and whether a login is needed: tests start
@@ -59,8 +61,10 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def serve_app(workdir: Path, *args: str, env: dict[str, str]) -> Iterator[str]:
-    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log).
+def serve_app(workdir: Path, *args: str, env: dict[str, str],
+              program: Sequence[str] = SEARCHGRADE) -> Iterator[str]:
+    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log);
+    ``program`` is the `searchgrade` command (another venv's, for the installed wheel).
 
     Yields the app's URL once its health check answers; stops the server's process group after.
     """
@@ -68,7 +72,7 @@ def serve_app(workdir: Path, *args: str, env: dict[str, str]) -> Iterator[str]:
     log_path = workdir / "app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "searchgrade.cli", "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            [*program, "app", "--port", str(port), "--host", "127.0.0.1", *args],
             cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             url = f"http://127.0.0.1:{port}"
