@@ -3,7 +3,8 @@
 Builds runs in a real DuckDB file through the store (tests/pages/synthetic.py: rankings given, no
 index; metrics and CIs from the pipeline's own functions) and times, for each size, the view
 models a page calls, each call cold (a fresh Store, no page cache, the database not yet open in
-the process), in the same process and run for both implementations:
+the process), over the same runs for both implementations, each in a process of its own
+(bench/dashboard_views.py) with only its tree's code importable:
 
 - results: the Results page's view model at the stored k = 10, with its failed-queries table,
   over one open database as the app reads a page (runs are written as the pipeline writes them:
@@ -20,28 +21,40 @@ the process), in the same process and run for both implementations:
 - trends: the Trends page's reads (complete runs, cut-offs, DCG@10 over every run) over --runs runs,
   over one open database as the app reads a page.
 
-"baseline" is the code of main at 090b02f (bench/dashboard_baseline/), "new" is engine/report/.
-Prints the machine and its load, the median of --repeats calls of each (fewer for a baseline
-call that takes over --slow-s seconds: the count is printed), the ratio, the issue's target, and
-checks that both give the same figures.
+"baseline" is the whole tree of --baseline (default 090b02f, main before issue 12's view models),
+checked out of git into a temporary folder (bench/baseline.py) and run from there: its view models,
+its dashboard SQL and its store, reading the database this tree wrote (it knows migrations 1-2 and
+reads only their tables). "new" is this tree's engine/report/. Prints the machine and its load, the
+median of --repeats calls of each (fewer for a baseline call that takes over --slow-s seconds: the
+count is printed), the ratio, the issue's target, and checks that both give the same figures.
 
-    .venv/bin/python bench/bench_dashboard.py [--queries 1000,10000] [--repeats 5] [--runs 500]
+    .venv/bin/python bench/bench_dashboard.py [--queries 1000,10000] [--repeats 5] [--runs 500] [--baseline 090b02f]
+    .venv/bin/python bench/bench_dashboard.py --queries 50 --repeats 1 --runs 3     # a quick check
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import pickle
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
 
+from bench.baseline import Tree, checkout, commit_of_this_tree, this_tree  # noqa: E402
+from bench.dashboard_views import NEW_CUTOFFS  # noqa: E402
 from bench.machine import load, machine  # noqa: E402
+
+#: The commit before issue 12's view models (f08c58c): the "before" of the README's dashboard table.
+BASELINE = "090b02f"
+#: What the baseline needs of its tree: the evaluator and what it imports (not its demo or tests).
+BASELINE_PATHS = ("core", "engine", "indexes")
 
 #: The issue's targets in seconds, by (view, queries); trends by number of runs.
 TARGETS = {
@@ -51,30 +64,15 @@ TARGETS = {
     ("trends", 500): 0.5,
 }
 
-#: Stored metrics whose paired tests no call has kept yet (dcg is the headline, kept at completion):
-#: "results, other metric" opens one per repeat.
-FIRST_VIEW_METRICS = ["ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged"]
-#: Cut-offs the runs do not store (they store 1, 3, 5 and 10): "results, k not stored" opens one per repeat.
-NEW_CUTOFFS = [7, 9, 8, 6, 4, 2]
-
-
-def timed(fn: Callable[[], object], repeats: int, slow_s: float,
-          before: Callable[[], object] | None = None) -> tuple[float, int, float]:
-    """Median wall time of `repeats` calls (stopping after one call slower than slow_s), their
-    number, and the median CPU time of this process over each call (all its threads): on a
-    machine shared with other work, the wall time grows with the load, the CPU time much less.
-    ``before`` runs before each call, untimed."""
-    times, cpu = [], []
-    for _ in range(repeats):
-        if before is not None:
-            before()
-        t0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        times.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        if times[-1] > slow_s:
-            break
-    return statistics.median(times), len(times), statistics.median(cpu)
+def side(tree: Tree, out: Path, args: argparse.Namespace, *options: str) -> dict:
+    """Run bench/dashboard_views.py over ``tree``'s code in a process of its own; its timings and figures."""
+    argv = [*tree.script(BENCH / "dashboard_views.py"), "--prefix", tree.prefix, "--side", tree.label,
+            "--out", str(out), "--repeats", str(args.repeats), "--slow-s", str(args.slow_s), *options]
+    done = subprocess.run(argv, cwd=out.parent, env=tree.env(), check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"bench: the {tree.label} side failed (exit {done.returncode}); its output is above")
+    with open(out, "rb") as f:
+        return pickle.load(f)
 
 
 def build_runs(path: str, n_queries: int) -> tuple[str, str]:
@@ -131,23 +129,25 @@ def same_ranking(new, old) -> bool:
     return groups_new.iloc[:-1].equals(groups_old.iloc[:-1])
 
 
-def same_figures(new, old) -> list[str]:
-    """Where the new results view differs from the baseline's (empty: the same figures)."""
+def same_figures(new: dict, old: dict) -> list[str]:
+    """Where the new results view differs from the baseline's (empty: the same figures); each is
+    the figures dashboard_views.py returns."""
     import numpy as np
 
     problems = []
-    if (new.headline.strategy, round(new.headline.value, 9)) != (old.headline.strategy, round(old.headline.value, 9)):
+    (new_best, new_value), (old_best, old_value) = new["headline"], old["headline"]
+    if (new_best, round(new_value, 9)) != (old_best, round(old_value, 9)):
         problems.append("headline")
     for name in ("metric_summary", "by_position"):
-        a, b = getattr(new, name), getattr(old, name)
+        a, b = new[name], old[name]
         numeric = [c for c in b.columns if c in a.columns and b[c].dtype.kind == "f"]
         if len(a) != len(b) or not np.allclose(a[numeric].to_numpy(float), b[numeric].to_numpy(float),
                                                 atol=1e-9, equal_nan=True):
             problems.append(name)
     for name in ("best_queries", "worst_queries"):
-        if not same_ranking(getattr(new, name), getattr(old, name)):
+        if not same_ranking(new[name], old[name]):
             problems.append(name)
-    a, b = new.reranker_table, old.reranker_table
+    a, b = new["reranker_table"], old["reranker_table"]
     if not np.allclose(a[["Change", "CI low", "CI high", "p-value"]].to_numpy(float),
                        b[["Change", "CI low", "CI high", "p-value"]].to_numpy(float), atol=1e-9):
         problems.append("reranker tests")
@@ -161,24 +161,45 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=500, help="runs in the trends store (0: skip)")
     parser.add_argument("--slow-s", type=float, default=20.0,
                         help="a call slower than this is not repeated (the baseline at 10,000 queries)")
+    parser.add_argument("--baseline", default=BASELINE, metavar="COMMIT",
+                        help=f"the tree to compare with (default {BASELINE}: main before issue 12's view models)")
     args = parser.parse_args()
     if not 1 <= args.repeats <= len(NEW_CUTOFFS):
         parser.error(f"--repeats must be 1 to {len(NEW_CUTOFFS)} (one metric and one k not opened before per repeat)")
 
-    from bench.dashboard_baseline import BaselineStore
-    from bench.dashboard_baseline import compare as old_compare
-    from bench.dashboard_baseline import drilldown as old_drilldown
-    from bench.dashboard_baseline import results as old_results
-    from bench.dashboard_baseline import runs as old_runs
-    from bench.dashboard_baseline import trends as old_trends
-    from searchgrade.engine.report import compare, drilldown, results, runs, trends
+    from searchgrade.engine.report import results
     from searchgrade.engine.store import Store
 
     print(f"machine: {machine('numpy', 'duckdb')}")
     print(f"at start: load average {load()}")
+    print(f"this tree: {commit_of_this_tree()}; baseline: {args.baseline}")
     rows: list[tuple[str, int, float, int, float, int, float, float]] = []
     mismatches: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, checkout(args.baseline, BASELINE_PATHS) as old_tree, \
+            this_tree() as new_tree:
+        work = Path(tmp)
+
+        def both(size: int, data_dirs: dict[str, str], *options: str) -> tuple[dict, dict]:
+            """Each side over its own copy of the same databases (a side's first views may keep what
+            they computed), the baseline first."""
+            sides = {}
+            for name, tree in (("old", old_tree), ("new", new_tree)):
+                copies = []
+                for option, source in data_dirs.items():
+                    copy = work / f"{name}-{Path(source).name}"
+                    shutil.copytree(source, copy)
+                    copies += [option, str(copy)]
+                sides[name] = side(tree, work / f"{name}.pickle", args, *copies, *options)
+                for copy in copies[1::2]:
+                    shutil.rmtree(copy)
+            old, new = sides["old"], sides["new"]
+            print(f"  timed: {old['module']} and {new['module']}")
+            for name, (new_s, new_n, new_cpu) in new["timings"].items():
+                # A tree that kept nothing: its "nothing kept" is its "results", not timed twice.
+                old_s, old_n, old_cpu = old["timings"].get(name, old["timings"].get("results"))
+                rows.append((name, size, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
+            return old, new
+
         for n in [int(x) for x in args.queries.split(",")]:
             path = os.path.join(tmp, f"q{n}")
             t0 = time.perf_counter()
@@ -186,53 +207,11 @@ def main() -> int:
             print(f"{n:,} queries x 6 strategies x k = 10: two runs built in {time.perf_counter() - t0:.0f} s")
             best = results.results_view(Store(path), run_a).headline.strategy
             query = Store(path).queries(run_a)[n // 2]["query_id"]
-
-            def pair(new: Callable[[Store], object], old: Callable[[Store], object]):
-                # A fresh Store per call: nothing cached, the database not open yet in this process.
-                return (lambda: new(Store(path)), lambda: old(BaselineStore(path)))
-
-            def results_page(s: Store):
-                with s.session():  # the app reads a page over one open database (app.py)
-                    return results.results_view(s, run_a, "dcg", 10), results.failed_queries(s, run_a, best)
-
-            def forget_kept():
-                with Store(path).connect() as con:  # as before migrations 7 and 8
-                    con.execute("DELETE FROM paired_tests WHERE run_id = ?", [run_a])
-                    con.execute("DELETE FROM kept_reads WHERE run_id = ?", [run_a])
-
-            new_metrics, old_metrics = iter(FIRST_VIEW_METRICS), iter(FIRST_VIEW_METRICS)
-            new_cutoffs, old_cutoffs = iter(NEW_CUTOFFS), iter(NEW_CUTOFFS)
-            views = {
-                "results": pair(results_page, lambda s: (old_results.results_view(s, run_a, "dcg", 10),
-                                                         old_results.failed_queries(s, run_a, best))),
-                # The baseline kept nothing: its call is the one of "results", not timed twice.
-                "results, nothing kept": (lambda: results_page(Store(path)), None),
-                "results, other metric": (
-                    lambda: results.results_view(Store(path), run_a, next(new_metrics), 10),
-                    lambda: old_results.results_view(BaselineStore(path), run_a, next(old_metrics), 10)),
-                "results, k not stored": pair(lambda s: results.results_view(s, run_a, "dcg", next(new_cutoffs)),
-                                              lambda s: old_results.results_view(s, run_a, "dcg", next(old_cutoffs))),
-                "drill-down": pair(lambda s: drilldown.query_detail(s, run_a, query),
-                                   lambda s: old_drilldown.query_detail(s, run_a, query)),
-                "compare": pair(lambda s: compare.compare_runs(s, run_a, run_b, "dcg", 10),
-                                lambda s: old_compare.compare_runs(s, run_a, run_b, "dcg", 10)),
-            }
-            for name, (new, old) in views.items():
-                before = forget_kept if name == "results, nothing kept" else None
-                new_s, new_n, new_cpu = timed(new, args.repeats, args.slow_s, before)
-                if old is None:
-                    old_s, old_n, old_cpu = rows[-1][2], rows[-1][3], rows[-1][6]
-                else:
-                    old_s, old_n, old_cpu = timed(old, args.repeats, args.slow_s)
-                rows.append((name, n, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
-                print(f"  {name:<21} baseline {old_s:8.3f} s ({old_n}x, CPU {old_cpu:.3f} s)   "
-                      f"new {new_s:7.3f} s ({new_n}x, CPU {new_cpu:.3f} s)   load {load()}", flush=True)
+            old, new = both(n, {"--runs-db": path}, "--run-a", run_a, "--run-b", run_b, "--best", best,
+                            "--query", query)
             for k in (10, 7):
-                problems = same_figures(results.results_view(Store(path), run_a, "dcg", k),
-                                        old_results.results_view(BaselineStore(path), run_a, "dcg", k))
-                mismatches += [f"{n} queries, k = {k}: {p}" for p in problems]
-            new_failed = results.failed_queries(Store(path), run_a, best)
-            old_failed = old_results.failed_queries(BaselineStore(path), run_a, best)
+                mismatches += [f"{n} queries, k = {k}: {p}" for p in same_figures(new["figures"][k], old["figures"][k])]
+            new_failed, old_failed = new["failed"], old["failed"]
             if not (new_failed.columns.tolist() == old_failed.columns.tolist()
                     and new_failed.astype(str).values.tolist() == old_failed.astype(str).values.tolist()):
                 mismatches.append(f"{n} queries: failed queries table")
@@ -241,26 +220,10 @@ def main() -> int:
             t0 = time.perf_counter()
             build_trend_store(path, args.runs)
             print(f"{args.runs} complete runs of 100 queries x 6 strategies built in {time.perf_counter() - t0:.0f} s")
-
-            def trends_page(report_runs, report_trends, store):
-                report_runs.run_choices(store, complete_only=True)
-                report_trends.trend_cutoffs(store)
-                return report_trends.trend(store, "dcg", 10)
-
-            def new_trends_page(store):
-                with store.session():  # the app reads a page over one open database (app.py)
-                    return trends_page(runs, trends, store)
-
-            new_s, new_n, new_cpu = timed(lambda: new_trends_page(Store(path)), args.repeats, args.slow_s)
-            old_s, old_n, old_cpu = timed(lambda: trends_page(old_runs, old_trends, BaselineStore(path)),
-                                 args.repeats, args.slow_s)
-            rows.append(("trends", args.runs, old_s, old_n, new_s, new_n, old_cpu, new_cpu))
-            new_points = trends_page(runs, trends, Store(path))
-            old_points = trends_page(old_runs, old_trends, BaselineStore(path))
-            if new_points[["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
-                    ["run_id", "strategy"]).values.tolist() != old_points[
-                    ["run_id", "strategy", "value", "ci_low", "ci_high"]].sort_values(
-                    ["run_id", "strategy"]).values.tolist():
+            old, new = both(args.runs, {"--trends-db": path})
+            order = ["run_id", "strategy"]
+            if (new["trend"].sort_values(order).values.tolist()
+                    != old["trend"].sort_values(order).values.tolist()):
                 mismatches.append("trends: points differ")
     print(f"at end: load average {load()}")
     print()
@@ -273,7 +236,7 @@ def main() -> int:
               f"{new_s:>9.3f} {old_s / new_s:>6.1f}x {'' if target is None else f'{target:.1f}':>11}  {met:<3}"
               f"   {old_cpu:>12.3f} {new_cpu:>11.3f} {old_cpu / new_cpu:>8.1f}x")
     print(f"medians of {args.repeats} cold calls; * fewer: a baseline call over {args.slow_s:.0f} s is not repeated. "
-          "size: queries per run (trends: runs). Targets are wall time; CPU: this process's CPU time.")
+          "size: queries per run (trends: runs). Targets are wall time; CPU: the timing process's CPU time.")
     print("same figures as the baseline: " + ("yes" if not mismatches else "NO: " + "; ".join(mismatches)))
     return 0 if not mismatches else 1
 

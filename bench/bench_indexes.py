@@ -97,9 +97,11 @@ def main() -> int:
     from searchgrade.indexes.settings import IndexSettings
 
     collection = load_collection(args.collection)
+    empty_folder = None
     if not args.bundled_vectors:
-        # build_searchers imports <collection path>/embeddings/*.npz; point it at no such folder.
-        collection = dataclasses.replace(collection, path=tempfile.mkdtemp(prefix="bench-nobundle-"))
+        # build_searchers imports <collection path>/embeddings/*.npz; point it at an empty folder.
+        empty_folder = tempfile.mkdtemp(prefix="bench-nobundle-")
+        collection = dataclasses.replace(collection, path=empty_folder)
     if args.limit_docs:
         collection = limit(collection, args.limit_docs)
     print(f"{collection.name}: {len(collection.documents)} documents, {len(collection.queries)} queries")
@@ -145,6 +147,8 @@ def main() -> int:
     finally:
         if temporary:
             shutil.rmtree(data_dir, ignore_errors=True)
+        if empty_folder is not None:
+            shutil.rmtree(empty_folder, ignore_errors=True)
     return 0
 
 
