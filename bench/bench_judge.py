@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from searchgrade.core.records import Document, Query  # noqa: E402
 from searchgrade.engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
-from searchgrade.engine.llm.client import LLMClient, LLMSettings  # noqa: E402
+from searchgrade.engine.llm.client import LLMClient  # noqa: E402
 from searchgrade.engine.llm.judge import judge_pairs  # noqa: E402
+from searchgrade.engine.llm.settings import LLMSettings  # noqa: E402
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body  # noqa: E402
 
 

@@ -24,15 +24,16 @@ from searchgrade.cli.options import (
 from searchgrade.cli.output import Bars, print_notes
 from searchgrade.cli.show import print_table
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.llm.env import operator_urls, require_endpoint, require_model
+from searchgrade.engine.llm.env import require_endpoint, require_model
+from searchgrade.engine.llm.key_policy import operator_urls
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
 
 if TYPE_CHECKING:
-    from searchgrade.engine.llm.client import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.ray.runner import RaySession
     from searchgrade.engine.run.pipeline import RunOutcome
     from searchgrade.engine.store import Store
@@ -110,7 +111,7 @@ _QUERYGEN_ONLY = ("docs", "queries_per_doc", "keyword_per_doc", "min_doc_words",
 
 
 def _llm_settings(args: argparse.Namespace) -> LLMSettings:
-    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.settings import LLMSettings
 
     fields: dict[str, Any] = {"model": require_model(args.model),
                               "base_url": require_endpoint(args.base_url)}

@@ -3,7 +3,7 @@
 For each strategy both runs evaluated (or those asked for), the metric's per-query values are
 paired over the queries both runs share (by query text: generated query ids name different
 questions in different runs), and a one-sided paired randomization test asks whether the
-candidate is worse than the baseline by more than a margin (engine.statistics.bootstrap.
+candidate is worse than the baseline by more than a margin (engine.statistics.paired.
 non_inferiority_test). The p-values are corrected with Holm over the strategies checked, so
 checking six strategies does not give six chances of a false alarm. A strategy fails when its
 Holm-adjusted p-value is below alpha; the gate fails when any strategy does.
@@ -24,7 +24,8 @@ import pandas as pd
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import higher_is_better, parse_metric
 from searchgrade.engine.run.strategies import strategy_order
-from searchgrade.engine.statistics.bootstrap import holm, non_inferiority_test
+from searchgrade.engine.statistics.multiple import holm
+from searchgrade.engine.statistics.paired import non_inferiority_test
 from searchgrade.engine.store import RunRecord, Store
 
 #: --baseline value that picks the newest complete run of the candidate's collection.

@@ -15,6 +15,7 @@ from searchgrade.engine.report import results as results_model
 from searchgrade.engine.report import runs as runs_model
 from searchgrade.engine.report import trends as trends_model
 from searchgrade.engine.report.common import WITH, WITHOUT
+from searchgrade.engine.report.results_view import ResultsView
 from searchgrade.engine.store import STOPPED_STATUSES, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
@@ -53,7 +54,7 @@ jobs.on_finish(_clear_caches)
 
 
 @st.cache_data(show_spinner="Reading the run…", max_entries=32)
-def results_view(path: str, run_id: str, metric: str, k: int) -> results_model.ResultsView:
+def results_view(path: str, run_id: str, metric: str, k: int) -> ResultsView:
     return results_model.results_view(store_for(path), run_id, metric, k)
 
 

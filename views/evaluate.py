@@ -8,13 +8,8 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.llm.accounting import usage_text
-from searchgrade.engine.llm.env import (
-    ENV_API_KEY,
-    endpoint_status,
-    env_api_key,
-    key_withheld_note,
-    llm_defaults,
-)
+from searchgrade.engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
+from searchgrade.engine.llm.key_policy import key_withheld_note
 from searchgrade.engine.report.collection_form import Choice
 from searchgrade.engine.report.declared import Declared, declared_strategies, test_strategy
 from searchgrade.engine.report.evaluate import (
@@ -205,7 +200,7 @@ def _llm_config(fields: dict, model: str, base_url: str) -> dict:
     """RunConfig keywords for the LLM part of the form (empty without the LLM)."""
     if not fields:
         return {}
-    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
 
     # The key is not here: the client reads OPENAI_API_KEY from the server's environment.

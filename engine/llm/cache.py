@@ -4,6 +4,7 @@ An entry is keyed by (kind, key), where key is the sha256 of everything that det
 reply: for a grade, the query text, the document content, the judge model and the prompt version.
 Only valid replies are cached; a failure is retried by the next run. The store's table
 ``llm_cache`` holds the entries across runs; ``MemoryCache`` does the same in memory (tests).
+While a stage runs, ``CacheWriter`` writes valid results as they come, so a killed run loses little.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 
@@ -69,3 +71,41 @@ class StoreCache:
 
     def put_many(self, kind: str, entries: Iterable[CacheEntry]) -> None:
         self.store.llm_cache_put(kind, [tuple(e) for e in entries])
+
+
+class CacheWriter:
+    """Buffers cache entries and writes them every ``every`` entries or ``interval_s`` seconds.
+
+    Only the thread that consumes results writes, so the store sees one writer. ``on_flush`` runs
+    after each write (the pipeline uses it to store the accounting increments in step).
+    """
+
+    def __init__(
+        self,
+        cache: LLMCache,
+        kind: str,
+        *,
+        every: int = 16,
+        interval_s: float = 2.0,
+        on_flush: Callable[[], None] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.kind = kind
+        self.every = max(1, every)
+        self.interval_s = interval_s
+        self.on_flush = on_flush
+        self._buffer: list[CacheEntry] = []
+        self._last = time.monotonic()
+
+    def add(self, entry: CacheEntry) -> None:
+        self._buffer.append(entry)
+        if len(self._buffer) >= self.every or time.monotonic() - self._last >= self.interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buffer:
+            self.cache.put_many(self.kind, self._buffer)
+            self._buffer = []
+        self._last = time.monotonic()
+        if self.on_flush is not None:
+            self.on_flush()

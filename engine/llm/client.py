@@ -1,26 +1,13 @@
 """A client for any OpenAI-compatible chat endpoint that returns validated JSON replies.
 
-The hosted API, llama.cpp's server, vLLM, Ollama and others speak the same chat API but differ in
-how they constrain output to JSON. The client negotiates once per endpoint, trying in order:
-
-1. ``json_schema``: ``response_format={"type": "json_schema", "json_schema": {...}}`` (hosted API,
-   vLLM);
-2. ``json_object_schema``: ``{"type": "json_object", "schema": ...}`` (llama.cpp servers, which
-   reject ``json_schema`` with a 400/422);
-3. ``json_object``: plain JSON mode, the schema described in the prompt;
-4. ``prompt``: no ``response_format`` at all, the schema described in the prompt.
-
-A mode counts as supported once the server answers it with 200; modes rejected before that (a
-400/413/415/422, or while negotiating any error that names the response format: llama-cpp-python
-answers ``json_schema`` with a 500 saying so) are remembered in ``rejected_modes``.
-
-Retries are done here, not by the openai package (it is created with ``max_retries=0``), so that
-every HTTP request sent is counted: the calls a run reports equal the requests the server got.
-Timeouts, connection errors, 408, 409, 429 and 5xx are retried with exponential backoff, honouring
-``Retry-After``; a reply that is not valid JSON for its schema is retried with a short correction
-turn, then returned as a failure. 401, 403 and 404 stop everything (they will not get better).
-The API key is never stored in settings, logged or put in a message, and is sent only to an
-endpoint the operator chose (engine/llm/env.py): any other endpoint gets no key.
+The output mode (how a request asks for JSON) is negotiated once per endpoint
+(engine/llm/output_modes.py). Retries are done here, not by the openai package (it is created
+with ``max_retries=0``), so that every HTTP request sent is counted: the calls a run reports equal
+the requests the server got. Transient errors are retried after a wait (engine/llm/retries.py); a
+reply that is not valid JSON for its schema (engine/llm/replies.py) is retried with a short
+correction turn, then returned as a failure. 401, 403 and 404 stop everything (they will not get
+better). The API key is never stored in settings, logged or put in a message, and is sent only to
+an endpoint the operator chose (engine/llm/key_policy.py): any other endpoint gets no key.
 """
 
 from __future__ import annotations
@@ -28,153 +15,34 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, fields
-from email.utils import parsedate_to_datetime
-from typing import Any, Generic, NamedTuple, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.llm.env import (
+from searchgrade.engine.llm.accounting import Usage
+from searchgrade.engine.llm.env import env_api_key
+from searchgrade.engine.llm.key_policy import (
     api_key_for,
-    env_api_key,
-    env_base_url,
     key_allowed,
     key_withheld_note,
     normalise_url,
+    scrub,
+    strip_credentials,
 )
-
-OUTPUT_MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
-
-#: Status codes that mean "the server cannot take this request as sent": try the next output
-#: mode while negotiating, else record the item as failed.
-_REJECTED = {400, 413, 415, 422}
-#: While negotiating, an error that names the output format means "mode not supported".
-_FORMAT_ERROR = re.compile(r"response_format|json_schema|json_object", re.IGNORECASE)
-#: Status codes worth retrying after a wait.
-_TRANSIENT = {408, 409, 429}
+from searchgrade.engine.llm.output_modes import FORMAT_ERROR, OUTPUT_MODES, REJECTED, ask_for_json
+from searchgrade.engine.llm.replies import Reply, parse_reply
+from searchgrade.engine.llm.retries import TRANSIENT, backoff_seconds, retry_after_seconds
+from searchgrade.engine.llm.settings import LLMSettings
 
 T = TypeVar("T")
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """How to reach the model. Stored with a run; the API key never is (it is not a field)."""
-
-    model: str
-    #: None: $OPENAI_BASE_URL, else the hosted OpenAI API.
-    base_url: str | None = None
-    concurrency: int = 4
-    timeout_s: float = 60.0
-    #: Extra requests after a timeout, connection error, 408/409/429 or 5xx.
-    max_retries: int = 4
-    #: Extra requests after a reply that is not valid JSON for its schema.
-    invalid_reply_retries: int = 2
-    backoff_s: float = 1.0
-    max_backoff_s: float = 30.0
-    #: A longer Retry-After is cut to this.
-    max_retry_after_s: float = 120.0
-    temperature: float = 0.0
-    max_tokens: int = 400
-    #: Force one of OUTPUT_MODES instead of negotiating.
-    output_mode: str | None = None
-
-    def validate(self) -> None:
-        if not self.model:
-            raise SearchGradeError("no LLM model given; pass --model NAME (e.g. gpt-4o-mini)")
-        if self.concurrency < 1:
-            raise SearchGradeError(f"--concurrency of {self.concurrency} must be at least 1")
-        if self.timeout_s <= 0:
-            raise SearchGradeError(f"LLM timeout of {self.timeout_s} s must be positive")
-        if self.max_retries < 0 or self.invalid_reply_retries < 0:
-            raise SearchGradeError("LLM retry counts must be 0 or more")
-        if self.max_tokens < 1:
-            raise SearchGradeError(f"LLM max_tokens of {self.max_tokens} must be at least 1")
-        if self.output_mode is not None and self.output_mode not in OUTPUT_MODES:
-            raise SearchGradeError(
-                f"LLM output mode {self.output_mode!r} is not one of {', '.join(OUTPUT_MODES)}"
-            )
-
-    def resolved_base_url(self) -> str | None:
-        return self.base_url or env_base_url()
-
-    def to_json(self) -> dict[str, Any]:
-        """The settings as stored with a run: no key, and no credentials inside the URL."""
-        d = asdict(self)
-        url = self.resolved_base_url()
-        if url:
-            parts = urlsplit(url)
-            if parts.username or parts.password:
-                host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-                url = urlunsplit(parts._replace(netloc=host))
-        d["base_url"] = url
-        return d
-
-
-# -- accounting ------------------------------------------------------------------------------
-
-
-@dataclass
-class StageUsage:
-    """What one stage (e.g. "querygen", "judge") cost."""
-
-    #: HTTP requests sent, retries and rejected negotiation attempts included.
-    requests: int = 0
-    #: Calls that ended with a valid reply.
-    ok: int = 0
-    #: Calls that ended without one (recorded as failures).
-    failures: int = 0
-    #: Replies that were not valid JSON for the schema (each one retried or failed).
-    invalid_replies: int = 0
-    #: Requests repeated after a timeout, connection error, 429 or 5xx.
-    retries: int = 0
-    #: Items answered from the cache, without a call.
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    #: Sum of the wall time of every request, seconds.
-    latency_s: float = 0.0
-
-
-class Usage:
-    """Thread-safe per-stage accounting."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stages: dict[str, StageUsage] = {}
-
-    def add(self, stage: str, **deltas: float) -> None:
-        with self._lock:
-            usage = self._stages.setdefault(stage, StageUsage())
-            for name, delta in deltas.items():
-                setattr(usage, name, getattr(usage, name) + delta)
-
-    def snapshot(self) -> dict[str, dict[str, float]]:
-        """Stage -> counter -> value, a copy."""
-        with self._lock:
-            return {stage: asdict(u) for stage, u in self._stages.items()}
-
-
-USAGE_FIELDS = tuple(f.name for f in fields(StageUsage))
-
-
-# -- results ---------------------------------------------------------------------------------
-
-
-class Reply(NamedTuple, Generic[M]):
-    """A validated reply, or the reason there is none."""
-
-    value: M | None
-    error: str | None
 
 
 class _Rejected(Exception):
@@ -189,24 +57,6 @@ class _GaveUp(Exception):
 #: the request; vLLM's permission entries carry fresh ids).
 _VOLATILE_MODEL_FIELDS = {"created", "object", "permission", "permissions"}
 
-#: Request headers that carry credentials, never sent to an endpoint the operator did not choose.
-_CREDENTIAL_HEADERS = {"authorization", "proxy-authorization", "api-key", "x-api-key",
-                       "openai-organization", "openai-project", "cookie"}
-
-
-def _strip_credentials(request: Any) -> None:
-    """An httpx request hook: drop credential headers, and those $OPENAI_CUSTOM_HEADERS adds."""
-    import os
-
-    custom = {line.split(":", 1)[0].strip().lower()
-              for line in os.environ.get("OPENAI_CUSTOM_HEADERS", "").splitlines() if ":" in line}
-    for name in list(request.headers):
-        if name.lower() in _CREDENTIAL_HEADERS or name.lower() in custom:
-            del request.headers[name]
-
-
-_KEYISH = re.compile(r"\b(sk|pk|key|api)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
-
 
 class LLMClient:
     """JSON calls to an OpenAI-compatible endpoint, with retries, negotiation and accounting.
@@ -214,7 +64,8 @@ class LLMClient:
     Args:
         settings: Model, endpoint, concurrency, timeouts and retry policy.
         api_key: The key; None means $OPENAI_API_KEY when the endpoint may have it (the
-            configured one, or one allowed: engine/llm/env.py), else no key. A local server needs none.
+            configured one, or one allowed: engine/llm/key_policy.py), else no key. A local
+            server needs none.
         client: Anything with ``chat.completions.create(**kwargs)`` (a stub in tests); None builds
             an ``openai.OpenAI`` with ``max_retries=0``.
         sleep: Called with the seconds to wait between retries (tests pass a recorder).
@@ -240,7 +91,7 @@ class LLMClient:
         self._identity: str | None = None
         self._identity_lock = threading.Lock()
         url = settings.resolved_base_url()
-        #: The operator chose this endpoint (engine/llm/env.py), or passed the key explicitly.
+        #: The operator chose this endpoint (engine/llm/key_policy.py), or passed the key explicitly.
         self.trusted_endpoint = api_key is not None or key_allowed(url)
         key = api_key if api_key is not None else api_key_for(url)
         #: Why a key that is set was not sent to this endpoint (said when the endpoint refuses us).
@@ -271,7 +122,7 @@ class LLMClient:
             # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): none of it leaves for an
             # endpoint the operator did not choose.
             extra["http_client"] = openai.DefaultHttpxClient(
-                event_hooks={"request": [_strip_credentials]})
+                event_hooks={"request": [strip_credentials]})
         return openai.OpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s, **extra
         )
@@ -436,10 +287,10 @@ class LLMClient:
                     self.usage.add(stage, latency_s=time.perf_counter() - t0)
                     continue
                 # llama-cpp-python answers an unknown response_format with a 500 that names it.
-                if status in _REJECTED or (negotiating and _FORMAT_ERROR.search(detail)):
+                if status in REJECTED or (negotiating and FORMAT_ERROR.search(detail)):
                     self.usage.add(stage, latency_s=time.perf_counter() - t0)
                     raise _Rejected(f"request rejected ({status}, mode {mode}): {detail}") from None
-                if status not in _TRANSIENT and status < 500:
+                if status not in TRANSIENT and status < 500:
                     fix = ("check OPENAI_API_KEY, --model and OPENAI_BASE_URL" if not self.key_withheld
                            or status not in (401, 403) else self.key_withheld)
                     raise SearchGradeError(
@@ -465,8 +316,8 @@ class LLMClient:
                 break
             self.usage.add(stage, retries=1)
             if wait_s is None:
-                wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2**attempt)
-                wait_s *= 1.0 + 0.25 * self._random.random()  # jitter: workers do not retry in step
+                wait_s = backoff_seconds(attempt, self.settings.backoff_s, self.settings.max_backoff_s,
+                                         self._random)
             self._sleep(min(wait_s, self.settings.max_retry_after_s))
         raise _GaveUp(f"{error} (gave up after {self.settings.max_retries + 1} requests)")
 
@@ -497,8 +348,6 @@ class LLMClient:
         seed: int | None,
         temperature: float | None,
     ) -> dict[str, Any]:
-        from searchgrade.engine.llm.schemas import strict_schema
-
         kwargs: dict[str, Any] = {
             "model": self.settings.model,
             "messages": messages,
@@ -511,28 +360,11 @@ class LLMClient:
             del kwargs["temperature"]
         if seed is not None:
             kwargs["seed"] = seed
-        if mode == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": schema_name, "schema": strict_schema(schema), "strict": True},
-            }
-        elif mode == "json_object_schema":
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
-        else:
-            # Without server-side constraints the schema goes into the prompt.
-            described = [dict(m) for m in messages]
-            described[-1]["content"] += (
-                "\n\nThe JSON object must match this JSON schema:\n" + json.dumps(schema)
-            )
-            kwargs["messages"] = described
-            if mode == "json_object":
-                kwargs["response_format"] = {"type": "json_object"}
+        ask_for_json(kwargs, mode, messages, schema, schema_name)
         return kwargs
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return _KEYISH.sub("***", text)
+        return scrub(text, self._secrets)
 
     # -- many calls --------------------------------------------------------------------------
 
@@ -559,74 +391,6 @@ class LLMClient:
             executor.shutdown(wait=True, cancel_futures=True)
 
 
-def parse_reply(
-    content: str | None, reply_model: type[M], finish_reason: str | None = None
-) -> tuple[M | None, str]:
-    """Validate a reply's text; (value, "") or (None, why it is invalid)."""
-    if not content or not content.strip():
-        return None, "empty reply"
-    text = content.strip()
-    if text.startswith("```"):
-        # ```json ... ``` fences, common without server-side JSON mode.
-        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        start, end = text.find("{"), text.rfind("}")
-        data = None
-        if 0 <= start < end:
-            try:
-                data = json.loads(text[start : end + 1])
-            except json.JSONDecodeError:
-                pass
-        if data is None:
-            cut = " (cut at max_tokens)" if finish_reason == "length" else ""
-            return None, f"not JSON{cut}: {text[:80]!r}"
-    try:
-        return reply_model.model_validate(data), ""
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "reply"
-        return None, f"{where}: {first['msg']}"
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
 def _one_line(exc: Exception) -> str:
     message = getattr(exc, "message", None) or str(exc)
     return " ".join(str(message).split())[:300]
-
-
-__all__ = [
-    "OUTPUT_MODES",
-    "USAGE_FIELDS",
-    "LLMClient",
-    "LLMSettings",
-    "Reply",
-    "StageUsage",
-    "Usage",
-    "parse_reply",
-    "retry_after_seconds",
-]

@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from searchgrade.core.records import Document, Grade, Query
-from searchgrade.engine.llm.batching import CacheWriter
-from searchgrade.engine.llm.cache import CacheEntry, LLMCache, cache_key
+from searchgrade.engine.llm.cache import CacheEntry, CacheWriter, LLMCache, cache_key
 from searchgrade.engine.llm.client import LLMClient
 from searchgrade.engine.llm.prompts import Prompt, load_prompt, neutralise_tags, parse_prompt
 from searchgrade.engine.llm.schemas import JudgeReply, judge_schema

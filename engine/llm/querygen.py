@@ -30,8 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from searchgrade.core.records import Document, Query, SearchGradeError
-from searchgrade.engine.llm.batching import CacheWriter
-from searchgrade.engine.llm.cache import CacheEntry, LLMCache, cache_key
+from searchgrade.engine.llm.cache import CacheEntry, CacheWriter, LLMCache, cache_key
 from searchgrade.engine.llm.client import LLMClient
 from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags
 from searchgrade.engine.llm.schemas import QueryGenReply, querygen_schema

@@ -792,7 +792,7 @@ class _CallUsage:
     worker returns each call's counters with its reply (the driver adds them to the run's)."""
 
     def __init__(self) -> None:
-        from searchgrade.engine.llm.client import Usage
+        from searchgrade.engine.llm.accounting import Usage
 
         self.total = Usage()
         self.local = threading.local()
@@ -857,7 +857,8 @@ class RayLLM:
                  lease_s: float | None = None, wait_s: float | None = None) -> None:
         from dataclasses import replace
 
-        from searchgrade.engine.llm.env import HOSTED_URL, normalise_url
+        from searchgrade.engine.llm.env import HOSTED_URL
+        from searchgrade.engine.llm.key_policy import normalise_url
 
         ray = import_ray()
         self.local = client

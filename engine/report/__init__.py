@@ -6,6 +6,7 @@ tables) and returns pandas frames or small dataclasses. No Streamlit here: cachi
 screens' business.
 
 - results, drilldown, trends, compare, evaluate: one module per screen.
+- results_view: the record of what the Results page shows (built by results, read by recommendations).
 - recommendations: what to do next, in words; significance: paired tests, in words.
 - llm_panel: the LLM's part of a run; recompute: metrics at a cut-off the run did not store.
 - ann_index: what the ANN index loses against exact search, in words.

@@ -168,7 +168,7 @@ def cost_estimate(collection: Collection, config: RunConfig, store: Store) -> Co
     Counting cached replies asks the endpoint ``GET /models`` (their key's fingerprint); here that
     waits at most ESTIMATE_TIMEOUT_S, and an endpoint that does not answer in time is identified by
     its URL, so replies cached under its listing are counted as calls (an overestimate). The key
-    goes where the run's would (engine/llm/env.py): never to an endpoint typed in the browser.
+    goes where the run's would (engine/llm/key_policy.py): never to an endpoint typed in the browser.
     """
     from searchgrade.engine.run.estimate import estimate_cost
 

@@ -16,7 +16,7 @@ from searchgrade.engine.store import RunRecord, Store
 if TYPE_CHECKING:
     from searchgrade.engine.report.kept import RunReads
     from searchgrade.engine.report.recompute import Figures
-    from searchgrade.engine.report.results import ResultsView
+    from searchgrade.engine.report.results_view import ResultsView
 
 
 def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -15,7 +14,6 @@ from searchgrade.engine.report.common import (
     PRIMARY_METRIC,
     WITH,
     WITHOUT,
-    Sentence,
     best_row,
     is_llm_run,
     metric_label,
@@ -25,9 +23,10 @@ from searchgrade.engine.report.common import (
 )
 from searchgrade.engine.report.embedding import embedding_text
 from searchgrade.engine.report.kept import RunReads
-from searchgrade.engine.report.llm_panel import LLMPanel, llm_panel
+from searchgrade.engine.report.llm_panel import llm_panel
 from searchgrade.engine.report.recommendations import recommendations
 from searchgrade.engine.report.recompute import Figures
+from searchgrade.engine.report.results_view import Headline, ResultsView
 from searchgrade.engine.report.significance import (
     reranker_frame,
     reranker_rows,
@@ -36,50 +35,6 @@ from searchgrade.engine.report.significance import (
 )
 from searchgrade.engine.run.strategies import display_rank, label, pairs, strategy_order
 from searchgrade.engine.store import RunRecord, Store
-
-
-@dataclass
-class Headline:
-    metric: str
-    value: float
-    ci_low: float
-    ci_high: float
-    strategy: str
-    label: str
-    n_queries: int
-
-
-@dataclass
-class ResultsView:
-    """Everything the results page shows for one run, metric and k."""
-
-    run: RunRecord
-    metric: str
-    k: int
-    headline: Headline | None
-    strategies: list[str]
-    #: strategy, label, value, ci_low, ci_high, n for the selected metric.
-    metric_summary: pd.DataFrame
-    #: base label x (Without reranker, With reranker) for the selected metric and for mean relevance.
-    metric_table: pd.DataFrame
-    relevance_table: pd.DataFrame
-    #: strategy, label, rank, mean_grade
-    by_position: pd.DataFrame
-    best_queries: pd.DataFrame
-    worst_queries: pd.DataFrame
-    reranker_table: pd.DataFrame
-    distribution: pd.DataFrame
-    failed_counts: pd.DataFrame
-    significance: list[Sentence]
-    recommendations: list[Sentence]
-    latency: pd.DataFrame
-    notes: list[str] = field(default_factory=list)
-    #: The LLM's part of the run (judge, calls, failures, source found, agreement); None without LLM.
-    llm: LLMPanel | None = None
-    #: What the ANN index costs against exact search, in words; None without ANN.
-    ann_index: str | None = None
-    #: Which model and backend embedded the documents, in words; None without ANN.
-    embedding: str | None = None
 
 
 @one_session

@@ -28,7 +28,8 @@ from searchgrade.engine.report.common import (
 )
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, pairs
-from searchgrade.engine.statistics.bootstrap import PairedTest, holm, paired_tests
+from searchgrade.engine.statistics.multiple import holm
+from searchgrade.engine.statistics.paired import PairedTest, paired_tests
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store

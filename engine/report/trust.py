@@ -26,7 +26,7 @@ from searchgrade.engine.metrics import METRIC_NAMES
 from searchgrade.engine.report.common import Sentence, metric_label, plural
 from searchgrade.engine.run.scoring import per_query_metrics
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.agreement import JudgeVsHuman, judge_vs_human
+from searchgrade.engine.statistics.judge_vs_human import JudgeVsHuman, judge_vs_human
 from searchgrade.engine.statistics.krippendorff import AlphaEstimate, krippendorff_alpha
 from searchgrade.engine.statistics.ppi import ppi_mean
 from searchgrade.engine.store import RunRecord, Store

@@ -24,7 +24,7 @@ from searchgrade.indexes.declared.spec import check_environment as spec_check_en
 from searchgrade.indexes.settings import IndexSettings
 
 if TYPE_CHECKING:
-    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
 
@@ -53,7 +53,7 @@ class RunConfig:
     n_bootstrap: int = 10_000
     #: None means the defaults.
     index: IndexSettings | None = None
-    #: engine.llm.client.LLMSettings. Mode "llm" with None: model from $SEARCHGRADE_LLM_MODEL,
+    #: engine.llm.settings.LLMSettings. Mode "llm" with None: model from $SEARCHGRADE_LLM_MODEL,
     #: endpoint from $OPENAI_BASE_URL. Mode "qrels" with settings: the judge runs too.
     llm: LLMSettings | None = None
     querygen: QueryGenSettings | None = None  # None means the defaults
@@ -136,7 +136,7 @@ class RunConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunConfig:
         """The config a run stored (`to_json`), e.g. to resume it."""
-        from searchgrade.engine.llm.client import LLMSettings
+        from searchgrade.engine.llm.settings import LLMSettings
         from searchgrade.engine.llm.judge import JudgeSettings
         from searchgrade.engine.llm.querygen import QueryGenSettings
 

@@ -25,7 +25,7 @@ from searchgrade.engine.llm.cache import StoreCache
 from searchgrade.engine.llm.judge import judge_pairs
 from searchgrade.engine.llm.querygen import generate_queries
 from searchgrade.engine.run.config import JUDGE_THRESHOLD
-from searchgrade.engine.statistics.agreement import judge_human_agreement
+from searchgrade.engine.statistics.judge_vs_human import judge_human_agreement
 
 if TYPE_CHECKING:
     from searchgrade.engine.run.pipeline import RunContext

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from searchgrade.core.records import Collection, Query, SearchGradeError, SearchHits, collection_fingerprint
 from searchgrade.engine.collections import default_threshold, grade_scale, load_collection
 from searchgrade.engine.llm.client import LLMClient
-from searchgrade.engine.llm.env import settings_from_env
+from searchgrade.engine.llm.settings import settings_from_env
 from searchgrade.engine.run.config import JUDGE_THRESHOLD, RunConfig
 from searchgrade.engine.run.grading import UsageSink, flush_quietly, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from searchgrade.engine.ray.runner import RaySession
 
 Progress = Callable[[str, int, int], None]
-#: Called as on_usage(stage, counters) with a stage's LLM accounting so far (engine.llm.client.StageUsage).
+#: Called as on_usage(stage, counters) with a stage's LLM accounting so far (engine.llm.accounting.StageUsage).
 UsageCallback = Callable[[str, dict[str, float]], None]
 
 

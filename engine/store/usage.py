@@ -8,7 +8,7 @@ from searchgrade.engine.store.connection import StoreConnection
 class LLMUsageMixin(StoreConnection):
     """Additive counters of a run's LLM calls, per stage."""
 
-    #: Counters of llm_usage, in engine.llm.client.StageUsage order.
+    #: Counters of llm_usage, in engine.llm.accounting.StageUsage order.
     LLM_USAGE_COUNTERS = ("requests", "ok", "failures", "invalid_replies", "retries", "cache_hits",
                           "prompt_tokens", "completion_tokens", "latency_s")
 

@@ -8,7 +8,7 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.report.recompute import Figures, recompute_values
 from searchgrade.engine.report.results import results_view

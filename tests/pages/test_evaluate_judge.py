@@ -10,7 +10,7 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, read_judge_prompt
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.run.config import RunConfig

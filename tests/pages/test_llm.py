@@ -8,7 +8,7 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
@@ -203,7 +203,7 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
     assert run.config["llm"]["model"] == "fake" and run.config["querygen"]["n_docs"] == 3
     assert len(store.queries(run.run_id)) == 6  # 3 documents x (1 natural + 1 keyword)
     assert store.llm_usage(run.run_id)["judge"]["requests"] == recorder.posts["judge"] > 0
-    # An endpoint typed in the browser never gets the server's key (engine/llm/env.py); the key is
+    # An endpoint typed in the browser never gets the server's key (engine/llm/key_policy.py); the key is
     # not in the store nor on the page either.
     assert server.requests and not [h for _, _, h in server.requests if SECRET in " ".join(h.values())]
     assert SECRET not in (home / "searchgrade.duckdb").read_bytes().decode("latin-1")

@@ -5,7 +5,8 @@ import re
 
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.llm.cache import MemoryCache, StoreCache
-from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.client import LLMClient
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
 from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags, parse_prompt
 from searchgrade.engine.store import Store

@@ -11,9 +11,10 @@ import pytest
 
 from searchgrade.core.records import Document, Query, SearchGradeError
 from searchgrade.engine.llm.cache import MemoryCache
-from searchgrade.engine.llm.client import LLMClient, LLMSettings
-from searchgrade.engine.llm.env import key_allowed, key_withheld_note, normalise_url, operator_urls
+from searchgrade.engine.llm.client import LLMClient
 from searchgrade.engine.llm.judge import judge_pairs
+from searchgrade.engine.llm.key_policy import key_allowed, key_withheld_note, normalise_url, operator_urls
+from searchgrade.engine.llm.settings import LLMSettings
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body
 
 SECRET = "sk-server-key-never-leaves-0123456789"

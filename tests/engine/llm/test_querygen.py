@@ -6,7 +6,8 @@ import pytest
 
 from searchgrade.core.records import Document, SearchGradeError
 from searchgrade.engine.llm.cache import MemoryCache
-from searchgrade.engine.llm.client import LLMClient, LLMSettings
+from searchgrade.engine.llm.client import LLMClient
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import (
     QueryGenSettings,
     filter_queries,

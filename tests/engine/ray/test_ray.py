@@ -226,7 +226,7 @@ class InFlight:
 
 
 def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(local_ray, tmp_path):
-    from searchgrade.engine.llm.client import LLMSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
     from tests.conftest import write_beir
     from tests.engine.llm.fake_server import FakeOpenAIServer
@@ -266,7 +266,8 @@ def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(loc
 def test_two_runs_sharing_an_endpoint_share_one_bound_on_requests_in_flight(local_ray):
     from concurrent.futures import ThreadPoolExecutor
 
-    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
     from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
     from searchgrade.engine.ray.runner import RayLLM
@@ -407,7 +408,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
     """The limiter outlives runs: a holder that never releases (a killed driver, a lost node)
     must cost a lease's length, not the permit. The endpoint is the driver's, from its own
     environment: the workers (started with the module's Ray) do not have OPENAI_BASE_URL."""
-    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.ray.runner import LIMITER_PREFIX, RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
@@ -436,7 +438,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
 
 
 def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local_ray):
-    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.ray.runner import RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 

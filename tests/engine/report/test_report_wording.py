@@ -26,7 +26,7 @@ from searchgrade.engine.report.significance import paired_comparisons, results_p
 from searchgrade.engine.report.trends import trend, trend_cutoffs
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, reranked_of
-from searchgrade.engine.statistics.bootstrap import holm
+from searchgrade.engine.statistics.multiple import holm
 from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, tiny_spec, write_run
 

@@ -1,3 +1,5 @@
+"""Cohen's kappa (checked against sklearn) and the confusion matrix."""
+
 from __future__ import annotations
 
 import random
@@ -5,7 +7,7 @@ import random
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from searchgrade.engine.statistics.agreement import cohen_kappa, confusion_matrix, judge_human_agreement
+from searchgrade.engine.statistics.kappa import cohen_kappa, confusion_matrix
 
 
 def test_unweighted_kappa_hand_value():
@@ -36,14 +38,3 @@ def test_confusion_matrix_rows_are_the_first_rater():
     assert confusion_matrix([0, 1, 1], [1, 1, 0], [0, 1]) == [[0, 1], [1, 1]]
     with pytest.raises(ValueError, match="length"):
         confusion_matrix([0], [0, 1], [0, 1])
-
-
-def test_agreement_uses_shared_pairs_and_skips_failures():
-    judge = {("q1", "a"): 3, ("q1", "b"): 0, ("q1", "c"): None, ("q2", "a"): 2}
-    human = {("q1", "a"): 1, ("q1", "b"): 0, ("q1", "c"): 1, ("q3", "x"): 1}
-    result = judge_human_agreement(judge, human)
-    assert result.n == 2
-    assert result.labels == [0, 1, 3]
-    assert result.confusion == [[1, 0, 0], [0, 0, 0], [0, 1, 0]]
-    assert result.kappa_binary == pytest.approx(1.0)  # 3 >= 2 with 1 >= 1, 0 with 0
-    assert result.exact == pytest.approx(0.5)

@@ -1,21 +1,12 @@
-"""Agreement between the LLM judge and human judgments on the pairs both graded.
+"""How far the LLM judge agrees with people, on the pairs both graded.
 
-Cohen's kappa, with labels l_1 < ... < l_K, observed joint proportions p_ij and marginals
-p_i., p_.j:
+``judge_human_agreement``: Cohen's kappa (unweighted, linear, quadratic: engine/statistics/kappa.py),
+exact agreement and the confusion matrix, stored with a run. With binary human labels (0/1) and a
+0-3 judge, compare on a common scale: ``binarize`` both with their own relevance thresholds
+(judge >= 2, human >= 1) and read ``kappa_binary``.
 
-    kappa_w = 1 - sum_ij w_ij p_ij / sum_ij w_ij p_i. p_.j
-
-with disagreement weights w_ij = 0 on the diagonal and 1 elsewhere (unweighted),
-|i - j| / (K - 1) (linear) or (i - j)^2 / (K - 1)^2 (quadratic), i and j being label positions.
-Linear weights suit an ordinal 0-3 scale (2 vs 3 is a smaller disagreement than 0 vs 3);
-quadratic is reported too, as it is common in the literature. Matches
-``sklearn.metrics.cohen_kappa_score(a, b, weights=...)``.
-
-Edge cases: no pairs -> None; expected disagreement 0 (both raters used one and the same label
-throughout) -> None, kappa is undefined there (sklearn gives NaN).
-
-With binary human labels (0/1) and a 0-3 judge, compare on a common scale: ``binarize`` both with
-their own relevance thresholds (judge >= 2, human >= 1) and read ``kappa``.
+``judge_vs_human``: the same with confidence intervals, bias and per-grade shares, for the Trust
+page: a cluster bootstrap over queries.
 """
 
 from __future__ import annotations
@@ -26,62 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-WEIGHTINGS = ("unweighted", "linear", "quadratic")
-
-
-def confusion_matrix(a: Sequence[int], b: Sequence[int], labels: Sequence[int]) -> list[list[int]]:
-    """counts[i][j] = number of items rated labels[i] by a and labels[j] by b.
-
-    Raises:
-        ValueError: Lengths differ, or a rating is not in labels.
-    """
-    if len(a) != len(b):
-        raise ValueError(f"ratings differ in length: {len(a)} and {len(b)}; pass the same pairs")
-    index = {label: i for i, label in enumerate(labels)}
-    counts = [[0] * len(labels) for _ in labels]
-    for x, y in zip(a, b, strict=True):
-        if x not in index or y not in index:
-            raise ValueError(f"rating {x if x not in index else y!r} is not in labels {list(labels)}")
-        counts[index[x]][index[y]] += 1
-    return counts
-
-
-def cohen_kappa(
-    a: Sequence[int], b: Sequence[int], weights: str = "unweighted", labels: Sequence[int] | None = None
-) -> float | None:
-    """Cohen's kappa between two raters (see the module docstring for formula and edge cases).
-
-    Args:
-        a, b: Ratings of the same items, in the same order.
-        weights: "unweighted", "linear" or "quadratic".
-        labels: The ordered label set; default: sorted union of both ratings.
-    """
-    if weights not in WEIGHTINGS:
-        raise ValueError(f"weights {weights!r} is not one of {WEIGHTINGS}")
-    if not a and not b:
-        return None
-    labels = sorted(set(a) | set(b)) if labels is None else list(labels)
-    counts = confusion_matrix(a, b, labels)
-    k = len(labels)
-    n = len(a)
-    rows = [sum(r) / n for r in counts]
-    cols = [sum(counts[i][j] for i in range(k)) / n for j in range(k)]
-
-    def weight(i: int, j: int) -> float:
-        if i == j:
-            return 0.0
-        if weights == "unweighted":
-            return 1.0
-        span = k - 1
-        if weights == "linear":
-            return abs(i - j) / span
-        return (i - j) ** 2 / span**2
-
-    observed = sum(weight(i, j) * counts[i][j] / n for i in range(k) for j in range(k))
-    expected = sum(weight(i, j) * rows[i] * cols[j] for i in range(k) for j in range(k))
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected
+from searchgrade.engine.statistics.kappa import cohen_kappa, confusion_matrix, weighted_kappas
 
 
 def binarize(grades: Sequence[int], threshold: int) -> list[int]:
@@ -166,17 +102,6 @@ class JudgeVsHuman:
     column_share: list[list[Estimate]]
 
 
-def _kappas(confusions: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted kappa of confusion matrices (..., K, K); NaN where the expected disagreement is 0."""
-    n = confusions.sum(axis=(-2, -1), keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = confusions / n
-        rows, cols = p.sum(axis=-1), p.sum(axis=-2)
-        observed = (weights * p).sum(axis=(-2, -1))
-        expected = (weights * rows[..., :, None] * cols[..., None, :]).sum(axis=(-2, -1))
-        return np.where(expected > 0, 1.0 - observed / expected, np.nan)
-
-
 def _interval(point: float, resampled: np.ndarray, confidence: float) -> Estimate:
     if point is None or not np.isfinite(point):
         return Estimate(None, None, None)
@@ -251,8 +176,8 @@ def judge_vs_human(
     return JudgeVsHuman(
         n_pairs=int(total.sum()), n_queries=n_q, labels=labels,
         confusion=total.astype(int).tolist(),
-        kappa_linear=_interval(*both(lambda c: _kappas(c, linear)), confidence),
-        kappa_quadratic=_interval(*both(lambda c: _kappas(c, quadratic)), confidence),
+        kappa_linear=_interval(*both(lambda c: weighted_kappas(c, linear)), confidence),
+        kappa_quadratic=_interval(*both(lambda c: weighted_kappas(c, quadratic)), confidence),
         exact=_interval(*both(exact), confidence),
         bias=_interval(*both(bias), confidence),
         column_share=column_share,

@@ -1,0 +1,56 @@
+"""What the Results page shows for one run, metric and k: the record results.py builds and the
+recommendations read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from searchgrade.engine.report.common import Sentence
+from searchgrade.engine.report.llm_panel import LLMPanel
+from searchgrade.engine.store import RunRecord
+
+
+@dataclass
+class Headline:
+    metric: str
+    value: float
+    ci_low: float
+    ci_high: float
+    strategy: str
+    label: str
+    n_queries: int
+
+
+@dataclass
+class ResultsView:
+    """Everything the results page shows for one run, metric and k."""
+
+    run: RunRecord
+    metric: str
+    k: int
+    headline: Headline | None
+    strategies: list[str]
+    #: strategy, label, value, ci_low, ci_high, n for the selected metric.
+    metric_summary: pd.DataFrame
+    #: base label x (Without reranker, With reranker) for the selected metric and for mean relevance.
+    metric_table: pd.DataFrame
+    relevance_table: pd.DataFrame
+    #: strategy, label, rank, mean_grade
+    by_position: pd.DataFrame
+    best_queries: pd.DataFrame
+    worst_queries: pd.DataFrame
+    reranker_table: pd.DataFrame
+    distribution: pd.DataFrame
+    failed_counts: pd.DataFrame
+    significance: list[Sentence]
+    recommendations: list[Sentence]
+    latency: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    #: The LLM's part of the run (judge, calls, failures, source found, agreement); None without LLM.
+    llm: LLMPanel | None = None
+    #: What the ANN index costs against exact search, in words; None without ANN.
+    ann_index: str | None = None
+    #: Which model and backend embedded the documents, in words; None without ANN.
+    embedding: str | None = None
