@@ -31,11 +31,11 @@ from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
 
 if TYPE_CHECKING:
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
-    from searchgrade.engine.llm.settings import LLMSettings
-    from searchgrade.engine.ray.runner import RaySession
     from searchgrade.engine.run.pipeline import RunOutcome
+    from searchgrade.engine.run.runner import StageRunner
     from searchgrade.engine.store import Store
 
 
@@ -87,15 +87,19 @@ RAY_LOCAL = "local"
 
 
 @contextmanager
-def _ray(args: argparse.Namespace) -> Iterator[RaySession | None]:
-    """The Ray session --ray asks for (None without --ray), closed when the command ends."""
+def _runner(args: argparse.Namespace) -> Iterator[StageRunner]:
+    """Where the run's heavy stages run: on the Ray session --ray asks for (closed when the
+    command ends), else here."""
     if args.ray is None:
-        yield None
+        from searchgrade.engine.run.runner import LocalRunner
+
+        yield LocalRunner()
         return
-    from searchgrade.engine.ray.runner import ray_session
+    from searchgrade.engine.ray.runner import RayRunner
+    from searchgrade.engine.ray.session import ray_session
 
     with ray_session(None if args.ray == RAY_LOCAL else args.ray) as session:
-        yield session
+        yield RayRunner(session)
 
 
 #: The exit status of a run stopped by Ctrl-C or Cancel in the app (as for SIGINT).
@@ -192,12 +196,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         device_on_ray(config.index.device, config.index.embedding_backend)  # --device cuda: stop here
     collection = load(args)
-    with _ray(args) as ray:  # a wrong address stops here, before anything is written
-        return _evaluate(args, config, collection, ray)
+    with _runner(args) as runner:  # a wrong address stops here, before anything is written
+        return _evaluate(args, config, collection, runner)
 
 
-def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any,
-              ray: RaySession | None) -> int:
+def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any, runner: StageRunner) -> int:
+    from searchgrade.engine.report.results import keep_first_view
     from searchgrade.engine.run.pipeline import run_evaluation
 
     store = open_store(args)
@@ -207,7 +211,8 @@ def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any,
         # The endpoint typed here is the operator's choice: it may get $OPENAI_API_KEY.
         with operator_urls([args.base_url]):
             outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
-                                     on_run_created=created.append, on_usage=bars.set_usage, ray=ray)
+                                     on_run_created=created.append, on_usage=bars.set_usage,
+                                     on_complete=keep_first_view, runner=runner)
     except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
         if created:
@@ -257,13 +262,14 @@ def _report_outcome(store: Store, outcome: RunOutcome) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise SearchGradeError(f"--concurrency of {args.concurrency} must be at least 1")
-    with _ray(args) as ray:  # a wrong address stops here, before the store is opened
+    with _runner(args) as runner:  # a wrong address stops here, before the store is opened
         store = open_store(args)
         run_id = store.get_run(args.run).run_id
-        return _resume(args, store, run_id, ray)
+        return _resume(args, store, run_id, runner)
 
 
-def _resume(args: argparse.Namespace, store: Store, run_id: str, ray: RaySession | None) -> int:
+def _resume(args: argparse.Namespace, store: Store, run_id: str, runner: StageRunner) -> int:
+    from searchgrade.engine.report.results import keep_first_view
     from searchgrade.engine.run.pipeline import resume_run
 
     bars = Bars()
@@ -271,7 +277,7 @@ def _resume(args: argparse.Namespace, store: Store, run_id: str, ray: RaySession
         with operator_urls([args.base_url]):
             outcome = resume_run(run_id, store, data_dir(args.data_dir), base_url=args.base_url,
                                  concurrency=args.concurrency, progress=bars, on_usage=bars.set_usage,
-                                 ray=ray)
+                                 on_complete=keep_first_view, runner=runner)
     except (KeyboardInterrupt, RunCancelled) as exc:
         bars.close()
         how = "by Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "from the app"

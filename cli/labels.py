@@ -80,9 +80,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     from searchgrade.cli.show import print_table
     from searchgrade.engine.labels.rescore import rescore_run
+    from searchgrade.engine.report.results import keep_first_view
 
     store = open_store(args)
-    run_id = rescore_run(store, store.get_run(args.run).run_id, name=args.name)
+    run_id = rescore_run(store, store.get_run(args.run).run_id, name=args.name, on_complete=keep_first_view)
     print_table(store, run_id, None, sys.stderr)
     print(run_id)
     return 0

@@ -23,6 +23,7 @@ import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import higher_is_better, parse_metric
+from searchgrade.engine.run.stored_metrics import per_query_values
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.statistics.multiple import holm
 from searchgrade.engine.statistics.paired import non_inferiority_test
@@ -93,8 +94,6 @@ def resolve_baseline(store: Store, baseline: str, candidate: RunRecord) -> RunRe
 
 
 def _values(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
-    from searchgrade.engine.report.recompute import per_query_values
-
     values = per_query_values(store, run, metric, k)
     texts = pd.DataFrame(store.queries(run.run_id), columns=["query_id", "text", "query_type", "source_doc_id"])
     # Pair by text where the text is unique in the run, else by id and text.

@@ -127,6 +127,26 @@ class BuildContext:
             self._scores = SharedScores(scorer)
         return self._scores
 
+    def bind_queries(self, queries: Sequence[Any]) -> None:
+        """Give the reranker the run's queries (``query_id``, ``text``, ``source_doc_id``) before
+        the search: a trained reranker picks its model per query and source document
+        (``CrossFittedScorer.bind_queries``); any other reranker, or none, needs nothing."""
+        bind = getattr(self._scores.scorer, "bind_queries", None) if self._scores is not None else None
+        if bind is not None:
+            bind(queries)
+
+    def reranker_counts(self) -> dict[str, int] | None:
+        """The cross-encoder's pairs so far: {"scored", "reused"}; None when no reranker was loaded."""
+        if self._scores is None:
+            return None
+        return {"scored": self._scores.scored, "reused": self._scores.reused}
+
+    def reranker_summary(self) -> dict[str, Any] | None:
+        """A trained reranker's record of which model scored each query (``CrossFittedScorer.summary``);
+        None for any other reranker, or none."""
+        summary = getattr(self._scores.scorer, "summary", None) if self._scores is not None else None
+        return summary() if summary is not None else None
+
     def _pair_scorer(self) -> PairScorer:
         """The cross-encoder, or a trained reranker's cross-fitted scorer for ``trained:NAME``
         (its fold models load when a query first needs one)."""

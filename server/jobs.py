@@ -148,13 +148,15 @@ def start_job(
         data_dir: Where index artifacts and caches live.
         label: The collection as the user named it, shown while it loads.
         run: The pipeline entry point (engine.run.pipeline.run_evaluation unless a test passes a fake);
-            called with the keywords progress, on_run_created and on_usage.
+            called with the keywords progress, on_run_created, on_usage and on_complete (the
+            first Results page kept when the run completes: engine.report.results.keep_first_view).
 
     Returns:
         (job, started): the new job and True, or the already active job and False.
     """
     if run is None:
         from searchgrade.engine.run.pipeline import run_evaluation as run
+    from searchgrade.engine.report.results import keep_first_view
 
     def body(report: _Reporter) -> Any:
         report.progress("load collection", 0, 1)
@@ -162,7 +164,7 @@ def start_job(
         report.progress("load collection", 1, 1)
         report.running(collection.notes)
         return run(collection, config, store, Path(data_dir), progress=report.progress,
-                   on_run_created=report.created, on_usage=report.usage)
+                   on_run_created=report.created, on_usage=report.usage, on_complete=keep_first_view)
 
     return _start(label, "evaluate", body, store)
 
@@ -181,19 +183,21 @@ def start_resume(
     Args:
         run_id: The run to continue.
         base_url: A new LLM endpoint (None: the one the run stored).
-        resume: engine.run.pipeline.resume_run unless a test passes a fake.
+        resume: engine.run.pipeline.resume_run unless a test passes a fake (called with the
+            keywords of :func:`start_job`'s ``run`` but on_run_created).
 
     Returns:
         (job, started) as :func:`start_job`.
     """
     if resume is None:
         from searchgrade.engine.run.pipeline import resume_run as resume
+    from searchgrade.engine.report.results import keep_first_view
 
     def body(report: _Reporter) -> Any:
         report.created(run_id)
         report.running([])
         return resume(run_id, store, Path(data_dir), base_url=base_url, progress=report.progress,
-                      on_usage=report.usage)
+                      on_usage=report.usage, on_complete=keep_first_view)
 
     return _start(label, "resume", body, store)
 

@@ -24,6 +24,7 @@ from searchgrade.engine.report.rating import (
     rating_blocked,
     save_rating,
 )
+from searchgrade.engine.report.results import keep_first_view
 from searchgrade.views._common import get_store, plain
 
 #: The rater's name for this browser session.
@@ -131,7 +132,7 @@ def rescore_controls(run, key: str) -> LabelStatus:
                   "figures stay as they are; re-scoring makes a new run from the same search results."))
     if st.button("Re-score with the latest labels", key=f"{key}_rescore", type="primary"):
         try:
-            new_id = rescore_run(get_store(), run.run_id)
+            new_id = rescore_run(get_store(), run.run_id, on_complete=keep_first_view)
         except SearchGradeError as exc:
             st.error(plain(str(exc)))
             return status

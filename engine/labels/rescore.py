@@ -11,7 +11,7 @@ and CI computed again with the pipeline's own scoring. The new run links to its 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from searchgrade.core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
@@ -129,8 +129,13 @@ def stored_grades(store: Any, run_id: str) -> list[Grade]:
                   g["reason"], g["llm_grade"]) for g in store.grades(run_id)]
 
 
-def rescore_run(store: Any, run_id: str, *, name: str | None = None) -> str:
+def rescore_run(store: Any, run_id: str, *, name: str | None = None,
+                on_complete: Callable[[Any, str], None] | None = None) -> str:
     """A new run: the parent's stored results, graded with the latest human labels, scored anew.
+
+    Args:
+        on_complete: Called as on_complete(store, run_id) once the new run is complete (as for
+            engine.run.pipeline.run_evaluation's hook).
 
     Raises:
         SearchGradeError: the parent is not complete, its scale cannot take ratings, no rating
@@ -191,7 +196,6 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None) -> str:
         store.finish_run(new_id, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         raise
     store.finish_run(new_id, "complete")
-    from searchgrade.engine.report.results import keep_first_view
-
-    keep_first_view(store, new_id)
+    if on_complete is not None:
+        on_complete(store, new_id)
     return new_id

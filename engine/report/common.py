@@ -1,5 +1,5 @@
-"""What every screen's view model shares: the headline metric, labels, cut-off checks, sentences,
-the direction of each metric, and one open database per view."""
+"""What every screen's view model shares: the headline metric, labels, sentences, the direction
+of each metric, and one open database per view."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pandas as pd
 
-from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import METRIC_NAMES
 from searchgrade.engine.run.scoring import SOURCE_FOUND, higher_is_better
 from searchgrade.engine.run.strategies import display_rank, label
@@ -69,15 +68,6 @@ def primary_k(run: RunRecord) -> int:
 
 def stored_cutoffs(store: Store, run_id: str) -> list[int]:
     return store.stored_cutoffs(run_id)
-
-
-def check_cutoff(run: RunRecord, k: int) -> None:
-    """A cut-off the run can show: 1 up to the results it kept per query."""
-    if not 1 <= k <= run.depth:
-        raise SearchGradeError(
-            f"k of {k} is outside 1..{run.depth}: run {run.run_id} kept {run.depth} results per "
-            "query; pick a k up to that"
-        )
 
 
 def best_row(rows: pd.DataFrame, metric: str) -> pd.Series:

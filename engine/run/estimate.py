@@ -123,7 +123,7 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
     from searchgrade.engine.llm.cache import StoreCache
     from searchgrade.engine.llm.judge import CACHE_KIND as JUDGE_KIND
     from searchgrade.engine.llm.judge import JudgeSettings, judge_key, judge_prompt
-    from searchgrade.engine.run.pipeline import select_qrels_queries
+    from searchgrade.engine.run.plan import select_qrels_queries
 
     if not config.uses_llm:
         return CostEstimate(None, None, len(collection.queries))

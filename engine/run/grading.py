@@ -28,7 +28,8 @@ from searchgrade.engine.run.config import JUDGE_THRESHOLD
 from searchgrade.engine.statistics.judge_vs_human import judge_human_agreement
 
 if TYPE_CHECKING:
-    from searchgrade.engine.run.pipeline import RunContext
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.run.context import RunContext
 
 #: A query's judgments: query_id -> doc_id -> grade.
 Judgments = dict[str, dict[str, int]]
@@ -36,13 +37,18 @@ Judgments = dict[str, dict[str, int]]
 Failed = dict[str, set[str]]
 
 
-def grade_results(ctx: RunContext, usage: UsageSink | None, queries: Sequence[Query],
-                  hits: dict[str, Sequence[SearchHits]],
+def grade_results(ctx: RunContext, client: LLMClient | None, usage: UsageSink | None,
+                  queries: Sequence[Query], hits: dict[str, Sequence[SearchHits]],
                   docs_by_id: dict[str, Document]) -> tuple[list[Grade], Judgments, Failed]:
-    """The run's grades (to store), the judgments the metrics use, and the failed pairs."""
+    """The run's grades (to store), the judgments the metrics use, and the failed pairs.
+
+    Args:
+        client: The client the judge sends its requests through (the run's runner gives it:
+            engine/run/runner.py); None: the run has no judge.
+    """
     failed: Failed = {}
     if ctx.config.mode == "llm":
-        grades = judge(ctx, usage, unique_pairs(queries, hits, docs_by_id, with_source=True))
+        grades = judge(ctx, client, usage, unique_pairs(queries, hits, docs_by_id, with_source=True))
         judgments: Judgments = {}
         for g in grades:
             if g.grade is None:
@@ -53,9 +59,9 @@ def grade_results(ctx: RunContext, usage: UsageSink | None, queries: Sequence[Qu
     qrels = ctx.plan.qrels
     grades = [Grade(qid, doc_id, grade, "human") for qid, judged in qrels.items()
               for doc_id, grade in judged.items()]
-    if ctx.client is None:
+    if client is None:
         return grades, qrels, failed
-    return judge_with_qrels(ctx, usage, queries, hits, docs_by_id, grades)
+    return judge_with_qrels(ctx, client, usage, queries, hits, docs_by_id, grades)
 
 
 def flush_quietly(usage: UsageSink | None) -> None:
@@ -156,16 +162,17 @@ def unique_pairs(
     return pairs
 
 
-def judge(ctx: RunContext, usage: UsageSink, pairs: list[tuple[Query, Document]]) -> list[Grade]:
+def judge(ctx: RunContext, client: LLMClient, usage: UsageSink,
+          pairs: list[tuple[Query, Document]]) -> list[Grade]:
     """Judge pairs (cached), record the counts in the run's stats; raise if every call failed."""
-    result = judge_pairs(pairs, ctx.client, StoreCache(ctx.store), ctx.config.judge,
+    result = judge_pairs(pairs, client, StoreCache(ctx.store), ctx.config.judge,
                          progress=usage.report, on_flush=usage.flush)
     usage.flush()
     ctx.stats["llm"] = {
         "pairs": len(result.grades), "judged": result.judged, "judge_cache_hits": result.cache_hits,
         "judge_failures": result.failures, "failure_reasons": result.failure_reasons,
         "model": result.model, "prompt_version": result.prompt_version,
-        "output_mode": ctx.client.output_mode,
+        "output_mode": client.output_mode,
     }
     ctx.store.update_run(ctx.run_id, stats=ctx.stats)
     if result.grades and result.failures == len(result.grades):
@@ -178,6 +185,7 @@ def judge(ctx: RunContext, usage: UsageSink, pairs: list[tuple[Query, Document]]
 
 def judge_with_qrels(
     ctx: RunContext,
+    client: LLMClient,
     usage: UsageSink,
     queries: Sequence[Query],
     hits: dict[str, Sequence[SearchHits]],
@@ -196,7 +204,7 @@ def judge_with_qrels(
         return fill or doc_id in qrels.get(qid, {})
 
     pairs = unique_pairs(queries, hits, docs_by_id, with_source=False, keep=wanted)
-    grades = judge(ctx, usage, pairs) if pairs else []
+    grades = judge(ctx, client, usage, pairs) if pairs else []
     on_shared = {(g.query_id, g.doc_id): g.grade for g in grades if g.doc_id in qrels.get(g.query_id, {})}
     human = {(qid, doc_id): grade for qid, judged in qrels.items() for doc_id, grade in judged.items()}
     agreement = judge_human_agreement(on_shared, human, judge_threshold=JUDGE_THRESHOLD,

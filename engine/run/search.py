@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchgrade.core.records import Document, Query, SearchGradeError, SearchHits
-from searchgrade.indexes.executor import Execution, Executor, Failure, QueryBatch
+from searchgrade.indexes.executor import Execution, Failure, QueryBatch
 
 Progress = Callable[[str, int, int], None]
 #: execute(strategies, batch, progress, check) -> what Executor(nodes, strategies, k).run(batch,
-#: progress, check) gives; engine/ray/runner.py runs it on Ray actors.
+#: progress, check) gives: the run's runner holds it (engine/run/runner.py), here or on Ray actors.
 Execute = Callable[[Sequence[str], QueryBatch, Progress | None, Callable[[Execution], None] | None], Execution]
 
 
@@ -83,29 +83,26 @@ class FirstAnswerCheck:
 
 
 def run_search(
-    nodes: Mapping[str, Any],
     strategies: Sequence[str],
     queries: Sequence[Query],
-    k: int,
     *,
+    execute: Execute,
     collection_ids: set[str],
     declared: set[str],
     judges_described: bool,
     stored: Mapping[tuple[str, str], SearchHits] | None = None,
     progress: Progress | None = None,
-    execute: Execute | None = None,
 ) -> SearchResults:
     """Search every query with every strategy; with ``stored`` results, only what is missing.
 
     Args:
-        nodes: the built executor nodes (indexes.build.BuiltIndexes.nodes).
         strategies: the strategies to report, in order.
-        k: results kept per query.
+        execute: runs the executor, keeping the run's depth of results per query (the run's
+            runner gives it: engine/run/runner.py).
         collection_ids: the collection's document ids.
         declared: the strategies a user declared (checked on their first answers on a fresh run).
         judges_described: the LLM judge grades documents a reply describes.
         stored: (strategy, query id) -> results already searched (a resume): kept, not searched.
-        execute: runs the executor elsewhere (engine/ray/runner.py); None runs it here on ``nodes``.
     """
     ids = [q.query_id for q in queries]
     texts = {q.query_id: q.text for q in queries}
@@ -134,10 +131,7 @@ def run_search(
                 progress("search", offset + n, total)
 
         batch = QueryBatch(qids, [texts[q] for q in qids])
-        if execute is None:
-            execution = Executor(nodes, todo, k).run(batch, report, check)
-        else:
-            execution = execute(todo, batch, report, check)
+        execution = execute(todo, batch, report, check)
         done += len(qids)
         for strategy in todo:
             for qid, hits in zip(qids, execution.hits[strategy], strict=True):

@@ -11,7 +11,7 @@ from searchgrade.engine.collections import load_collection
 from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.report.recompute import Figures, recompute_values
-from searchgrade.engine.report.results import results_view
+from searchgrade.engine.report.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store
@@ -56,7 +56,8 @@ def config(server, strategies=("fulltext", "es"), **keys):
 def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_them(tmp_path, tiny_folder, server):
     store = Store(tmp_path / "d")
     server.control(close_every=2)
-    outcome = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
+    outcome = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d",
+                             on_complete=keep_first_view)
     run = store.get_run(outcome.run_id)
     assert run.status == "complete"
     assert store.failed_query_counts(run.run_id) == {"es": 2}

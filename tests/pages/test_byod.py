@@ -27,7 +27,8 @@ def captured(monkeypatch):
     """run_evaluation replaced: records the collection the job loaded, stores a tiny run."""
     seen = []
 
-    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None, on_usage=None):
+    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None, on_usage=None,
+            on_complete=None):
         seen.append((collection, config))
         run_id = write_run(store, tiny_spec())
         on_run_created(run_id)

@@ -25,7 +25,8 @@ def fake_pipeline(monkeypatch):
     release = threading.Event()
     calls = []
 
-    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None, on_usage=None):
+    def run(collection, config, store, data_dir, *, progress=None, on_run_created=None, on_usage=None,
+            on_complete=None):
         calls.append(config)
         progress("embed", 1, 4)
         release.wait(30)

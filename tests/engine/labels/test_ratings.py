@@ -20,7 +20,7 @@ from searchgrade.engine.labels.ratings import (
     to_run_scale,
 )
 from searchgrade.engine.labels.rescore import apply_labels, rescore_run
-from searchgrade.engine.report.results import results_view
+from searchgrade.engine.report.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
@@ -103,7 +103,7 @@ def test_rescore_makes_a_new_run_whose_metrics_move_as_the_labels_imply(tmp_path
     _rate(store, parent, "q1", "d3", 3)
     _rate(store, parent, "q1", "d5", 2)
     _rate(store, parent, "q2", "d6", 1)
-    child = rescore_run(store, parent)
+    child = rescore_run(store, parent, on_complete=keep_first_view)
     run = store.get_run(child)
     assert run.parent_run_id == parent and run.status == "complete"
     assert run.label_source == "human+llm"

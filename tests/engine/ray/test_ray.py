@@ -1,4 +1,5 @@
-"""Runs on Ray (engine/ray/runner.py) against a real local Ray on 2 CPUs, started once here.
+"""Runs on Ray (engine/ray/: the RayRunner and its parts) against a real local Ray on 2 CPUs,
+started once here.
 
 The claims: a run on Ray stores what the local run stores (Cranfield, all six strategies: the
 same result lists, the same per-query metrics to 1e-9, the same document vectors), the packaged
@@ -24,7 +25,9 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.ray.runner import check_reachable, connect, embed_on_ray, import_ray, ray_session
+from searchgrade.engine.ray.data_embedding import embed_on_ray
+from searchgrade.engine.ray.runner import RayRunner
+from searchgrade.engine.ray.session import check_reachable, connect, import_ray, ray_session
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.run.strategies import known_strategies
@@ -80,7 +83,8 @@ def evaluate(where: str, collection, config: RunConfig, tmp_path: Path):
     """The run's store and outcome, evaluated into tmp_path/where: "local" here, "ray" on the module's Ray."""
     store = Store(tmp_path / where)
     with ray_session(None) if where == "ray" else nullcontext() as session:
-        return store, run_evaluation(collection, config, store, tmp_path / where, ray=session)
+        runner = RayRunner(session) if session is not None else None
+        return store, run_evaluation(collection, config, store, tmp_path / where, runner=runner)
 
 
 def test_a_ray_run_stores_what_the_local_run_stores_on_cranfield(local_ray, tmp_path, tiny_embedder,
@@ -266,11 +270,10 @@ def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(loc
 def test_two_runs_sharing_an_endpoint_share_one_bound_on_requests_in_flight(local_ray):
     from concurrent.futures import ThreadPoolExecutor
 
-    from searchgrade.engine.llm.client import LLMClient
-    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings, judge_prompt
     from searchgrade.engine.llm.schemas import JudgeReply, judge_schema
-    from searchgrade.engine.ray.runner import RayLLM
+    from searchgrade.engine.ray.llm_requests import RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -351,7 +354,7 @@ def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
 
 
 def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(local_ray, tmp_path):
-    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
     from searchgrade.indexes.executor import QueryBatch
 
     spec = BuildSpec(collection_path=str(tmp_path / "not-here"), collection_fields={}, fingerprint="x",
@@ -389,7 +392,7 @@ def test_a_stopped_run_resumed_on_ray_completes_with_the_local_figures(local_ray
     assert run.status == "cancelled"
     monkeypatch.setattr(fulltext.FulltextSearcher, "search_one", search)
     with ray_session(None) as session:
-        outcome = resume_run(run.run_id, store, tmp_path / "d", collection=collection, ray=session)
+        outcome = resume_run(run.run_id, store, tmp_path / "d", collection=collection, runner=RayRunner(session))
     assert outcome.status == "complete"
     assert store.get_run(run.run_id).stats["ray"]["search"]["chunks"] == 2  # the 5 queries: 1, then 4
     values = {(r["metric"], r["k"], r["query_id"]): r["value"] for r in store.metric_values(run.run_id)}
@@ -408,9 +411,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
     """The limiter outlives runs: a holder that never releases (a killed driver, a lost node)
     must cost a lease's length, not the permit. The endpoint is the driver's, from its own
     environment: the workers (started with the module's Ray) do not have OPENAI_BASE_URL."""
-    from searchgrade.engine.llm.client import LLMClient
-    from searchgrade.engine.llm.settings import LLMSettings
-    from searchgrade.engine.ray.runner import LIMITER_PREFIX, RayLLM
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.ray.llm_requests import LIMITER_PREFIX, RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -438,9 +440,8 @@ def test_a_permit_whose_holder_died_comes_back_when_its_lease_ends(local_ray, mo
 
 
 def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local_ray):
-    from searchgrade.engine.llm.client import LLMClient
-    from searchgrade.engine.llm.settings import LLMSettings
-    from searchgrade.engine.ray.runner import RayLLM
+    from searchgrade.engine.llm.client import LLMClient, LLMSettings
+    from searchgrade.engine.ray.llm_requests import RayLLM
     from tests.engine.llm.fake_server import FakeOpenAIServer
 
     responder = InFlight()
@@ -464,7 +465,7 @@ def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local
 
 
 def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local_ray, tmp_path):
-    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
     from searchgrade.indexes.executor import QueryBatch
 
     @local_ray.remote(num_cpus=2)
@@ -493,7 +494,7 @@ def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local
 
 
 def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray, tmp_path, tiny_beir):
-    from searchgrade.engine.ray.runner import BuildSpec, RaySearch
+    from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
     from searchgrade.indexes.build import build_searchers
     from searchgrade.indexes.executor import QueryBatch
 
@@ -516,13 +517,13 @@ def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray,
 
 
 def test_device_cuda_is_refused_on_ray_before_a_run_is_made(tmp_path, tiny_beir):
-    from searchgrade.engine.ray.runner import RaySession
+    from searchgrade.engine.ray.session import RaySession
 
     store = Store(tmp_path / "d")
     config = RunConfig(strategies=("fulltext",), index=IndexSettings(device="cuda"))
     with pytest.raises(SearchGradeError, match=r"^--device cuda does not run on Ray: .* use --device cpu"):
         run_evaluation(load_collection(tiny_beir), config, store, tmp_path / "d",
-                       ray=RaySession(None, started=False))
+                       runner=RayRunner(RaySession(None, started=False)))
     assert store.list_runs() == []
 
 

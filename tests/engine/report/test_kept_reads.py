@@ -202,3 +202,47 @@ def test_a_failed_head_start_is_one_warning_and_the_run_stays_complete(tmp_path,
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "is complete" in err and "OSError: disk full" in err
     assert store.get_run(run_id).status == "complete" and not store.kept_reads(run_id)
+
+
+def test_runs_from_the_command_line_and_the_app_keep_their_first_results_page(tmp_path, tiny_beir):
+    # The run does not import the report layer: each caller hands it keep_first_view as its
+    # completion hook (cli/evaluate.py, cli/labels.py for rescore, server/jobs.py).
+    from searchgrade.cli import main
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.labels.ratings import content_hash, new_rating
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.pipeline import run_evaluation
+    from searchgrade.server import jobs
+    from tests.conftest import write_beir
+
+    data = tmp_path / "d"
+    # Binary qrels: a scale people's 0-3 ratings can be mixed into (for the re-score below).
+    binary = write_beir(tmp_path / "binary", qrels=[("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d3", 1),
+                                                     ("q3", "d6", 1), ("q4", "d10", 1), ("q5", "d11", 1)])
+    assert main(["evaluate", str(binary), "--qrels", "--strategies", "fulltext", "--data-dir", str(data)]) == 0
+    store = Store(data)
+    (from_cli,) = store.list_runs()
+    assert _parts(store, from_cli.run_id) >= {"position_means", "failed_top1_counts"}
+    # A person rates a result the qrels left unjudged: `searchgrade rescore` makes a new run, kept too.
+    unjudged = next(r for r in store.results_with_grades(from_cli.run_id) if r["grade"] is None)
+    text = {q["query_id"]: q["text"] for q in store.queries(from_cli.run_id)}[unjudged["query_id"]]
+    doc = store.documents(from_cli.run_id, [unjudged["doc_id"]])[unjudged["doc_id"]]
+    store.add_labels([new_rating(collection_name=from_cli.collection_name, query_id=unjudged["query_id"],
+                                 query_text=text, doc_id=unjudged["doc_id"],
+                                 content_hash=content_hash(doc["title"], doc["text"]), grade=3, rater="alice",
+                                 run_id=from_cli.run_id)])
+    assert main(["rescore", from_cli.run_id, "--data-dir", str(data)]) == 0
+    (rescored,) = [r for r in store.list_runs() if r.parent_run_id == from_cli.run_id]
+    assert _parts(store, rescored.run_id) >= {"position_means", "failed_top1_counts"}
+
+    config = RunConfig(strategies=("fulltext",), n_bootstrap=200)
+    job, _ = jobs.start_job(lambda: load_collection(tiny_beir), config, store, data, label="tiny")
+    try:
+        final = jobs.wait(job.job_id, 120)
+    finally:
+        jobs._reset_for_tests()
+    assert final.state == "complete" and _parts(store, final.run_id) >= {"position_means", "failed_top1_counts"}
+
+    # The run itself keeps nothing: without the hook, the first Results page computes its reads.
+    bare = run_evaluation(load_collection(tiny_beir), config, store, data).run_id
+    assert store.get_run(bare).status == "complete" and not store.kept_reads(bare)

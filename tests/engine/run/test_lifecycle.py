@@ -165,7 +165,8 @@ def test_cancel_from_the_app_stops_the_job_and_the_registry_never_waits_on_the_s
     slow = _SlowStore(store)
     started = threading.Event()
 
-    def run(collection, config, store_, data_dir, *, progress=None, on_run_created=None, on_usage=None):
+    def run(collection, config, store_, data_dir, *, progress=None, on_run_created=None, on_usage=None,
+            on_complete=None):
         owner = new_owner()
         run_id = _new_run(store, owner)
         on_run_created(run_id)
