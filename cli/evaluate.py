@@ -31,9 +31,9 @@ from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
 
 if TYPE_CHECKING:
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.run.pipeline import RunOutcome
     from searchgrade.engine.run.runner import StageRunner
     from searchgrade.engine.store import Store

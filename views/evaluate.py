@@ -200,8 +200,8 @@ def _llm_config(fields: dict, model: str, base_url: str) -> dict:
     """RunConfig keywords for the LLM part of the form (empty without the LLM)."""
     if not fields:
         return {}
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
 
     # The key is not here: the client reads OPENAI_API_KEY from the server's environment.
     if isinstance(fields["judge"], SearchGradeError):

@@ -24,9 +24,9 @@ from searchgrade.indexes.declared.spec import check_environment as spec_check_en
 from searchgrade.indexes.settings import IndexSettings
 
 if TYPE_CHECKING:
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
 
 MODES = ("qrels", "llm")
 #: Relevant on the judge's 0-3 scale.
@@ -136,9 +136,9 @@ class RunConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunConfig:
         """The config a run stored (`to_json`), e.g. to resume it."""
-        from searchgrade.engine.llm.settings import LLMSettings
         from searchgrade.engine.llm.judge import JudgeSettings
         from searchgrade.engine.llm.querygen import QueryGenSettings
+        from searchgrade.engine.llm.settings import LLMSettings
 
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in d.items() if k in known}

@@ -17,7 +17,13 @@ from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
 from searchgrade.engine.run.runner import SearchJob
-from searchgrade.engine.run.scoring import MetricRow, per_query_metrics, source_found_metrics, stored_cutoffs, summarise
+from searchgrade.engine.run.scoring import (
+    MetricRow,
+    per_query_metrics,
+    source_found_metrics,
+    stored_cutoffs,
+    summarise,
+)
 from searchgrade.engine.run.search import SearchResults, run_search
 from searchgrade.engine.run.strategies import Registry
 from searchgrade.indexes.base import BuiltIndexes

@@ -118,9 +118,9 @@ def test_upload_a_judge_prompt_estimate_the_cost_then_run_with_it(app, browser, 
     """The Evaluate page in Chromium: a bad prompt file is one line, a good one is used; Estimate cost
     shows the dry run's figures before anything runs, and the endpoint typed here never gets the key."""
     from searchgrade.engine.collections import load_collection
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.run.config import RunConfig
     from searchgrade.engine.run.estimate import estimate_cost
     from tests.engine.llm.fake_server import FakeOpenAIServer

@@ -8,8 +8,8 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.report.recompute import Figures, recompute_values
 from searchgrade.engine.report.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig

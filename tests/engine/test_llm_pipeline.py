@@ -6,8 +6,8 @@ import pytest
 
 from searchgrade.core.records import Query, ScoredDoc, SearchGradeError, SearchHits
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.run.scoring import SOURCE_FOUND, per_query_metrics, source_found_metrics

@@ -10,9 +10,9 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.prompts import MAX_JUDGE_PROMPT_BYTES, PROMPTS_DIR, read_judge_prompt
 from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.estimate import estimate_cost
 from searchgrade.server import jobs

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.judge import JudgeSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.estimate import estimate_cost
 from tests.conftest import write_beir

@@ -8,8 +8,8 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import QueryGenSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store

@@ -7,8 +7,8 @@ import json
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.llm.cache import MemoryCache
 from searchgrade.engine.llm.client import LLMClient
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
+from searchgrade.engine.llm.settings import LLMSettings
 from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body
 
 DOCS = [Document(f"d{i}", "", f"Document number {i} about topic {i}.") for i in range(4)]

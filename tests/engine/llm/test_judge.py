@@ -6,9 +6,9 @@ import re
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.llm.cache import MemoryCache, StoreCache
 from searchgrade.engine.llm.client import LLMClient
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
 from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags, parse_prompt
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.store import Store
 from tests.engine.llm.stub import StubOpenAI, always, judge_json, user_text
 

@@ -12,9 +12,9 @@ import pytest
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.llm.cache import StoreCache
 from searchgrade.engine.llm.client import LLMClient
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.judge import FAILURE_PREFIX, judge_pairs
 from searchgrade.engine.llm.querygen import QueryGenSettings, generate_queries
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.store import Store
 
 pytestmark = [pytest.mark.llm_server, pytest.mark.slow]

@@ -7,7 +7,6 @@ import pytest
 from searchgrade.core.records import Document, SearchGradeError
 from searchgrade.engine.llm.cache import MemoryCache
 from searchgrade.engine.llm.client import LLMClient
-from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.llm.querygen import (
     QueryGenSettings,
     filter_queries,
@@ -16,6 +15,7 @@ from searchgrade.engine.llm.querygen import (
     sample_documents,
 )
 from searchgrade.engine.llm.schemas import QueryGenReply
+from searchgrade.engine.llm.settings import LLMSettings
 from tests.engine.llm.stub import StubOpenAI, user_text
 
 LONG = " ".join(f"word{i}" for i in range(30))

@@ -230,8 +230,8 @@ class InFlight:
 
 
 def test_judging_on_ray_gives_the_local_grades_within_the_cluster_wide_bound(local_ray, tmp_path):
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.llm.querygen import QueryGenSettings
+    from searchgrade.engine.llm.settings import LLMSettings
     from tests.conftest import write_beir
     from tests.engine.llm.fake_server import FakeOpenAIServer
     from tests.engine.llm_fakes import MIN_WORDS

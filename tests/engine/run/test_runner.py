@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.llm.client import LLMSettings
+from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.run.runner import LocalRunner

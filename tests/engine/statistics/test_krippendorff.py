@@ -6,7 +6,6 @@ import pytest
 
 from searchgrade.engine.statistics.krippendorff import krippendorff_alpha
 
-
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units,
 # values 1-5, missing ratings. Published: nominal 0.743, ordinal 0.815, interval 0.849.
 _OBSERVERS = [
