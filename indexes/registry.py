@@ -2,10 +2,11 @@
 
 A built-in strategy is one entry of ``BUILTIN`` (name, label, what it reranks, what it needs, its
 factory; its place in the table is its display order). Every strategy a user declares in a
-strategies file (indexes/declared/spec.py) registers through its kind (indexes/declared/kinds.py):
-an HTTP or Elasticsearch/OpenSearch endpoint, a Milvus collection, a Python class. Any registered strategy
-``X`` can be wrapped by our cross-encoder: ``X_rerank`` reranks X's top candidates (the built-ins
-always offer their reranked twin; a declared strategy offers it with ``rerank = true``).
+strategies file (indexes/declared/spec.py) is built by its kind's registration
+(indexes/declared/kinds.py): an HTTP or Elasticsearch/OpenSearch endpoint, a Milvus collection, a
+Python class. Any registered strategy ``X`` can be wrapped by our cross-encoder: ``X_rerank``
+reranks X's top candidates (the built-ins always offer their reranked twin; a declared strategy
+offers it with ``rerank = true``).
 
 Names are the user's (``[a-z0-9_-]+``); the suffix ``_rerank`` is reserved for the reranked twin,
 so a stored run's pairs (``X`` / ``X_rerank``), labels and display order are read from the names
