@@ -39,7 +39,7 @@ from searchgrade.engine.training.reranker import (
     RerankerTrainingConfig,
     train_reranker,  # noqa: E402,
 )
-from searchgrade.indexes.rerank.training import TrainingSettings  # noqa: E402
+from searchgrade.engine.training.trainer import TrainingSettings  # noqa: E402
 from searchgrade.indexes.settings import IndexSettings  # noqa: E402
 
 COLLECTIONS = {

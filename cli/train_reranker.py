@@ -16,7 +16,7 @@ HELP = "train a reranker on a run's grades, measured on queries it never saw (cr
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from searchgrade.engine.training.pairs import NegativeSampling
     from searchgrade.engine.training.reranker import DEFAULT_DEPTH
-    from searchgrade.indexes.rerank.training import TrainingSettings
+    from searchgrade.engine.training.trainer import TrainingSettings
 
     d, s = TrainingSettings(), NegativeSampling()
     p = sub.add_parser("train-reranker", help=HELP, description=HELP)
@@ -85,7 +85,7 @@ def _layers(value: str, option: str = "--train-layers") -> int | None:
 def config_from_args(args: argparse.Namespace):
     from searchgrade.engine.training.pairs import NegativeSampling
     from searchgrade.engine.training.reranker import RerankerTrainingConfig
-    from searchgrade.indexes.rerank.training import TrainingSettings
+    from searchgrade.engine.training.trainer import TrainingSettings
 
     first, last = _negative_ranks(args.negative_ranks)
     return RerankerTrainingConfig(

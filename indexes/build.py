@@ -1,7 +1,8 @@
 """Building the requested strategies: reuse artifacts on disk, rebuild what changed.
 
-Each strategy is built by its factory in the registry (indexes/registry.py) from a
-``BuildContext`` that makes every shared component once. What the built-ins need:
+Each strategy is built by its factory in the registry (indexes/registry.py: the built-ins' entries,
+and the declared kinds' builders) from a ``BuildContext`` that makes every shared component once.
+What the built-ins need:
 
     ann           embedder + ANN index        fulltext         BM25 tokens
     hybrid        the ann and fulltext nodes  X_rerank         X's node + the cross-encoder
@@ -30,9 +31,6 @@ from searchgrade.core.records import collection_fingerprint as fingerprint_of
 from searchgrade.indexes import registry as registry_module
 from searchgrade.indexes.base import BuiltIndexes, ProgressFn, timed
 from searchgrade.indexes.builtin import ann, fulltext
-from searchgrade.indexes.builtin.ann import AnnNode
-from searchgrade.indexes.builtin.fulltext import FulltextNode
-from searchgrade.indexes.builtin.hybrid import HybridNode
 from searchgrade.indexes.embeddings.backends import cache_tag
 from searchgrade.indexes.embeddings.encoder import (
     EmbeddingCache,
@@ -156,19 +154,6 @@ class BuildContext:
             return CrossFittedScorer(TrainedReranker.load(self.data_dir, trained),
                                      batch_size=self.settings.batch_size)
         return CrossEncoderScorer(load_reranker(name), name, self.settings.batch_size)
-
-
-def builtin_factory(name: str) -> registry_module.Factory:
-    """The factory of a built-in retrieval strategy ("ann", "fulltext", "hybrid")."""
-
-    def build(ctx: BuildContext) -> Node:
-        if name == "ann":
-            return AnnNode(ctx.ann(), ctx.settings.batch_size)
-        if name == "fulltext":
-            return FulltextNode(ctx.fulltext())
-        return HybridNode(("ann", "fulltext"), ctx.settings.rrf_k, ctx.settings.fusion_depth)
-
-    return build
 
 
 def _check_inputs(collection: Collection, strategies: Sequence[str],

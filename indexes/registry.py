@@ -1,16 +1,19 @@
 """The registry of strategies: a dict from strategy name to the factory that builds it.
 
-The three built-in retrieval strategies (``ann``, ``fulltext``, ``hybrid``) register here, and so
-does every strategy a user declares in a strategies file (indexes/declared/spec.py): an HTTP or
-Elasticsearch/OpenSearch endpoint, a Milvus collection, a Python class. Any registered strategy
-``X`` can be wrapped by our cross-encoder: ``X_rerank`` reranks X's top candidates (the built-ins
-always offer their reranked twin; a declared strategy offers it with ``rerank = true``).
+A built-in strategy is one entry of ``BUILTIN`` (name, label, what it reranks, what it needs, its
+factory; its place in the table is its display order). Every strategy a user declares in a
+strategies file (indexes/declared/spec.py) is built by its kind's registration
+(indexes/declared/kinds.py): an HTTP or Elasticsearch/OpenSearch endpoint, a Milvus collection, a
+Python class. Any registered strategy ``X`` can be wrapped by our cross-encoder: ``X_rerank``
+reranks X's top candidates (the built-ins always offer their reranked twin; a declared strategy
+offers it with ``rerank = true``).
 
 Names are the user's (``[a-z0-9_-]+``); the suffix ``_rerank`` is reserved for the reranked twin,
 so a stored run's pairs (``X`` / ``X_rerank``), labels and display order are read from the names
 alone, without the strategies file the run was made with.
 
-engine/ reaches this module through ``engine.run.strategies`` (the views never import indexes/).
+engine/ reaches this module through ``engine.run.strategies`` (the views never import indexes/;
+how a strategy is drawn, its colour, is the app's: views/_colors.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared import kinds
+from searchgrade.indexes.declared.declaration import StrategySpec
+from searchgrade.indexes.declared.plugin import entry_point_specs
 
 if TYPE_CHECKING:
     from searchgrade.indexes.executor import Node
@@ -29,9 +37,13 @@ RERANK_SUFFIX = "_rerank"
 NAME_PATTERN = re.compile(r"[a-z0-9_-]+")
 
 
+#: A factory builds a strategy's executor node from what the build made (indexes.build.BuildContext).
+Factory = Callable[[Any], "Node"]
+
+
 @dataclass(frozen=True)
 class StrategyInfo:
-    """One strategy as the rest of the project sees it.
+    """One strategy: what the rest of the project sees of it, and the factory that builds it.
 
     Attributes:
         name: The id stored with results and typed in ``--strategies``.
@@ -39,7 +51,7 @@ class StrategyInfo:
         reranks: The strategy whose candidates this one rescores with the cross-encoder (None
             for a retrieval strategy).
         needs: Built-in components building it takes: "ann", "fulltext", "reranker".
-        color: Its colour in the dashboard's charts (a reranked twin is the darker shade).
+        factory: Builds its executor node from the build's context (indexes.build.BuildContext).
         kind: "builtin", or the kind of a declared strategy ("http", "elasticsearch", ...).
     """
 
@@ -47,110 +59,13 @@ class StrategyInfo:
     label: str
     reranks: str | None
     needs: frozenset[str]
-    color: str | None = None
+    factory: Factory = field(compare=False, repr=False)
     kind: str = "builtin"
 
-
-#: The built-in strategies, in display order: retrieval strategies first, then their reranked twins.
-BUILTIN: dict[str, StrategyInfo] = {s.name: s for s in (
-    StrategyInfo("ann", "ANN (dense)", None, frozenset({"ann"}), "#7fb3e0"),
-    StrategyInfo("fulltext", "Full-text (BM25)", None, frozenset({"fulltext"}), "#f5b971"),
-    StrategyInfo("hybrid", "Hybrid (RRF)", None, frozenset({"ann", "fulltext"}), "#8fd19e"),
-    StrategyInfo("ann_rerank", "ANN + reranker", "ann", frozenset({"ann", "reranker"}), "#1f5f99"),
-    StrategyInfo("fulltext_rerank", "Full-text + reranker", "fulltext",
-                 frozenset({"fulltext", "reranker"}), "#c26a00"),
-    StrategyInfo("hybrid_rerank", "Hybrid + reranker", "hybrid",
-                 frozenset({"ann", "fulltext", "reranker"}), "#2a8a3e"),
-)}
-
-
-#: A factory builds a strategy's executor node from what the build made (indexes.build.BuildContext).
-Factory = Callable[[Any], "Node"]
-
-
-@dataclass
-class Registry(Mapping[str, Factory]):
-    """Strategy name -> factory, with what each strategy is (``info``).
-
-    A plain mapping to the executor and the build; ``with_declared`` gives a registry that also
-    holds a strategies file's declarations (and their reranked twins), leaving this one as it is.
-    """
-
-    factories: dict[str, Factory] = field(default_factory=dict)
-    infos: dict[str, StrategyInfo] = field(default_factory=dict)
-    #: Declared strategies by name (indexes.declared.spec.StrategySpec), for the factories.
-    declared: dict[str, Any] = field(default_factory=dict)
-    #: Strategies known but left out of the default selection (plugins found by entry point).
-    optional: set[str] = field(default_factory=set)
-
-    def __getitem__(self, name: str) -> Factory:
-        return self.factories[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.factories)
-
-    def __len__(self) -> int:
-        return len(self.factories)
-
-    def register(self, info: StrategyInfo, factory: Factory, *, optional: bool = False) -> None:
-        check_name(info.name)
-        self.factories[info.name] = factory
-        self.infos[info.name] = info
-        if optional:
-            self.optional.add(info.name)
-
-    def names(self) -> tuple[str, ...]:
-        """Every registered name, in display order."""
-        return tuple(strategy_order(self.factories))
-
-    def defaults(self) -> tuple[str, ...]:
-        """What ``--strategies`` means when not given: every strategy but the optional ones."""
-        return tuple(n for n in self.names() if n not in self.optional)
-
-    def unknown(self, names: Iterable[str]) -> list[str]:
-        return [n for n in names if n not in self.factories]
-
-    def info(self, name: str) -> StrategyInfo:
-        return self.infos[name]
-
-    def with_declared(self, specs: Mapping[str, Any]) -> Registry:
-        """This registry plus declared strategies (and ``X_rerank`` for those with rerank = true).
-
-        Raises:
-            SearchGradeError: a declared name is a registered one (a built-in, say).
-        """
-        from searchgrade.core.records import SearchGradeError
-        from searchgrade.indexes.declared.factories import declared_factory
-
-        out = Registry(dict(self.factories), dict(self.infos), dict(self.declared), set(self.optional))
-        for name, spec in specs.items():
-            clash = name in BUILTIN or (name in out.factories and name not in self.optional)
-            if clash:
-                raise SearchGradeError(
-                    f"strategy name {name!r} is taken by a built-in strategy: rename "
-                    f"[strategy.{name}] in the strategies file (e.g. [strategy.my-{name}])"
-                )
-            out.optional.discard(name)
-            out.declared[name] = spec
-            out.register(StrategyInfo(name, name, None, frozenset(), None, spec.kind),
-                         declared_factory(spec))
-            if spec.rerank:
-                twin = name + RERANK_SUFFIX
-                out.register(StrategyInfo(twin, f"{name} + reranker", name, frozenset({"reranker"}),
-                                          None, spec.kind), rerank_factory(name))
-        return out
-
-
-def check_name(name: str) -> str:
-    """``name`` if it is a valid strategy name, else SearchGradeError with the rule."""
-    from searchgrade.core.records import SearchGradeError
-
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise SearchGradeError(
-            f"strategy name {name!r} is not allowed: use lower-case letters, digits, '_' and '-' "
-            "only, e.g. prod-es"
-        )
-    return name
+    def reranked(self, label: str | None = None) -> StrategyInfo:
+        """``NAME_rerank``: our cross-encoder over this strategy's candidates."""
+        return StrategyInfo(self.name + RERANK_SUFFIX, label or f"{self.name} + reranker", self.name,
+                            self.needs | {"reranker"}, rerank_factory(self.name), self.kind)
 
 
 def rerank_factory(base: str) -> Factory:
@@ -168,14 +83,121 @@ def rerank_factory(base: str) -> Factory:
     return build
 
 
-def _builtin_registry() -> Registry:
-    from searchgrade.indexes.build import builtin_factory
+def _ann(ctx: Any) -> Node:
+    from searchgrade.indexes.builtin.ann import AnnNode
 
-    registry = Registry()
-    for name, info in BUILTIN.items():
-        factory = rerank_factory(info.reranks) if info.reranks else builtin_factory(name)
-        registry.register(info, factory)
-    return registry
+    return AnnNode(ctx.ann(), ctx.settings.batch_size)
+
+
+def _fulltext(ctx: Any) -> Node:
+    from searchgrade.indexes.builtin.fulltext import FulltextNode
+
+    return FulltextNode(ctx.fulltext())
+
+
+def _hybrid(ctx: Any) -> Node:
+    from searchgrade.indexes.builtin.hybrid import HybridNode
+
+    return HybridNode(("ann", "fulltext"), ctx.settings.rrf_k, ctx.settings.fusion_depth)
+
+
+_ANN = StrategyInfo("ann", "ANN (dense)", None, frozenset({"ann"}), _ann)
+_FULLTEXT = StrategyInfo("fulltext", "Full-text (BM25)", None, frozenset({"fulltext"}), _fulltext)
+_HYBRID = StrategyInfo("hybrid", "Hybrid (RRF)", None, frozenset({"ann", "fulltext"}), _hybrid)
+
+#: The built-in strategies, in display order: retrieval strategies first, then their reranked twins.
+BUILTIN: dict[str, StrategyInfo] = {s.name: s for s in (
+    _ANN,
+    _FULLTEXT,
+    _HYBRID,
+    _ANN.reranked("ANN + reranker"),
+    _FULLTEXT.reranked("Full-text + reranker"),
+    _HYBRID.reranked("Hybrid + reranker"),
+)}
+
+
+@dataclass
+class Registry(Mapping[str, Factory]):
+    """Strategy name -> factory, with what each strategy is (``info``).
+
+    A plain mapping to the executor and the build; ``with_declared`` gives a registry that also
+    holds a strategies file's declarations (and their reranked twins), leaving this one as it is.
+    """
+
+    infos: dict[str, StrategyInfo] = field(default_factory=dict)
+    #: Declared strategies by name, for the run's record of its declarations.
+    declared: dict[str, StrategySpec] = field(default_factory=dict)
+    #: Strategies known but left out of the default selection (plugins found by entry point).
+    optional: set[str] = field(default_factory=set)
+
+    def __getitem__(self, name: str) -> Factory:
+        return self.infos[name].factory
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.infos)
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    def register(self, info: StrategyInfo, *, optional: bool = False) -> None:
+        check_name(info.name)
+        self.infos[info.name] = info
+        if optional:
+            self.optional.add(info.name)
+
+    def declare(self, spec: StrategySpec, *, optional: bool = False) -> None:
+        """Register a declared strategy (built by its kind, indexes/declared/kinds.py) and, with
+        ``rerank = true``, its reranked twin."""
+        info = StrategyInfo(spec.name, spec.name, None, frozenset(), kinds.factory(spec), spec.kind)
+        self.declared[spec.name] = spec
+        self.register(info, optional=optional)
+        if spec.rerank:
+            self.register(info.reranked())
+
+    def copy(self) -> Registry:
+        return Registry(dict(self.infos), dict(self.declared), set(self.optional))
+
+    def names(self) -> tuple[str, ...]:
+        """Every registered name, in display order."""
+        return tuple(strategy_order(self.infos))
+
+    def defaults(self) -> tuple[str, ...]:
+        """What ``--strategies`` means when not given: every strategy but the optional ones."""
+        return tuple(n for n in self.names() if n not in self.optional)
+
+    def unknown(self, names: Iterable[str]) -> list[str]:
+        return [n for n in names if n not in self.infos]
+
+    def info(self, name: str) -> StrategyInfo:
+        return self.infos[name]
+
+    def with_declared(self, specs: Mapping[str, StrategySpec]) -> Registry:
+        """This registry plus declared strategies (and ``X_rerank`` for those with rerank = true).
+
+        Raises:
+            SearchGradeError: a declared name is a registered one (a built-in, say).
+        """
+        out = self.copy()
+        for name, spec in specs.items():
+            clash = name in BUILTIN or (name in out.infos and name not in self.optional)
+            if clash:
+                raise SearchGradeError(
+                    f"strategy name {name!r} is taken by a built-in strategy: rename "
+                    f"[strategy.{name}] in the strategies file (e.g. [strategy.my-{name}])"
+                )
+            out.optional.discard(name)
+            out.declare(spec)
+        return out
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a valid strategy name, else SearchGradeError with the rule."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise SearchGradeError(
+            f"strategy name {name!r} is not allowed: use lower-case letters, digits, '_' and '-' "
+            "only, e.g. prod-es"
+        )
+    return name
 
 
 _BUILTINS: Registry | None = None
@@ -185,28 +207,28 @@ def builtin_registry() -> Registry:
     """The registry of the six built-in strategies (made once)."""
     global _BUILTINS
     if _BUILTINS is None:
-        _BUILTINS = _builtin_registry()
+        registry = Registry()
+        for info in BUILTIN.values():
+            registry.register(info)
+        _BUILTINS = registry
     return _BUILTINS
 
 
-def registry_for(specs: Mapping[str, Any] | None = None, *, plugins: bool = True) -> Registry:
-    """The built-ins, Python plugins found by entry point (optional), and ``specs`` declared."""
+def registry_for(specs: Mapping[str, StrategySpec] | None = None, *, plugins: bool = True) -> Registry:
+    """The built-ins, Python plugins found by entry point (optional), and ``specs`` declared.
+
+    An entry point whose name is no strategy name (or is a built-in's, or ends in ``_rerank``) is
+    left out.
+    """
     registry = builtin_registry()
     if plugins:
-        from searchgrade.indexes.declared.plugin import entry_point_specs
-
-        found = entry_point_specs()
+        found = {name: spec for name, spec in entry_point_specs().items()
+                 if NAME_PATTERN.fullmatch(name) and not name.endswith(RERANK_SUFFIX)
+                 and name not in BUILTIN}
         if found:
-            registry = Registry(dict(registry.factories), dict(registry.infos),
-                                dict(registry.declared), set(registry.optional))
-            from searchgrade.indexes.declared.factories import declared_factory
-
-            for name, spec in found.items():
-                if name in BUILTIN:
-                    continue
-                registry.declared[name] = spec
-                registry.register(StrategyInfo(name, name, None, frozenset(), None, spec.kind),
-                                  declared_factory(spec), optional=True)
+            registry = registry.copy()
+            for spec in found.values():
+                registry.declare(spec, optional=True)
     return registry.with_declared(specs or {})
 
 
@@ -238,12 +260,6 @@ def label(name: str) -> str:
         return info.label
     base = base_of(name)
     return f"{base} + reranker" if base is not None else name
-
-
-def color(name: str) -> str | None:
-    """The chart colour of a strategy (None: the chart picks one)."""
-    info = BUILTIN.get(name)
-    return info.color if info is not None else None
 
 
 def display_rank(name: str) -> int:

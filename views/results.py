@@ -17,8 +17,8 @@ from searchgrade.engine.report.common import (
 from searchgrade.engine.report.downloads import per_query_csv, trec_zip
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.results import bar_series
-from searchgrade.engine.run.strategies import color as strategy_color
 from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.views._colors import strategy_color
 from searchgrade.views._common import (
     SERIES_COLORS,
     chart_text,

@@ -13,8 +13,8 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.engine.run.strategies import color as strategy_color
 from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.views._colors import strategy_color
 from searchgrade.views._common import chart_text, home, run_choices, trend, trend_cutoffs
 
 st.session_state.setdefault("trends_metric", PRIMARY_METRIC)

@@ -1,1 +1,1 @@
-"""Training a domain reranker from a run's grades (see engine/training/reranker.py)."""
+"""Training a domain reranker from a run's grades, measured on queries it never saw (see reranker.py)."""

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.indexes.rerank.training import LabelledPair
+from searchgrade.engine.training.trainer import LabelledPair
 
 #: Label sources in order of precedence: a human grade wins over the judge's.
 SOURCE_ORDER = ("human", "llm")

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError
-from searchgrade.indexes.declared.spec import (
+from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
     check_secret_free,

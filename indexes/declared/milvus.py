@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
-from searchgrade.indexes.declared.spec import Key, StrategySpec, check_secret_free, resolve_env
+from searchgrade.indexes.declared.declaration import Key, StrategySpec, check_secret_free, resolve_env
 
 SEARCHES = ("dense", "bm25", "hybrid")
 #: Longest VARCHAR Milvus stores, in bytes: longer texts are cut (export-index says how many).

@@ -19,8 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError
-from searchgrade.indexes.declared.spec import Key, StrategySpec
-from searchgrade.indexes.registry import NAME_PATTERN
+from searchgrade.indexes.declared.declaration import Key, StrategySpec
 
 #: The entry-point group plugins register their strategy classes in.
 ENTRY_POINT_GROUP = "searchgrade.strategies"
@@ -46,16 +45,14 @@ def check(spec: StrategySpec) -> StrategySpec:
 
 
 def entry_point_specs() -> dict[str, StrategySpec]:
-    """The strategies installed packages register in the ``searchgrade.strategies`` group."""
+    """The strategies installed packages register in the ``searchgrade.strategies`` group, by
+    entry-point name (the registry keeps those whose name is a strategy name)."""
     from importlib.metadata import entry_points
 
-    found = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if NAME_PATTERN.fullmatch(ep.name) and not ep.name.endswith("_rerank"):
-            found[ep.name] = StrategySpec(ep.name, "python", {"class": None, "entry_point": ep.name,
-                                                               "args": None, "batch_size": 16},
-                                          False, f"entry point {ep.value}")
-    return found
+    return {ep.name: StrategySpec(ep.name, "python", {"class": None, "entry_point": ep.name,
+                                                      "args": None, "batch_size": 16},
+                                  False, f"entry point {ep.value}")
+            for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def load_class(spec: StrategySpec) -> Any:

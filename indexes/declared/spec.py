@@ -8,108 +8,31 @@
     id = "_id"
     headers = { Authorization = "env:PROD_SEARCH_AUTH" }
 
-Each ``[strategy.NAME]`` table is one strategy; ``kind`` picks its backend module, whose ``KEYS``
-say which keys it takes (type, default, required) and whose ``check`` applies the rules across
-keys. Every problem is one line naming the file, the strategy, the key and the fix.
-
-Secrets: a value written ``"env:NAME"`` is read from the environment when the strategy is built
-(``resolve_env``), never before, and never stored: the declaration kept with a run holds the
-``env:NAME`` text. A header that carries credentials (Authorization, API keys, tokens, cookies)
-must be an ``env:`` value, and a URL must not hold a password.
+Each ``[strategy.NAME]`` table is one strategy; ``kind`` picks its registration in
+indexes/declared/kinds.py, whose ``keys`` say which keys it takes (type, default, required) and
+whose ``check`` applies the rules across keys. Every problem is one line naming the file, the
+strategy, the key and the fix. ``env:NAME`` values are kept as written until the strategy is built
+(indexes/declared/declaration.py); ``check_environment`` says before a run starts which are unset.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-import urllib.parse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared.declaration import COMMON_KEYS, StrategySpec, is_env, resolve_env
+from searchgrade.indexes.declared.kinds import KINDS
 from searchgrade.indexes.registry import BUILTIN, NAME_PATTERN, RERANK_SUFFIX
+
+__all__ = ["ENV_STRATEGIES_FILE", "StrategySpec", "check_environment", "load_strategies_file",
+           "parse_spec", "strategies_file_from_env"]
 
 #: The environment variable naming a strategies file when --strategies-file is not given.
 ENV_STRATEGIES_FILE = "SEARCHGRADE_STRATEGIES_FILE"
-#: Prefix of a value read from the environment.
-ENV_PREFIX = "env:"
-#: Header names whose values are credentials: only ``env:`` values are accepted.
-SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "cookie",
-                       "password")
-
-
-@dataclass(frozen=True)
-class Key:
-    """One key a kind accepts.
-
-    Attributes:
-        types: accepted Python types of the TOML value.
-        default: the value when the key is absent.
-        required: whether the key must be given.
-        example: how a valid value looks, for the message.
-    """
-
-    types: tuple[type, ...]
-    default: Any = None
-    required: bool = False
-    example: str = ""
-
-
-#: Keys every kind takes.
-COMMON_KEYS: dict[str, Key] = {
-    "kind": Key((str,), required=True, example='"http"'),
-    "rerank": Key((bool,), False, example="true (also grade NAME_rerank: our cross-encoder on its top candidates)"),
-}
-
-
-@dataclass(frozen=True)
-class StrategySpec:
-    """One declared strategy, checked.
-
-    Attributes:
-        name: the strategy's name (``[strategy.NAME]``).
-        kind: "http", "elasticsearch", "opensearch", "milvus" or "python".
-        options: every key of the kind with its value or default (``env:`` values as written).
-        rerank: also grade ``NAME_rerank``.
-        source: where it was declared ("strategies.toml", "entry point ..."), for messages.
-    """
-
-    name: str
-    kind: str
-    options: dict[str, Any] = field(default_factory=dict)
-    rerank: bool = False
-    source: str = ""
-
-    @property
-    def where(self) -> str:
-        return f"{self.source}: [strategy.{self.name}]" if self.source else f"[strategy.{self.name}]"
-
-    def to_json(self) -> dict[str, Any]:
-        """The declaration as stored with a run: ``env:`` values stay ``env:NAME``."""
-        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **self.options}
-
-    @classmethod
-    def from_json(cls, name: str, d: Mapping[str, Any]) -> StrategySpec:
-        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source")}
-        return cls(name, str(d["kind"]), options, bool(d.get("rerank")), str(d.get("source") or ""))
-
-
-def _kinds() -> dict[str, tuple[dict[str, Key], Callable[[StrategySpec], StrategySpec]]]:
-    from searchgrade.indexes.declared import http, milvus, plugin
-
-    return {
-        "http": (http.KEYS, http.check),
-        "elasticsearch": (http.PRESET_KEYS, http.check_preset),
-        "opensearch": (http.PRESET_KEYS, http.check_preset),
-        "milvus": (milvus.KEYS, milvus.check),
-        "python": (plugin.KEYS, plugin.check),
-    }
-
-
-def kinds() -> tuple[str, ...]:
-    return tuple(_kinds())
 
 
 def _type_name(types: tuple[type, ...]) -> str:
@@ -137,13 +60,12 @@ def parse_spec(name: str, table: Any, source: str = "") -> StrategySpec:
     if not isinstance(table, dict):
         raise SearchGradeError(f"{where} must be a table of keys (kind = \"http\", url = ...), "
                                f"got {table!r}")
-    known = _kinds()
     kind = table.get("kind")
     if kind is None:
-        raise SearchGradeError(f"{where}: missing key 'kind': add kind = one of {', '.join(known)}")
-    if kind not in known:
-        raise SearchGradeError(f"{where}: unknown kind {kind!r}: use one of {', '.join(known)}")
-    keys, check = known[kind]
+        raise SearchGradeError(f"{where}: missing key 'kind': add kind = one of {', '.join(KINDS)}")
+    if kind not in KINDS:
+        raise SearchGradeError(f"{where}: unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    keys = KINDS[kind].keys
     allowed = {**COMMON_KEYS, **keys}
     options: dict[str, Any] = {}
     for key, value in table.items():
@@ -163,8 +85,7 @@ def parse_spec(name: str, table: Any, source: str = "") -> StrategySpec:
             options[key] = rule.default
     options.pop("kind")
     rerank = bool(options.pop("rerank", False))
-    spec = StrategySpec(name, kind, options, rerank, source)
-    return check(spec)
+    return KINDS[kind].check(StrategySpec(name, kind, options, rerank, source))
 
 
 def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec]:
@@ -195,8 +116,9 @@ def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec
         raise SearchGradeError(f"{source}: unknown top-level key {others[0]!r}: declare each "
                                "strategy as [strategy.NAME]")
     if not isinstance(tables, dict) or not tables:
+        first, *rest = KINDS
         raise SearchGradeError(f"{source} declares no strategy: add a [strategy.NAME] table with "
-                               "kind = \"http\" (or elasticsearch, opensearch, milvus, python)")
+                               f"kind = \"{first}\" (or {', '.join(rest)})")
     return {name: parse_spec(name, table, source) for name, table in tables.items()}
 
 
@@ -206,52 +128,6 @@ def strategies_file_from_env(explicit: str | None, environ: Mapping[str, str] | 
         return explicit
     value = (environ if environ is not None else os.environ).get(ENV_STRATEGIES_FILE, "").strip()
     return value or None
-
-
-def is_env(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(ENV_PREFIX)
-
-
-def resolve_env(value: Any, where: str, key: str, environ: Mapping[str, str] | None = None) -> Any:
-    """``value`` with ``env:NAME`` replaced by the environment variable NAME.
-
-    Raises:
-        SearchGradeError: NAME is not set (or empty).
-    """
-    if not is_env(value):
-        return value
-    env_name = value[len(ENV_PREFIX):].strip()
-    if not env_name:
-        raise SearchGradeError(f"{where}: {key} = \"env:\" names no variable: write env:NAME")
-    found = (environ if environ is not None else os.environ).get(env_name)
-    if not found:
-        raise SearchGradeError(f"{where}: {key} reads ${env_name} (env:{env_name}), which is not set: "
-                               f"export {env_name}=... in the environment that runs searchgrade")
-    return found
-
-
-def check_secret_free(where: str, key: str, value: str) -> None:
-    """A literal value that looks like a credential is refused (it would be stored with runs)."""
-    if is_env(value):
-        return
-    raise SearchGradeError(f"{where}: {key} holds a literal secret: put it in the environment "
-                           f"and write {key} = \"env:NAME\" (the file is stored with every run)")
-
-
-def check_url(where: str, key: str, url: str, schemes: tuple[str, ...] = ("http", "https")) -> None:
-    """A URL with an allowed scheme, a host, and no password in it."""
-    parsed = urllib.parse.urlsplit(url.replace("{{query}}", "q").replace("{{k}}", "10"))
-    if parsed.scheme not in schemes or not parsed.netloc:
-        raise SearchGradeError(f"{where}: {key} {url!r} is not a {'/'.join(schemes)} URL: write e.g. "
-                               f"{key} = \"http://127.0.0.1:9200/docs/_search\"")
-    if parsed.password:
-        raise SearchGradeError(f"{where}: {key} holds a password: put credentials in a header read "
-                               "from the environment (headers = { Authorization = \"env:NAME\" })")
-
-
-def is_secret_header(name: str) -> bool:
-    lowered = name.lower()
-    return any(word in lowered for word in SECRET_HEADER_WORDS)
 
 
 def check_environment(spec: StrategySpec, environ: Mapping[str, str] | None = None) -> None:

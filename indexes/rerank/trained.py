@@ -13,6 +13,9 @@ nor any query leaking into it (same source document or same text, the grouping o
 a training query by its fold's model, any other query by the full model (or, when none was
 trained, by fold 1's). A query that matches training queries of two folds has no clean model and
 is refused.
+
+This module is what searching with a trained reranker needs (loading its models, scoring, the
+choice of model); training one is engine/training/'s.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from searchgrade.core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError, first_line
 
 #: The prefix of --reranker-model values that name a trained reranker.
 TRAINED_PREFIX = "trained:"
@@ -92,6 +95,49 @@ def blend(scores: Sequence[float], weight: float | None) -> np.ndarray:
     spread = values.std()
     z = (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
     return z - weight * ranks
+
+
+def load_cross_encoder(path: str | Path, max_length: int | None = None) -> Any:
+    """A trained reranker folder as a CrossEncoder on the CPU.
+
+    Raises:
+        SearchGradeError: sentence-transformers is missing, or the folder is missing or not a
+            one-logit cross-encoder.
+    """
+    try:
+        from sentence_transformers.cross_encoder import CrossEncoder
+    except ImportError as exc:
+        raise SearchGradeError("a trained reranker needs sentence-transformers "
+                               "(pip install sentence-transformers)") from exc
+
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        raise SearchGradeError(f"trained reranker folder '{folder}' is missing or incomplete: "
+                               "train it again with `searchgrade train-reranker`")
+    try:
+        model = CrossEncoder(str(folder), max_length=max_length, device="cpu", local_files_only=True)
+    except Exception as exc:
+        first = first_line(exc)
+        raise SearchGradeError(f"trained reranker '{folder}' could not be loaded ({first}): "
+                               "train it again with `searchgrade train-reranker`") from exc
+    if getattr(model, "num_labels", 1) != 1:
+        raise SearchGradeError(f"'{folder}' outputs {model.num_labels} labels, not one relevance score")
+    return model
+
+
+def predict(model: Any, query: str, documents: Sequence[str], batch_size: int = 32) -> list[float]:
+    """The model's raw scores (logits) of (query, document) for each document, in order."""
+    if not documents:
+        return []
+    scores = model.predict([(query, d) for d in documents], batch_size=batch_size,
+                           show_progress_bar=False, convert_to_numpy=True, activation_fn=_identity())
+    return [float(s) for s in scores.reshape(len(documents))]
+
+
+def _identity() -> Callable[[Any], Any]:
+    import torch
+
+    return torch.nn.Identity()
 
 
 class TrainedReranker:
@@ -185,8 +231,6 @@ class TrainedReranker:
 
     def model(self, key: str) -> Any:
         """A model by key ("fold-N" or "full"), loaded once."""
-        from searchgrade.indexes.rerank.training import load_cross_encoder
-
         if key not in self._models:
             path = self.folder / "models" / key
             if not path.is_dir():
@@ -296,8 +340,6 @@ class CrossFittedScorer:
                 self._aliases[ids[0]] = ids[1:]
 
     def score_pairs(self, pairs: Sequence[Any]) -> np.ndarray:
-        from searchgrade.indexes.rerank.training import predict
-
         scores = np.zeros(len(pairs), dtype=np.float64)
         cache = self.reranker.cached_scores()
         missing: dict[tuple[str, str], list[int]] = {}

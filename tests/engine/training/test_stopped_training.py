@@ -13,7 +13,7 @@ import pytest
 
 from searchgrade.core.owner import this_host
 from searchgrade.engine.store import Store
-from searchgrade.engine.training.reranker import TrainingStopped, _move_into_place, _Stops, sweep_stale
+from searchgrade.engine.training.stops import Stops, TrainingStopped, move_into_place, sweep_stale
 from tests.engine.training import synthetic
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,14 +55,14 @@ def test_sweep_leaves_another_hosts_folders_and_still_sweeps_the_old_format(tmp_
 def test_a_signal_during_the_move_into_place_stops_with_the_reranker_saved(tmp_path):
     partial, target = tmp_path / ".partial-x", tmp_path / "x"
     partial.mkdir()
-    stops = _Stops()
+    stops = Stops()
     with pytest.raises(TrainingStopped) as info, stops.held():
         stops.handle(signal.SIGTERM, None)  # arrives while the folder is being moved
-        _move_into_place(partial, target)
+        move_into_place(partial, target)
     assert info.value.saved and info.value.signum == signal.SIGTERM
     assert target.is_dir() and not partial.exists()
     with pytest.raises(TrainingStopped) as before:  # outside the move: nothing was saved
-        _Stops().handle(signal.SIGTERM, None)
+        Stops().handle(signal.SIGTERM, None)
     assert not before.value.saved
 
 

@@ -22,8 +22,8 @@ from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
 from searchgrade.engine.training.pairs import NegativeSampling
 from searchgrade.engine.training.reranker import RerankerTrainingConfig, train_reranker
+from searchgrade.engine.training.trainer import TrainingSettings
 from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, digest, leakage_keys
-from searchgrade.indexes.rerank.training import TrainingSettings
 from searchgrade.indexes.settings import IndexSettings
 from tests.conftest import write_beir
 from tests.engine.training import synthetic

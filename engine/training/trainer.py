@@ -1,4 +1,4 @@
-"""Training a cross-encoder reranker from (query, document, label) pairs, on the CPU.
+"""Training one cross-encoder from (query, document, label) pairs, on the CPU: the training loop.
 
 The body is any local sentence-transformers or cross-encoder folder (default: the packaged
 all-MiniLM-L6-v2). A folder whose model already scores pairs with one logit (a cross-encoder) is
@@ -8,7 +8,8 @@ sentence-transformers' CrossEncoder training API (``CrossEncoderTrainer`` with
 pulls harder than grade 1 of 3.
 
 Seeded: the head initialisation, the data order and dropout follow ``TrainingSettings.seed``, so
-the same pairs and settings give the same model on the same machine.
+the same pairs and settings give the same model on the same machine. The trained folder is loaded
+for scoring by indexes/rerank/trained.py (``load_cross_encoder``, ``predict``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -352,42 +353,3 @@ def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-def load_cross_encoder(path: str | Path, max_length: int | None = None) -> Any:
-    """A trained reranker folder as a CrossEncoder on the CPU.
-
-    Raises:
-        SearchGradeError: the folder is missing or not a one-logit cross-encoder.
-    """
-    _require_training_libraries()
-    from sentence_transformers.cross_encoder import CrossEncoder
-
-    folder = Path(path)
-    if not (folder / "config.json").is_file():
-        raise SearchGradeError(f"trained reranker folder '{folder}' is missing or incomplete: "
-                               "train it again with `searchgrade train-reranker`")
-    try:
-        model = CrossEncoder(str(folder), max_length=max_length, device="cpu", local_files_only=True)
-    except Exception as exc:
-        first = first_line(exc)
-        raise SearchGradeError(f"trained reranker '{folder}' could not be loaded ({first}): "
-                               "train it again with `searchgrade train-reranker`") from exc
-    if getattr(model, "num_labels", 1) != 1:
-        raise SearchGradeError(f"'{folder}' outputs {model.num_labels} labels, not one relevance score")
-    return model
-
-
-def predict(model: Any, query: str, documents: Sequence[str], batch_size: int = 32) -> list[float]:
-    """The model's raw scores (logits) of (query, document) for each document, in order."""
-    if not documents:
-        return []
-    scores = model.predict([(query, d) for d in documents], batch_size=batch_size,
-                           show_progress_bar=False, convert_to_numpy=True, activation_fn=_identity())
-    return [float(s) for s in scores.reshape(len(documents))]
-
-
-def _identity() -> Callable[[Any], Any]:
-    import torch
-
-    return torch.nn.Identity()

@@ -1,0 +1,129 @@
+"""One declared strategy, the keys a backend kind takes, and the checks every kind shares.
+
+Every backend module (http.py, milvus.py, plugin.py, and any kind added later) builds on this
+module alone; the strategies file (spec.py) and the kinds' registry (kinds.py) sit above them, so
+the backends never import the module that parses the file.
+
+Secrets: a value written ``"env:NAME"`` is read from the environment when the strategy is built
+(``resolve_env``), never before, and never stored: the declaration kept with a run holds the
+``env:NAME`` text. A header that carries credentials (Authorization, API keys, tokens, cookies)
+must be an ``env:`` value, and a URL must not hold a password.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchgrade.core.records import SearchGradeError
+
+#: Prefix of a value read from the environment.
+ENV_PREFIX = "env:"
+#: Header names whose values are credentials: only ``env:`` values are accepted.
+SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "cookie",
+                       "password")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key a kind accepts.
+
+    Attributes:
+        types: accepted Python types of the TOML value.
+        default: the value when the key is absent.
+        required: whether the key must be given.
+        example: how a valid value looks, for the message.
+    """
+
+    types: tuple[type, ...]
+    default: Any = None
+    required: bool = False
+    example: str = ""
+
+
+#: Keys every kind takes.
+COMMON_KEYS: dict[str, Key] = {
+    "kind": Key((str,), required=True, example='"http"'),
+    "rerank": Key((bool,), False, example="true (also grade NAME_rerank: our cross-encoder on its top candidates)"),
+}
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """One declared strategy, checked.
+
+    Attributes:
+        name: the strategy's name (``[strategy.NAME]``).
+        kind: the backend kind that serves it (indexes/declared/kinds.py: "http", "milvus", ...).
+        options: every key of the kind with its value or default (``env:`` values as written).
+        rerank: also grade ``NAME_rerank``.
+        source: where it was declared ("strategies.toml", "entry point ..."), for messages.
+    """
+
+    name: str
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+    rerank: bool = False
+    source: str = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}: [strategy.{self.name}]" if self.source else f"[strategy.{self.name}]"
+
+    def to_json(self) -> dict[str, Any]:
+        """The declaration as stored with a run: ``env:`` values stay ``env:NAME``."""
+        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **self.options}
+
+    @classmethod
+    def from_json(cls, name: str, d: Mapping[str, Any]) -> StrategySpec:
+        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source")}
+        return cls(name, str(d["kind"]), options, bool(d.get("rerank")), str(d.get("source") or ""))
+
+
+def is_env(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(ENV_PREFIX)
+
+
+def resolve_env(value: Any, where: str, key: str, environ: Mapping[str, str] | None = None) -> Any:
+    """``value`` with ``env:NAME`` replaced by the environment variable NAME.
+
+    Raises:
+        SearchGradeError: NAME is not set (or empty).
+    """
+    if not is_env(value):
+        return value
+    env_name = value[len(ENV_PREFIX):].strip()
+    if not env_name:
+        raise SearchGradeError(f"{where}: {key} = \"env:\" names no variable: write env:NAME")
+    found = (environ if environ is not None else os.environ).get(env_name)
+    if not found:
+        raise SearchGradeError(f"{where}: {key} reads ${env_name} (env:{env_name}), which is not set: "
+                               f"export {env_name}=... in the environment that runs searchgrade")
+    return found
+
+
+def check_secret_free(where: str, key: str, value: str) -> None:
+    """A literal value that looks like a credential is refused (it would be stored with runs)."""
+    if is_env(value):
+        return
+    raise SearchGradeError(f"{where}: {key} holds a literal secret: put it in the environment "
+                           f"and write {key} = \"env:NAME\" (the file is stored with every run)")
+
+
+def check_url(where: str, key: str, url: str, schemes: tuple[str, ...] = ("http", "https")) -> None:
+    """A URL with an allowed scheme, a host, and no password in it."""
+    parsed = urllib.parse.urlsplit(url.replace("{{query}}", "q").replace("{{k}}", "10"))
+    if parsed.scheme not in schemes or not parsed.netloc:
+        raise SearchGradeError(f"{where}: {key} {url!r} is not a {'/'.join(schemes)} URL: write e.g. "
+                               f"{key} = \"http://127.0.0.1:9200/docs/_search\"")
+    if parsed.password:
+        raise SearchGradeError(f"{where}: {key} holds a password: put credentials in a header read "
+                               "from the environment (headers = { Authorization = \"env:NAME\" })")
+
+
+def is_secret_header(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_HEADER_WORDS)
