@@ -177,21 +177,7 @@ def test_circles_finds_a_circle_through_a_third_module_and_nothing_else():
     assert circles(found) == [{"a", "b", "c"}]
 
 
-#: Import circles that remain today outside the run, each being removed by another part of issue 21
-#: (the coordinator deletes this list once those are merged): the LLM client and its key policy
-#: (the LLM client's restructuring), the Results view model and its recommendations (the report's),
-#: and the strategies registry with the declared backends (the indexes registry's).
-KNOWN_CIRCLES = [
-    {"searchgrade.engine.llm.client", "searchgrade.engine.llm.env"},
-    {"searchgrade.engine.report.recommendations", "searchgrade.engine.report.results"},
-    {"searchgrade.indexes.build", "searchgrade.indexes.registry", "searchgrade.indexes.declared.factories",
-     "searchgrade.indexes.declared.http", "searchgrade.indexes.declared.milvus",
-     "searchgrade.indexes.declared.plugin", "searchgrade.indexes.declared.spec"},
-]
-
-
 def test_no_import_circles():
     # Every import counts, also one inside a function or under TYPE_CHECKING: a circle hidden in a
     # function is still two modules that cannot be read (or moved) one without the other.
-    unknown = [sorted(group) for group in circles(graph()) if not any(group <= known for known in KNOWN_CIRCLES)]
-    assert unknown == []
+    assert [sorted(group) for group in circles(graph())] == []
