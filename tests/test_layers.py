@@ -181,3 +181,30 @@ def test_no_import_circles():
     # Every import counts, also one inside a function or under TYPE_CHECKING: a circle hidden in a
     # function is still two modules that cannot be read (or moved) one without the other.
     assert [sorted(group) for group in circles(graph())] == []
+
+
+#: What the screens may use of the evaluator: the view models (engine/report), the package faces, and
+#: the records a page needs to start a run or show its settings. Not the run's stages, the store's
+#: SQL modules, Ray, the metrics' internals or the systems under test (indexes/).
+VIEWS_MAY_USE = {
+    "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store",
+    "searchgrade.engine.collections", "searchgrade.engine.run.config", "searchgrade.engine.run.strategies",
+    "searchgrade.engine.run.scoring", "searchgrade.engine.labels.rescore", "searchgrade.engine.training.reranker",
+    "searchgrade.engine.llm.settings", "searchgrade.engine.llm.env", "searchgrade.engine.llm.key_policy",
+    "searchgrade.engine.llm.querygen", "searchgrade.engine.llm.judge", "searchgrade.engine.llm.prompts",
+    "searchgrade.engine.llm.accounting",
+}
+
+
+def _public_for_views(module: str) -> bool:
+    if any(part.startswith("_") for part in module.split(".")[1:]) and not module.startswith("searchgrade.views."):
+        return False
+    top = top_of(module)
+    return (top in ("views", "server") or module.startswith("searchgrade.engine.report")
+            or module in VIEWS_MAY_USE)
+
+
+def test_views_import_only_the_evaluators_public_modules():
+    bad = {str(p.relative_to(ROOT)): sorted(m for m in imports_of(p) if top_of(m) and not _public_for_views(m))
+           for p in source_files("views") + [ROOT / "app.py"]}
+    assert {f: m for f, m in bad.items() if m} == {}
