@@ -26,7 +26,7 @@ from searchgrade.engine.metrics import higher_is_better, parse_metric
 from searchgrade.engine.run.stored_metrics import per_query_values
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import non_inferiority_test
+from searchgrade.engine.statistics.sign_flip import non_inferiority_test
 from searchgrade.engine.store import RunRecord, Store
 
 #: --baseline value that picks the newest complete run of the candidate's collection.

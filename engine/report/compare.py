@@ -21,7 +21,7 @@ from searchgrade.engine.report.significance import verdict
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import paired_tests
+from searchgrade.engine.statistics.sign_flip import paired_tests
 from searchgrade.engine.store import RunRecord, Store
 
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",

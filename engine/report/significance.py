@@ -29,7 +29,7 @@ from searchgrade.engine.report.common import (
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, pairs
 from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import PairedTest, paired_tests
+from searchgrade.engine.statistics.sign_flip import PairedTest, paired_tests
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store

@@ -24,7 +24,7 @@ from searchgrade.engine.report.results import best_and_worst_queries, results_vi
 from searchgrade.engine.report.significance import paired_comparisons
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci, bootstrap_cis
-from searchgrade.engine.statistics.paired import paired_test, paired_tests
+from searchgrade.engine.statistics.sign_flip import paired_test, paired_tests
 from searchgrade.engine.store import Store
 from tests.pages.synthetic import RunSpec, write_run
 
