@@ -204,13 +204,15 @@ def margin_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], margi
 
 def interval_words(d: PairedDifference, decimals: int = 3) -> str:
     """The interval as the pages say it: "95% CI +0.049 to +0.454, adjusted for 8 comparisons";
-    "no 95% CI from 3 queries: a verdict over 8 comparisons needs at least 9"."""
+    "no 95% CI from 3 queries: a verdict over 8 comparisons needs at least 9". (The level named
+    is the family's, 1 - alpha: "95%" at the default alpha.)"""
+    level = f"{100 * (1 - d.alpha):g}% CI"
     adjusted = f", adjusted for {d.m} comparisons" if d.m > 1 else ""
     if not d.estimable:
         over = f" over {d.m} comparisons" if d.m > 1 else ""
-        return (f"no 95% CI from {d.n} quer{'y' if d.n == 1 else 'ies'}: a verdict{over} needs at "
+        return (f"no {level} from {d.n} quer{'y' if d.n == 1 else 'ies'}: a verdict{over} needs at "
                 f"least {min_queries(d.m, d.alpha)}")
-    return f"95% CI {d.ci_low:+.{decimals}f} to {d.ci_high:+.{decimals}f}{adjusted}"
+    return f"{level} {d.ci_low:+.{decimals}f} to {d.ci_high:+.{decimals}f}{adjusted}"
 
 
 def p_words(p_value: float, name: str = "p") -> str:
