@@ -73,6 +73,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for strategy, reason in run.skipped.items():
         print(f"  skipped {strategy}: {reason}", file=out)
+    for note in run.notes:
+        print(f"  note: {note}", file=out)
     embedding = embedding_text(run.config, run.stats)
     if embedding:
         print(f"  {embedding}", file=out)
@@ -127,7 +129,8 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
         print(f"  {sentence.text}", file=out)
     for (a, b), d in tested.items():
         if base_of(a) == b:
-            print(f"  reranker on {b}: {d.diff:+.3f} ({figures_text(d)}; {d.n} queries): "
+            queries = f"; {d.n} queries" if d.estimable else ""
+            print(f"  reranker on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
                   f"{'significant' if d.significant else 'not distinguishable'}", file=out)
     print(f"  {family_note(family_size(tested))}", file=out)
 

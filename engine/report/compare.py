@@ -198,7 +198,8 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
 
 def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:
     """One strategy's change from run A to run B in words, with the figures the table shows."""
-    text = f"{label(strategy)}: {run_a:.3f} → {run_b:.3f} ({d.diff:+.3f}; {figures_text(d)}; {d.n} queries)"
+    queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
+    text = f"{label(strategy)}: {run_a:.3f} → {run_b:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
     if not d.significant:
         return Sentence(f"{text}: not distinguishable from no change.", "info", strategy)
     better = (d.diff > 0) == higher_is_better(metric)

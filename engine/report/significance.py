@@ -201,7 +201,8 @@ def significance(rows: pd.DataFrame, metric: str, k: int,
         if other == best or (best, other) not in tested:
             continue
         d = tested[(best, other)]
-        gap = f"{d.diff:+.3f} {name} ({figures_text(d)}; {d.n} queries{direction})"
+        queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
+        gap = f"{d.diff:+.3f} {name} ({figures_text(d)}{queries}{direction})"
         if d.significant:
             out.append(Sentence(f"{label(best)} beats {label(other)} by {gap}: "
                                 "a real difference.", "good", other))
