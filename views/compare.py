@@ -70,7 +70,7 @@ if result.statistics_note:
     st.caption(result.statistics_note)
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}
 fmt.update({c: st.column_config.NumberColumn(format="%+.3f") for c in ("Change", "CI low", "CI high")})
-fmt["p-value"] = st.column_config.NumberColumn(format="%.4f", help="adjusted for the strategies compared")
+fmt["p-value"] = st.column_config.NumberColumn(format="%.3f", help="adjusted for the strategies compared")
 st.dataframe(deltas.drop(columns="strategy"), hide_index=True, column_config=fmt)
 st.subheader("Queries that changed most")
 st.dataframe(result.changed, hide_index=True, column_config=fmt)

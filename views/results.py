@@ -162,7 +162,7 @@ else:
         column_config={**config, "CI low": st.column_config.NumberColumn(format="%+.3f"),
                        "CI high": st.column_config.NumberColumn(format="%+.3f"),
                        "p-value": st.column_config.NumberColumn(
-                           format="%.4f", help="adjusted for every comparison on this page")},
+                           format="%.3f", help="adjusted for every comparison on this page")},
     )
 st.subheader(f"Relevance distribution of the top {k}")
 st.dataframe(view.distribution, hide_index=True,
