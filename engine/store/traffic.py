@@ -346,6 +346,10 @@ class TrafficMixin(StoreConnection):
         return self._dicts("SELECT query_id, text, log_rank, searches, band, weight, stratum, fixed "
                            "FROM query_set_queries WHERE set_name = ? ORDER BY log_rank", [set_name])
 
+    def query_log_ids_count(self, log_name: str) -> int:
+        with self.connect() as con:
+            return con.execute("SELECT count(*) FROM query_log_ids WHERE log_name = ?", [log_name]).fetchone()[0]
+
     # -- clicks
 
     def import_click_events(self, spec: FileSpec, roles: Roles, log_name: str, layout: str) -> dict[str, Any]:
