@@ -16,7 +16,9 @@ when shown at rank 1, so one set of cut-points grades them all:
   theta_1 = 1 so alpha_qd is the rank-1 click probability. A weak Beta prior (2 pseudo-impressions
   at the mean attractiveness) keeps a pair seen a few times from an extreme estimate.
 
-A pair shown fewer than ``min_impressions`` times stays unjudged: too few looks to tell.
+A pair shown fewer than ``min_impressions`` times stays unjudged: too few looks to tell. For the
+position-based model the impressions are counted as examined ones (each weighted by theta_p), so a
+result shown only where nobody looks is unjudged rather than graded by the prior.
 No well-kept click-model library fits here (PyClick is not on PyPI and dates from Python 2,
 ``clickmodels`` from 2014, pyClickModels is a 2021 release candidate, CLAX needs JAX): these are
 small, and checked against a simulator with known parameters (engine/clicks/simulation.py).
@@ -154,7 +156,13 @@ def click_grades(counts: ClickCounts, model: str, *, min_impressions: int = MIN_
     cuts = np.asarray(cutpoints, dtype=float)
     if cuts.size != 3 or (np.diff(cuts) <= 0).any() or cuts[0] <= 0 or cuts[-1] > 1:
         raise ValueError(f"cut-points {tuple(cutpoints)} must be three increasing probabilities in (0, 1]")
-    estimate = CLICK_MODELS[model](counts)
-    judged = counts.per_pair(counts.impressions) >= min_impressions
+    if model == "pbm":
+        # A pair is judged on the impressions someone looked at: at a position nobody examines
+        # (no click there, ever), a result's attractiveness is only the prior.
+        estimate, theta = fit_pbm(counts)
+        judged = counts.per_pair(counts.impressions * theta[counts.position]) >= min_impressions
+    else:
+        estimate = CLICK_MODELS[model](counts)
+        judged = counts.per_pair(counts.impressions) >= min_impressions
     grades = np.searchsorted(cuts, estimate, side="right")
     return estimate, grades, judged
