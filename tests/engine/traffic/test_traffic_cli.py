@@ -140,3 +140,37 @@ def test_clicks_without_a_query_set_is_refused_before_any_run(traffic_run, capsy
     assert main(["evaluate", str(folder / "tiny"), "--clicks", "--data-dir", str(home)]) == 1
     assert "add --query-set NAME" in _one_error_line(capsys)
     assert len(store.list_runs()) == runs
+
+
+def test_the_judge_on_a_query_set_and_against_the_clicks(traffic_run):
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.pipeline import run_evaluation
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+    from tests.engine.llm_fakes import Recorder
+
+    store, clicks_run, folder, home = traffic_run
+    collection = load_collection(folder / "tiny")
+    recorder = Recorder()
+    with FakeOpenAIServer(recorder) as server:
+        llm = LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10)
+        judged = run_evaluation(collection, RunConfig(mode="llm", query_set="top5", strategies=("fulltext",),
+                                                      n_bootstrap=200, llm=llm), store, home).run_id
+        assert recorder.posts["querygen"] == 0  # the set's queries, none generated
+        both = run_evaluation(collection, RunConfig(mode="clicks", query_set="top5", click_model="pbm",
+                                                    min_impressions=5, strategies=("fulltext",), n_bootstrap=200,
+                                                    llm=llm), store, home).run_id
+    assert {q["text"] for q in store.queries(judged)} == {q["text"] for q in store.queries(clicks_run.run_id)}
+    assert store.get_run(judged).label_source == "llm"
+    run = store.get_run(both)
+    assert run.label_source == "clicks"
+    agreement = run.stats["click_agreement"]
+    retrieved_and_clicked = {(r["query_id"], r["doc_id"]) for r in store.results_with_grades(both)
+                             if r["source"] == "clicks"}
+    assert agreement["n"] == len(retrieved_and_clicked) > 0
+    assert all(g["source"] == "clicks" for g in store.grades(both))  # click grades win over the judge's
+    from searchgrade.engine.report.traffic import traffic_view
+
+    view = traffic_view(store, run, "dcg", 10)
+    assert view.agreement is not None and view.agreement.n == agreement["n"]
