@@ -133,8 +133,9 @@ def head_and_tail(store: Any, log_name: str, n: int = 10) -> dict[str, list[dict
     log = store.query_log(log_name)
     total = max(1, int(log["kept_searches"]))
     last = int(log["kept_queries"])
-    head = store.log_rank_range(log_name, 1, n)
-    tail = store.log_rank_range(log_name, max(n + 1, last - n + 1), last)
+    head_end = min(n, (last + 1) // 2) if last < 2 * n else n  # a small log: half and half
+    head = store.log_rank_range(log_name, 1, head_end)
+    tail = store.log_rank_range(log_name, max(head_end + 1, last - n + 1), last)
     for row in head + tail:
         row["share"] = row["searches"] / total
     return {"head": head, "tail": tail}
