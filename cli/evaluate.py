@@ -246,7 +246,7 @@ def _dry_run(args: argparse.Namespace, config: RunConfig) -> int:
 
     # An existing store tells what is cached; a dry run never creates one.
     exists = (data_dir(args.data_dir) / DB_FILENAME).exists()
-    store = open_store(args) if exists or config.queries_from else None
+    store = open_store(args) if exists or config.queries_from or config.query_set else None
     estimate = estimate_cost(load(args), config, store)
     print("dry run: nothing was indexed, searched, prompted or stored")
     for note in estimate.notes:
