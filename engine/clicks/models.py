@@ -131,11 +131,11 @@ def fit_pbm(counts: ClickCounts, iterations: int = 3000, tol: float = 1e-6) -> t
     return np.minimum(1.0, alpha * scale), theta / scale
 
 
-#: Click models by name: counts -> rank-1 click probability per pair.
-CLICK_MODELS: dict[str, Callable[[ClickCounts], np.ndarray]] = {"coec": coec, "pbm": pbm, "ctr": ctr}
+#: Click models by name, the default first: counts -> rank-1 click probability per pair.
+CLICK_MODELS: dict[str, Callable[[ClickCounts], np.ndarray]] = {"pbm": pbm, "coec": coec, "ctr": ctr}
 #: What each model is, in a few words (the CLI's help, the app's picker).
-MODEL_LABELS = {"coec": "COEC: clicks over expected clicks at each position",
-                "pbm": "position-based model fitted by EM",
+MODEL_LABELS = {"pbm": "position-based model fitted by EM (the default)",
+                "coec": "COEC: clicks over expected clicks at each position",
                 "ctr": "raw click-through rate (ignores position bias: a baseline)"}
 
 
