@@ -16,12 +16,14 @@ from typing import NoReturn
 
 from searchgrade.cli import (
     app,
+    clicks,
     evaluate,
     export_index,
     gate,
     import_vectors,
     index,
     labels,
+    queries,
     show,
     train_reranker,
 )
@@ -34,6 +36,8 @@ COMMANDS = {
     "evaluate": evaluate,  # evaluate, resume
     "show": show,  # runs, show, export
     "labels": labels,  # labels list|export|import, rescore
+    "queries": queries,  # queries import|sample|list|show
+    "clicks": clicks,  # clicks import
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker

@@ -23,6 +23,7 @@ from searchgrade.cli.options import (
 )
 from searchgrade.cli.output import Bars, print_notes
 from searchgrade.cli.show import print_table
+from searchgrade.cli.traffic_options import add_traffic_options, traffic_fields
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.llm.env import require_endpoint, require_model
 from searchgrade.engine.llm.key_policy import operator_urls
@@ -60,6 +61,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="show the LLM calls and an estimate of the tokens the run would use, then stop "
                    "(no index, search, LLM call or stored run)")
     add_llm_options(p)
+    add_traffic_options(p)
     add_index_options(p)
     add_ray_option(p)
     add_common(p)
@@ -155,18 +157,20 @@ def _judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
-    if not args.qrels and not args.llm:
+    if not args.qrels and not args.llm and not args.clicks:
         raise SearchGradeError("say how to grade: --qrels (human judgments), --llm (an LLM judge), "
-                               "or --qrels --llm (human grades first, judge-vs-human agreement)")
+                               "--qrels --llm (human grades first, judge-vs-human agreement), or --clicks "
+                               "with --query-set (a click model over a query log's clicks)")
+    traffic = traffic_fields(args)
     if not args.llm:
         given = [flag for name, flag in _LLM_ONLY.items() if getattr(args, name) is not None]
         if given or args.judge_unjudged:
             raise SearchGradeError(f"{(given or ['--judge-unjudged'])[0]} goes with --llm")
-    elif args.qrels:
+    elif args.qrels or args.clicks or args.query_set:
         given = [_LLM_ONLY[name] for name in _QUERYGEN_ONLY if getattr(args, name) is not None]
         if given:
-            raise SearchGradeError(f"{given[0]} is about generated queries: with --qrels --llm the "
-                                   "collection's queries are used; drop it or drop --qrels")
+            raise SearchGradeError(f"{given[0]} is about generated queries: with --qrels, --clicks or "
+                                   "--query-set the queries are given; drop it")
     elif args.max_queries is not None:
         raise SearchGradeError("--max-queries goes with --qrels; with --llm set the number of "
                                "queries with --docs and --queries-per-doc")
@@ -174,14 +178,15 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     declarations = declared(args)
     from searchgrade.engine.run.strategies import registry_for_declared
 
+    mode = "clicks" if args.clicks else "llm" if args.llm and not args.qrels else "qrels"
     return RunConfig(
-        name=args.name, mode="llm" if args.llm and not args.qrels else "qrels", k=args.k,
+        name=args.name, mode=mode, k=args.k,
         depth=args.depth, threshold=args.threshold,
         strategies=strategies(args, registry_for_declared(declarations)), declared=declarations,
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
-        querygen=_querygen_settings(args) if args.llm and not args.qrels else None,
+        querygen=_querygen_settings(args) if mode == "llm" and args.query_set is None else None,
         judge=_judge_settings(args) if args.llm else None,
-        queries_from=args.queries_from, judge_unjudged=args.judge_unjudged,
+        queries_from=args.queries_from, judge_unjudged=args.judge_unjudged, **traffic,
     )
 
 
@@ -241,7 +246,7 @@ def _dry_run(args: argparse.Namespace, config: RunConfig) -> int:
 
     # An existing store tells what is cached; a dry run never creates one.
     exists = (data_dir(args.data_dir) / DB_FILENAME).exists()
-    store = open_store(args) if exists or config.queries_from else None
+    store = open_store(args) if exists or config.queries_from or config.query_set else None
     estimate = estimate_cost(load(args), config, store)
     print("dry run: nothing was indexed, searched, prompted or stored")
     for note in estimate.notes:

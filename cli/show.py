@@ -11,6 +11,7 @@ from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.report.ann_index import ann_index_text
 from searchgrade.engine.report.embedding import embedding_text
 from searchgrade.engine.report.reranker import trained_reranker_use
+from searchgrade.engine.report.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, strategy_order
 
@@ -101,6 +102,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
             print(f"  judge vs human on {agreement['n']} pairs: kappa "
                   f"{'-' if kappa is None else f'{kappa:.3f}'}, linear-weighted "
                   f"{'-' if linear is None else f'{linear:.3f}'}", file=out)
+    for line in traffic_lines(store, run, "dcg", k) if cells else []:
+        print(f"  {line}", file=out)
     if not cells:
         print("  no metrics stored", file=out)
         return
@@ -170,6 +173,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     run_json = run.to_dict()
     run_json["latency_ms"] = store.latency_summary(run.run_id)
     run_json.update(llm_summary(store, run))
+    traffic = traffic_json(store, run, "dcg", args.k or run.k)
+    if traffic is not None:
+        run_json["traffic"] = traffic
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k)},
               sys.stdout, indent=2, default=str)
     print()

@@ -103,7 +103,7 @@ def judgments_of(grades: Iterable[Grade]) -> tuple[dict[str, dict[str, int]], di
 
 def label_source_with_people(label_source: str) -> str:
     """The label source of a run once human labels are in it."""
-    return "human" if label_source == "human" else "human+llm"
+    return {"human": "human", "clicks": "human+clicks"}.get(label_source, "human+llm")
 
 
 def stored_hits(store: Any, run_id: str) -> tuple[list[Query], dict[str, list[SearchHits]]]:

@@ -11,6 +11,10 @@ Modes (``MODES``):
 - ``qrels`` with ``llm`` settings: human grades win; the judge grades the retrieved pairs the
   humans graded (judge-vs-human agreement) and, with ``judge_unjudged``, the retrieved pairs the
   qrels miss (label source "human+llm").
+- ``clicks``: the queries of a query set sampled from a query log (``query_set``), graded by a
+  click model over the log's clicks (engine/run/clicks.py); with ``llm`` settings, the judge's
+  agreement with the clicks is measured as judge-vs-human is. ``query_set`` in mode ``llm``
+  evaluates the set's queries instead of generated ones.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ if TYPE_CHECKING:
     from searchgrade.engine.llm.querygen import QueryGenSettings
     from searchgrade.engine.llm.settings import LLMSettings
 
-MODES = ("qrels", "llm")
+MODES = ("qrels", "llm", "clicks")
 #: Relevant on the judge's 0-3 scale.
 JUDGE_THRESHOLD = 2
 #: The judge's top grade.
@@ -67,6 +71,12 @@ class RunConfig:
     #: Strategies declared in a strategies file: name -> declaration as written (``env:`` values
     #: stay ``env:NAME``: secrets are read from the environment when the run builds them).
     declared: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: A query set sampled from a query log (engine/traffic/): its queries, in mode llm or clicks.
+    query_set: str | None = None
+    #: Mode clicks: the click model (engine/clicks/models.py CLICK_MODELS) and the fewest
+    #: impressions a pair needs to be judged.
+    click_model: str | None = None
+    min_impressions: int = 10
 
     def check_environment(self) -> None:
         """Every ``env:NAME`` the chosen declared strategies read is set (SearchGradeError if not)."""
@@ -122,6 +132,34 @@ class RunConfig:
             self.llm.validate()
         if self.querygen is not None:
             self.querygen.validate()
+        self._validate_traffic()
+
+    def _validate_traffic(self) -> None:
+        """The query-set and click options fit the mode (engine/run/query_set.py, engine/run/clicks.py)."""
+        from searchgrade.engine.clicks.models import CLICK_MODELS
+
+        if self.mode == "clicks":
+            if self.query_set is None:
+                raise SearchGradeError("--clicks grades the queries of a query set sampled from the log the "
+                                       "clicks belong to: add --query-set NAME (make one with `searchgrade "
+                                       "queries sample`)")
+            if self.click_model not in CLICK_MODELS:
+                raise SearchGradeError(f"--click-model {self.click_model!r} is not one of {', '.join(CLICK_MODELS)}")
+            if self.min_impressions < 1:
+                raise SearchGradeError(f"--min-impressions of {self.min_impressions} must be at least 1")
+            if self.threshold is not None and self.threshold > JUDGE_MAX_GRADE:
+                raise SearchGradeError(f"--threshold of {self.threshold} is above the top click grade "
+                                       f"({JUDGE_MAX_GRADE}); use 1, 2 or 3")
+        elif self.click_model is not None:
+            raise SearchGradeError("--click-model goes with --clicks")
+        if self.query_set is not None:
+            if self.mode == "qrels":
+                raise SearchGradeError("a query set's queries come from a log and have no qrels: grade them with "
+                                       "--llm or --clicks")
+            if self.queries_from is not None:
+                raise SearchGradeError("--queries-from and --query-set both choose the queries: keep one")
+            if self.max_queries is not None:
+                raise SearchGradeError("--max-queries does not go with --query-set: sample a smaller set instead")
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

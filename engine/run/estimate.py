@@ -138,7 +138,14 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
     notes: list[str] = []
     generation = None
     queries: list[Query]
-    if config.mode == "llm":
+    if config.query_set is not None:
+        from searchgrade.engine.traffic.query_sets import run_queries
+
+        queries = run_queries(store, config.query_set)  # a query set lives in the store (cli opens it)
+        n_queries = len(queries)
+        bound = n_queries * per_query  # mode clicks: an upper bound (the judge sees the clicked pairs only)
+        cached_pairs = 0
+    elif config.mode == "llm":
         generation, queries, n_queries = _generation(collection, config, store, cache, model, rng, notes)
         bound = n_queries * (per_query + 1)
         cached_pairs = 0  # the pairs are known only after generating and searching

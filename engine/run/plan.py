@@ -73,6 +73,12 @@ def prepare(config: RunConfig) -> RunConfig:
 def plan_run(collection: Collection, config: RunConfig, store: Store) -> RunPlan:
     """What the run evaluates (its label source, grade scale, threshold and, in mode qrels, its
     queries); bad input raises here, before the run row exists."""
+    if config.query_set is not None:
+        from searchgrade.engine.run.query_set import query_set_plan
+
+        threshold = config.threshold if config.threshold is not None else JUDGE_THRESHOLD
+        queries, notes = query_set_plan(store, config.query_set, collection.name, clicks=config.mode == "clicks")
+        return RunPlan(config.mode, 0, 3, threshold, queries, notes=notes)
     if config.mode == "llm":
         threshold = config.threshold if config.threshold is not None else JUDGE_THRESHOLD
         plan = RunPlan("llm", 0, 3, threshold)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from searchgrade.core.records import Grade, Query, collection_fingerprint
+from searchgrade.engine.run.clicks import grade_by_clicks
 from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
@@ -61,8 +62,8 @@ def run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
 
 
 def queries_stage(ctx: RunContext, usage: UsageSink | None) -> list[Query]:
-    """The run's queries: the plan's (mode qrels), or generated, reused or resumed (mode llm)."""
-    if ctx.config.mode != "llm":
+    """The run's queries: the plan's (mode qrels, a query set), or generated, reused or resumed (mode llm)."""
+    if ctx.config.mode != "llm" or ctx.config.query_set is not None:
         return ctx.plan.queries
     with ctx.timed_stage("queries", add=True):
         return llm_queries(ctx, usage)
@@ -125,7 +126,8 @@ def grade_stage(ctx: RunContext, usage: UsageSink | None, queries: list[Query], 
         # Documents a strategy's replies described that the collection lacks are judged too.
         judged_docs = {**searched.described, **ctx.docs_by_id}
         with ctx.runner.judging(ctx.client, ctx.stats) as client:
-            graded = Graded(*grade_results(ctx, client, usage, queries, searched.hits, judged_docs))
+            grade = grade_by_clicks if ctx.config.mode == "clicks" else grade_results
+            graded = Graded(*grade(ctx, client, usage, queries, searched.hits, judged_docs))
         return with_people(ctx, queries, graded)
 
 

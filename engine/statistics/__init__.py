@@ -1,6 +1,7 @@
 """Statistics over per-query values: pure functions on plain data, no I/O.
 
 - bootstrap: percentile bootstrap intervals of a mean; resampling: the draws they share.
+- weighted_bootstrap: the traffic-weighted mean of a query set and its weighted bootstrap interval.
 - paired: THE procedure of every verdict the app shows: paired bootstrap differences with an
   interval adjusted for the m comparisons read together (Bonferroni), whose verdict is the
   interval's; the gate's margin form.

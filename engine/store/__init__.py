@@ -13,6 +13,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - llm_cache: cached LLM replies (generated queries, grades).
 - usage: a run's LLM accounting per stage.
 - labels: human labels of a collection, review queues, per-query lexical overlap.
+- traffic: query logs read from their files, query sets sampled from them, click stats.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ from searchgrade.engine.store.runs import (
     new_owner,
     new_run_id,
 )
+from searchgrade.engine.store.traffic import TrafficMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            StoreConnection):
+            TrafficMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

@@ -276,4 +276,93 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     # test and Results read is cleared (the one statistical procedure replaced Holm's): see
     # engine/store/relevance_recompute.py.
     (9, divide_by_k),
+    (
+        13,
+        # Query logs and clicks (issue 26). A log is kept as its distinct normalised queries with
+        # their counts (never its rows, never a query below the privacy floor); a query set is a
+        # seeded sample of a log with each query's count, band and design weight; click stats are
+        # a log's events aggregated per (query, document, position). No primary keys on the two
+        # large tables: a log of millions of rows is inserted in bulk, and the import's GROUP BY
+        # already makes each row unique.
+        """
+        CREATE TABLE query_logs (
+            log_name VARCHAR PRIMARY KEY,
+            collection_name VARCHAR,
+            source VARCHAR NOT NULL,
+            layout VARCHAR NOT NULL,
+            columns JSON NOT NULL,
+            rows_read BIGINT NOT NULL,
+            searches BIGINT NOT NULL,
+            queries BIGINT NOT NULL,
+            kept_queries BIGINT NOT NULL,
+            kept_searches BIGINT NOT NULL,
+            min_count INTEGER NOT NULL,
+            min_users INTEGER NOT NULL,
+            has_users BOOLEAN NOT NULL,
+            first_seen TIMESTAMP,
+            last_seen TIMESTAMP,
+            created_at TIMESTAMP NOT NULL,
+            notes JSON
+        );
+        CREATE TABLE query_log_queries (
+            log_name VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            text VARCHAR NOT NULL,
+            searches BIGINT NOT NULL,
+            users BIGINT,
+            first_seen TIMESTAMP,
+            last_seen TIMESTAMP
+        );
+        CREATE TABLE query_log_ids (
+            log_name VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            rank INTEGER
+        );
+        CREATE TABLE query_sets (
+            set_name VARCHAR PRIMARY KEY,
+            log_name VARCHAR NOT NULL,
+            collection_name VARCHAR,
+            method VARCHAR NOT NULL,
+            size INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            head_share DOUBLE NOT NULL,
+            torso_share DOUBLE NOT NULL,
+            searches BIGINT NOT NULL,
+            log_searches BIGINT NOT NULL,
+            log_queries BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE query_set_queries (
+            set_name VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            text VARCHAR NOT NULL,
+            log_rank INTEGER NOT NULL,
+            searches BIGINT NOT NULL,
+            band VARCHAR NOT NULL,
+            weight DOUBLE NOT NULL,
+            stratum VARCHAR NOT NULL,
+            fixed BOOLEAN NOT NULL,
+            PRIMARY KEY (set_name, query_id)
+        );
+        CREATE TABLE click_logs (
+            log_name VARCHAR PRIMARY KEY,
+            source VARCHAR NOT NULL,
+            layout VARCHAR NOT NULL,
+            events BIGINT NOT NULL,
+            clicks BIGINT NOT NULL,
+            impressions BIGINT NOT NULL,
+            pairs BIGINT NOT NULL,
+            skipped_events BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE click_stats (
+            log_name VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            position INTEGER NOT NULL,
+            impressions BIGINT NOT NULL,
+            clicks BIGINT NOT NULL
+        )
+        """,
+    ),
 )

@@ -1,0 +1,1 @@
+"""What people search: query logs in, query sets sampled by traffic, traffic-weighted figures."""

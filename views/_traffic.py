@@ -1,0 +1,75 @@
+"""The Results page's traffic figures for a run on a query set: per-query vs traffic-weighted means,
+the bands (head, torso, tail) and how often each fails, and the judge against the clicks."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from searchgrade.engine.report import traffic as traffic_model
+from searchgrade.engine.report.common import metric_label
+from searchgrade.views._common import home, plain, store_for
+
+
+@st.cache_data(show_spinner="Weighting by traffic…", max_entries=32)
+def traffic_view(path: str, run_id: str, metric: str, k: int) -> traffic_model.TrafficView | None:
+    store = store_for(path)
+    return traffic_model.traffic_view(store, store.get_run(run_id), metric, k)
+
+
+def traffic_section(run, metric: str, k: int) -> None:
+    view = traffic_view(home(), run.run_id, metric, k)
+    if view is None:
+        return
+    name = metric_label(metric, k)
+    share = view.searches / view.log_searches if view.log_searches else 0.0
+    st.subheader(f"{name} weighted by traffic")
+    st.caption(plain(f"Query set {view.set_name} ({view.method}) of log {view.log_name}: its queries carry "
+                     f"{share:.1%} of the log's searches. The per-query mean counts every query once (the "
+                     "average query); the traffic-weighted mean weights each by its searches over its chance of "
+                     "being drawn (the average search), with a 95% weighted-bootstrap interval."))
+    for note in view.notes:
+        st.caption(plain(f"Note: {note}"))
+    if view.sentence:
+        st.info(plain(view.sentence))
+    numbers = {c: st.column_config.NumberColumn(format="%.3f") for c in
+               ("Per-query mean", "CI low", "CI high", "Traffic-weighted", "TW CI low", "TW CI high")}
+    if not view.table.empty:
+        st.dataframe(view.table.drop(columns="strategy"), hide_index=True, column_config=numbers,
+                     key="results_traffic_table")
+    if not view.bands.empty:
+        figure = go.Figure()
+        for band in ("head", "torso", "tail"):
+            rows = view.bands[view.bands["Band"] == band]
+            if rows.empty:
+                continue
+            figure.add_bar(name=band, x=rows["Strategy"], y=rows["Traffic-weighted"],
+                           error_y={"type": "data", "symmetric": False,
+                                    "array": rows["TW CI high"] - rows["Traffic-weighted"],
+                                    "arrayminus": rows["Traffic-weighted"] - rows["TW CI low"]})
+        figure.update_layout(barmode="group", height=340, margin={"t": 30, "b": 10}, yaxis_title=name,
+                             legend_title_text="Band")
+        st.plotly_chart(figure, key="results_traffic_bands_chart")
+        shown = view.bands[["Band", "Strategy", "Queries", "Share of searches", "Per-query mean",
+                            "Traffic-weighted", "TW CI low", "TW CI high", "Failure rate"]]
+        st.dataframe(shown, hide_index=True, key="results_traffic_bands",
+                     column_config={**numbers,
+                                    "Share of searches": st.column_config.NumberColumn(format="percent"),
+                                    "Failure rate": st.column_config.NumberColumn(
+                                        "Top result graded 0", format="percent")})
+    if view.clicks:
+        c = view.clicks
+        st.caption(plain(f"Graded by clicks: {c['model']} over log {c['log']}; {c['judged_pairs']:,} pairs judged, "
+                         f"{c['unjudged_pairs']:,} shown fewer than {c['min_impressions']} times left unjudged "
+                         "(0 in the metrics, counted in judged@k)."))
+    agreement = view.agreement
+    if agreement is not None:
+        st.markdown(f"**Judge vs clicks** on the {agreement.n:,} pairs both graded"
+                    + (f": exact agreement {agreement.exact:.0%}" if agreement.exact is not None else ""))
+        kappa_col, matrix_col = st.columns([3, 2])
+        kappa_col.dataframe(agreement.kappas.replace({"human grade": "click grade"}, regex=True), hide_index=True,
+                            key="results_click_kappas",
+                            column_config={"Value": st.column_config.NumberColumn(format="%.2f")})
+        matrix_col.caption("Pairs per judge grade (rows) and click grade (columns)")
+        matrix_col.dataframe(agreement.confusion.rename(columns=lambda c: c.replace("Human", "Clicks")),
+                             key="results_click_confusion")
