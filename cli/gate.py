@@ -19,7 +19,7 @@ EXIT_ERROR = 2
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gate", help="exit 1 when a candidate run is significantly worse than a baseline "
-                       "(paired tests over shared queries, Holm-corrected over strategies)")
+                       "(its 95%% CI, adjusted for the strategies checked, lies below -margin)")
     p.add_argument("--baseline", required=True,
                    help="baseline run id, or 'latest-complete': the newest complete run of the "
                    "candidate's collection before it")
@@ -30,7 +30,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--margin", type=float, default=0.01,
                    help="how much worse is tolerated, in the metric's units (default: 0.01)")
     p.add_argument("--alpha", type=float, default=0.05,
-                   help="significance level after the Holm correction (default: 0.05)")
+                   help="family-wise level over the strategies checked: each interval is at 1 - alpha/m "
+                   "(default: 0.05)")
     p.add_argument("--junit", metavar="FILE", help="also write the result as JUnit XML")
     add_common(p)
     p.set_defaults(handler=cmd_gate)
@@ -49,8 +50,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
         print(f"searchgrade gate: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print(f"gate: candidate {result.candidate.run_id} against baseline {result.baseline.run_id} "
-          f"on {result.metric_label}, margin {result.margin}, alpha {result.alpha} (Holm over "
-          f"{len(result.lines)} strateg{'y' if len(result.lines) == 1 else 'ies'})", file=sys.stderr)
+          f"on {result.metric_label}, margin {result.margin}, alpha {result.alpha}: {result.rule}",
+          file=sys.stderr)
     for note in result.notes:
         print(f"note: {note}", file=sys.stderr)
     for line in result.lines:

@@ -13,7 +13,7 @@ from searchgrade.engine.report.embedding import embedding_text
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.strategies import strategy_order
+from searchgrade.engine.run.strategies import base_of, strategy_order
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store
@@ -74,6 +74,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for strategy, reason in run.skipped.items():
         print(f"  skipped {strategy}: {reason}", file=out)
+    for note in run.notes:
+        print(f"  note: {note}", file=out)
     embedding = embedding_text(run.config, run.stats)
     if embedding:
         print(f"  {embedding}", file=out)
@@ -112,6 +114,28 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for strategy in strategy_order(cells):
         print(f"{strategy:<16}" + "".join(f"{cells[strategy].get(m, '-'):>{width}}" for m in metrics),
               file=out)
+    print_comparisons(store, run, k, out)
+
+
+def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None:
+    """The Results page's paired differences on the headline metric at k, in its words and with
+    its figures (the same kept tests): the best strategy against each other, each reranked twin."""
+    from searchgrade.engine.report.common import PRIMARY_METRIC, metric_label
+    from searchgrade.engine.report.significance import family_note, family_size, figures_text, results_family
+    from searchgrade.engine.report.significance import significance as best_against_others
+
+    rows, tested = results_family(store, run, PRIMARY_METRIC, k)
+    if not tested:
+        return
+    print(f"paired differences on {metric_label(PRIMARY_METRIC, k)} (as on the Results page):", file=out)
+    for sentence in best_against_others(rows, PRIMARY_METRIC, k, tested):
+        print(f"  {sentence.text}", file=out)
+    for (a, b), d in tested.items():
+        if base_of(a) == b:
+            queries = f"; {d.n} queries" if d.estimable else ""
+            print(f"  reranker on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
+                  f"{'significant' if d.significant else 'not distinguishable'}", file=out)
+    print(f"  {family_note(family_size(tested))}", file=out)
 
 
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
@@ -152,9 +176,22 @@ def cmd_show(args: argparse.Namespace) -> int:
     traffic = traffic_json(store, run, "dcg", args.k or run.k)
     if traffic is not None:
         run_json["traffic"] = traffic
-    json.dump({"run": run_json, "metrics": metrics}, sys.stdout, indent=2, default=str)
+    json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k)},
+              sys.stdout, indent=2, default=str)
     print()
     return 0
+
+
+def comparisons_json(store: Store, run: RunRecord, k: int | None) -> dict[str, Any]:
+    """The Results page's paired differences on the headline metric (at k, default the page's)."""
+    from searchgrade.engine.report.common import PRIMARY_METRIC, primary_k
+    from searchgrade.engine.report.significance import comparison_record, results_family
+
+    k = k or primary_k(run)
+    if run.status != "complete" and not store.metric_summary(run.run_id, k):
+        return {"metric": PRIMARY_METRIC, "k": k, "pairs": []}
+    _, tested = results_family(store, run, PRIMARY_METRIC, k)
+    return {"metric": PRIMARY_METRIC, "k": k, "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()]}
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -2,13 +2,16 @@
 
 For each strategy both runs evaluated (or those asked for), the metric's per-query values are
 paired over the queries both runs share (by query text: generated query ids name different
-questions in different runs), and a one-sided paired randomization test asks whether the
-candidate is worse than the baseline by more than a margin (engine.statistics.paired.
-non_inferiority_test). The p-values are corrected with Holm over the strategies checked, so
-checking six strategies does not give six chances of a false alarm. A strategy fails when its
-Holm-adjusted p-value is below alpha; the gate fails when any strategy does.
+questions in different runs), and the one procedure of the app (engine/statistics/paired.py,
+its margin form) gives the change candidate - baseline with its paired bootstrap interval,
+adjusted for the m strategies checked (level 1 - alpha/m), so that checking six strategies does
+not give six chances of a false alarm. A strategy fails when that interval lies entirely below
+-margin: the candidate is then worse by more than the margin, and its p-value (adjusted the
+same way) is below alpha; the gate fails when any strategy does. An interval that reaches above
+-margin passes: the change may be noise, or a drop within the margin.
 
-For a metric where lower is better (share not relevant), "worse" means higher.
+For a metric where lower is better (share not relevant), "worse" means higher: a strategy fails
+when the interval lies entirely above +margin.
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import higher_is_better, parse_metric
 from searchgrade.engine.run.stored_metrics import per_query_values
 from searchgrade.engine.run.strategies import strategy_order
-from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import non_inferiority_test
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words, margin_tests
 from searchgrade.engine.store import RunRecord, Store
 
 #: --baseline value that picks the newest complete run of the candidate's collection.
@@ -41,12 +43,16 @@ class GateLine:
     candidate: float
     #: candidate - baseline, in the metric's own direction (negative: the candidate is lower).
     change: float
+    #: The 95% CI of the change adjusted for the strategies checked (level 1 - alpha/m), in the
+    #: metric's own direction; NaN when too few queries are shared for any verdict.
     ci_low: float
     ci_high: float
+    #: Adjusted p-value that the candidate is worse by more than the margin: < alpha exactly when failed.
     p_value: float
-    p_holm: float
     n: int
     failed: bool
+    #: The m strategies checked: what the interval and the p-value are adjusted for.
+    comparisons: int = 1
 
 
 @dataclass
@@ -68,14 +74,31 @@ class GateResult:
     def metric_label(self) -> str:
         return f"{self.metric}@{self.k}"
 
+    @property
+    def rule(self) -> str:
+        """When a strategy fails, in words."""
+        m = len(self.lines)
+        side = "below -margin" if higher_is_better(self.metric) else "above +margin (lower is better)"
+        adjusted = f", adjusted for {m} strategies checked," if m > 1 else ""
+        return (f"a strategy fails when the {100 * (1 - self.alpha):g}% CI of its change{adjusted} lies "
+                f"entirely {side}")
+
     def describe(self, line: GateLine) -> str:
-        """One line: verdict, strategy, the two means, the change with its CI, margin and p-values."""
-        worse = "lower" if higher_is_better(self.metric) else "higher"
+        """One line: verdict, strategy, the two means, the change with its adjusted CI, the margin
+        and what the interval says about it, the p-value and the queries."""
+        higher = higher_is_better(self.metric)
+        interval = interval_words(PairedDifference(line.change, line.ci_low, line.ci_high, line.p_value,
+                                                   line.n, line.comparisons, self.alpha), decimals=4)
+        bound = f"{-self.margin if higher else self.margin:+.4f}"
+        if line.failed:
+            reading = f"the interval lies entirely {'below' if higher else 'above'} {bound}: worse by more than the margin"
+        elif line.ci_low != line.ci_low:  # NaN: too few queries for any interval
+            reading = "too few queries to show a regression"
+        else:
+            reading = f"the interval reaches {'above' if higher else 'below'} {bound}: not shown worse by more than the margin"
         return (f"{'FAIL' if line.failed else 'PASS'}  {line.strategy:<16} {self.metric_label}  "
-                f"{line.baseline:.4f} -> {line.candidate:.4f}  change {line.change:+.4f} "
-                f"(95% CI {line.ci_low:+.4f} to {line.ci_high:+.4f})  margin {self.margin:.4f}  "
-                f"p = {line.p_value:.4f} (Holm {line.p_holm:.4f}) that it is {worse} by more than the "
-                f"margin  {line.n} queries")
+                f"{line.baseline:.4f} -> {line.candidate:.4f}  change {line.change:+.4f} ({interval})  "
+                f"margin {self.margin:.4f}: {reading}  p = {line.p_value:.4f}  {line.n} queries")
 
 
 def resolve_baseline(store: Store, baseline: str, candidate: RunRecord) -> RunRecord:
@@ -147,26 +170,23 @@ def run_gate(store: Store, baseline: str, candidate: str, *, metric: str = "ndcg
     if base.collection_name != cand.collection_name:
         notes.append(f"the runs evaluate different collections ({base.collection_name}, {cand.collection_name})")
     sign = 1.0 if higher_is_better(spec.name) else -1.0
-    tests = []
-    for strategy in shared:
-        pair = pairs[pairs["strategy"] == strategy]
-        if pair.empty:
-            continue
-        test = non_inferiority_test(sign * pair["value_cand"].to_numpy(), sign * pair["value_base"].to_numpy(),
-                                    margin, n_resamples=GATE_RESAMPLES, seed=0)
-        tests.append((strategy, pair, test))
+    checked = [(strategy, pairs[pairs["strategy"] == strategy]) for strategy in shared]
+    checked = [(strategy, pair) for strategy, pair in checked if not pair.empty]
+    # In the metric's better direction (larger is better), as the margin form reads them.
+    tests = margin_tests([(sign * pair["value_cand"].to_numpy(), sign * pair["value_base"].to_numpy())
+                          for _, pair in checked], margin, alpha=alpha, n_resamples=GATE_RESAMPLES, seed=0)
     for strategy in shared:
         n_base = int((a["strategy"] == strategy).sum())
         n_pair = int((pairs["strategy"] == strategy).sum())
         if n_pair < n_base:
             notes.append(f"{strategy}: {n_pair} of the baseline's {n_base} queries are in both runs")
-    adjusted = holm([t.p_value for _, _, t in tests])
     lines = []
-    for (strategy, pair, test), p_holm in zip(tests, adjusted, strict=True):
-        change = sign * test.diff
-        low, high = sorted((sign * test.ci_low, sign * test.ci_high))
+    for (strategy, pair), test in zip(checked, tests, strict=True):
+        d = test.difference
+        # + 0.0: no "-0.0000" where the metric is turned back to its own direction.
+        low, high = sorted((sign * d.ci_low + 0.0, sign * d.ci_high + 0.0)) if d.estimable else (d.ci_low, d.ci_high)
         lines.append(GateLine(strategy, float(pair["value_base"].mean()), float(pair["value_cand"].mean()),
-                              change, low, high, test.p_value, p_holm, test.n, p_holm < alpha))
+                              sign * d.diff + 0.0, low, high, test.p_value, d.n, test.worse, d.m))
     return GateResult(base, cand, spec.name, k, margin, alpha, lines, notes)
 
 

@@ -13,7 +13,6 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.engine.report.significance import format_p
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.views._common import chart_text, compare_runs, home, plain, run_choices
 
@@ -65,20 +64,13 @@ figure.add_bar(x=[chart_text(s) for s in deltas["Strategy"]], y=deltas["Change"]
                text=[f"{c:+.2f}" for c in deltas["Change"]])
 figure.update_layout(yaxis_title=f"Δ {name}", height=340, margin={"t": 20}, meta={"chart": "compare"})
 st.plotly_chart(figure, key="compare_chart")
-for row in deltas.to_dict("records"):
-    p = format_p(row["p-value"])
-    if len(deltas) > 1:
-        p += f", {format_p(row['Adjusted p (Holm)'], 'Holm-adjusted p')}"
-    word = ("a real change" if row["Verdict"] == "significant"
-            else "not distinguishable from no change")
-    st.write(plain(f"{row['Strategy']}: {row['Run A']:.3f} → {row['Run B']:.3f} "
-                   f"({row['Change']:+.3f}, {p}): {word}."))
-if len(deltas) > 1:
-    st.caption(f"p-values are Holm-adjusted over the {len(deltas)} strategies compared; a real change "
-               "means an adjusted p-value below 0.05.")
+for sentence in result.findings:
+    st.write(plain(sentence.text))
+if result.statistics_note:
+    st.caption(result.statistics_note)
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}
 fmt.update({c: st.column_config.NumberColumn(format="%+.3f") for c in ("Change", "CI low", "CI high")})
-fmt.update({c: st.column_config.NumberColumn(format="%.4f") for c in ("p-value", "Adjusted p (Holm)")})
+fmt["p-value"] = st.column_config.NumberColumn(format="%.3f", help="adjusted for the strategies compared")
 st.dataframe(deltas.drop(columns="strategy"), hide_index=True, column_config=fmt)
 st.subheader("Queries that changed most")
 st.dataframe(result.changed, hide_index=True, column_config=fmt)

@@ -136,10 +136,8 @@ for sentence in view.recommendations:
 with st.expander(f"Which differences are real? (paired tests on {name})", expanded=True):
     for sentence in view.significance:
         st.write(plain(sentence.text))
-    st.caption("Significant means a Holm-adjusted p-value below 0.05: the p-values are adjusted over "
-               "every comparison on this page (these and baseline vs reranker), so testing several "
-               "differences at once does not make one look real by chance. Not distinguishable "
-               "means this run cannot tell the two apart, not that they are equal.")
+    if view.significance_note:
+        st.caption(view.significance_note)
 
 # -- by position
 st.subheader(f"Mean relevance by position (1..{k})")
@@ -163,9 +161,8 @@ else:
         view.reranker_table.drop(columns="strategy"), hide_index=True,
         column_config={**config, "CI low": st.column_config.NumberColumn(format="%+.3f"),
                        "CI high": st.column_config.NumberColumn(format="%+.3f"),
-                       "p-value": st.column_config.NumberColumn(format="%.4f"),
-                       "Adjusted p (Holm)": st.column_config.NumberColumn(
-                           format="%.4f", help="Holm-adjusted over every comparison on this page")},
+                       "p-value": st.column_config.NumberColumn(
+                           format="%.3f", help="adjusted for every comparison on this page")},
     )
 st.subheader(f"Relevance distribution of the top {k}")
 st.dataframe(view.distribution, hide_index=True,

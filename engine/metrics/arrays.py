@@ -25,8 +25,8 @@ class RankedGrades:
         grade: The result's grade; 0 where none is known or no result holds the place.
         present: A result holds the place (a ranking may be shorter than k).
         known: The result has a grade (unjudged and failed results have none).
-        failed: The result's judgment failed: 0 in the rank metrics, left out of mean relevance
-            and the relevance distribution.
+        failed: The result's judgment failed: 0 in the rank metrics; its place is left out of the
+            k places mean relevance and the relevance distribution divide by.
         pool_values: The positive grades known anywhere, largest first (V of them).
         pool_counts: (rankings, V): how many of the query's known grades equal each of them (the
             ideal ranking of NDCG).
@@ -67,10 +67,10 @@ def _ideal_gains(r: RankedGrades, k: int) -> np.ndarray:
     return gains
 
 
-def _share(hits: np.ndarray, counted: np.ndarray, any_failed: np.ndarray) -> np.ndarray:
-    """hits / counted; where nothing is counted, 0.0, or NaN if failed judgments emptied it."""
-    out = np.divide(hits, counted, out=np.zeros(len(hits)), where=counted > 0)
-    out[(counted == 0) & any_failed] = np.nan
+def _over_places(hits: np.ndarray, places: np.ndarray) -> np.ndarray:
+    """hits / places; NaN where no place is left (every one of the k held a failed judgment)."""
+    out = np.full(len(hits), np.nan)
+    np.divide(hits, places, out=out, where=places > 0)
     return out
 
 
@@ -90,16 +90,17 @@ class _TopK:
         self.relevant = self.present & (self.grade >= threshold)
         self.hits = self.relevant.sum(axis=1)
         self.n_present = self.present.sum(axis=1)
-        # What mean relevance and the distribution count: the results, failed judgments left out.
+        # What mean relevance and the distribution count: the k places, a failed judgment's left
+        # out (a place no result holds is 0, not relevant).
         self.counted = self.present & ~r.failed[:, :k]
-        self.n_counted = self.counted.sum(axis=1)
-        self.any_failed = (self.present & r.failed[:, :k]).any(axis=1)
+        self.places = k - (self.present & r.failed[:, :k]).sum(axis=1)
         self.dcg = _discounted_gain(self.grade)
         # Relevant documents known for the query (the top k's count if larger): recall and AP.
         self.total_relevant = np.maximum(r.pool_relevant, self.hits)
 
     def graded_share(self, hit: np.ndarray) -> np.ndarray:
-        return _share((self.counted & hit).sum(axis=1), self.n_counted, self.any_failed)
+        """#{counted places where hit} / places."""
+        return _over_places((self.counted & hit).sum(axis=1), self.places)
 
 
 def _ndcg(t: _TopK) -> np.ndarray:
@@ -124,12 +125,12 @@ ARRAY_METRICS: dict[str, Callable[[_TopK], np.ndarray]] = {
     "recall_single_hit": lambda t: (t.hits > 0).astype(float),
     "mrr": lambda t: np.where(t.hits > 0, 1.0 / (t.relevant.argmax(axis=1) + 1), 0.0),
     "map": _average_precision,
-    "mean_relevance": lambda t: _share(np.where(t.counted, t.grade, 0).sum(axis=1), t.n_counted,
-                                       t.any_failed),
+    "mean_relevance": lambda t: _over_places(np.where(t.counted, t.grade, 0).sum(axis=1), t.places),
     "judged": lambda t: _ratio((t.present & t.r.known[:, :t.k]).sum(axis=1), t.n_present),
     "pct_highly_relevant": lambda t: t.graded_share(t.grade >= HIGHLY_RELEVANT),
     "pct_relevant": lambda t: t.graded_share(t.grade >= t.threshold),
-    "pct_not_relevant": lambda t: t.graded_share(t.grade < t.threshold),
+    "pct_not_relevant": lambda t: _over_places(t.places - (t.counted & (t.grade >= t.threshold)).sum(axis=1),
+                                               t.places),
 }
 
 
@@ -137,7 +138,8 @@ def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str])
     """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
 
     NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
-    ranking whose every top-k result failed judging.
+    ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
+    the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
 
     Raises:
         ValueError: a name without an array form.

@@ -13,15 +13,17 @@ import pandas as pd
 from searchgrade.engine.metrics import METRIC_NAMES
 from searchgrade.engine.run.scoring import SOURCE_FOUND, higher_is_better
 from searchgrade.engine.run.strategies import display_rank, label
+from searchgrade.engine.statistics.paired import ALPHA as PAIRED_ALPHA
 from searchgrade.engine.store import RunRecord, Store
 
 #: The headline metric: DCG at 10 (or at the run's depth when it retrieved fewer).
 PRIMARY_METRIC = "dcg"
 PRIMARY_K = 10
-#: A paired difference whose Holm-adjusted p-value (over the comparisons a page shows) is below
-#: this is called significant.
-ALPHA = 0.05
-#: Resamples of the paired tests the dashboard runs (the stored CIs use the run's own setting).
+#: The family-wise level of a page's paired comparisons (engine/statistics/paired.py): a
+#: difference is significant when its interval, adjusted for the m comparisons shown, excludes 0.
+ALPHA = PAIRED_ALPHA
+#: Resamples of the paired comparisons the dashboard makes (raised for a large family; the
+#: stored CIs use the run's own setting).
 PAIRED_RESAMPLES = 5_000
 #: Resamples of the CIs of metrics recomputed at a cut-off the run did not store.
 RECOMPUTE_RESAMPLES = 1_000

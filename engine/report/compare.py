@@ -9,23 +9,29 @@ question are refused with the way to get a comparable run (``--queries-from``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.report.common import PAIRED_RESAMPLES, PRIMARY_K, PRIMARY_METRIC, one_session, plural
+from searchgrade.engine.report.common import (
+    PAIRED_RESAMPLES,
+    PRIMARY_K,
+    PRIMARY_METRIC,
+    Sentence,
+    one_session,
+    plural,
+)
 from searchgrade.engine.report.recompute import Figures
-from searchgrade.engine.report.significance import verdict
+from searchgrade.engine.report.significance import family_note, figures_text, verdict
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import paired_tests
+from searchgrade.engine.statistics.paired import PairedDifference, paired_differences
 from searchgrade.engine.store import RunRecord, Store
 
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
-                 "Adjusted p (Holm)", "Verdict", "Queries"]
+                 "Comparisons", "Verdict", "Queries"]
 CHANGED_COLUMNS = ["Strategy", "Query id", "Query", "Run A", "Run B", "Change"]
 
 
@@ -36,7 +42,9 @@ class RunComparison:
     metric: str
     k: int
     n_shared: int
-    #: Strategy, Run A, Run B, Change, CI low, CI high, p-value, Adjusted p (Holm), Verdict, Queries
+    #: Strategy, strategy, Run A, Run B, Change (B - A), CI low, CI high (its 95% CI adjusted for
+    #: the m strategies compared), p-value (adjusted the same way), Comparisons (m), Verdict
+    #: ("significant" exactly when the interval excludes 0), Queries
     deltas: pd.DataFrame
     #: strategy label, query id, text, Run A, Run B, Change (largest |change| first)
     changed: pd.DataFrame
@@ -45,6 +53,11 @@ class RunComparison:
     paired_on: str = "query_id"
     #: Why nothing could be compared (no shared query), with what to do; None when compared.
     refusal: str | None = None
+    #: One sentence per strategy compared, in the deltas' order: the change, its adjusted interval
+    #: and p-value, and the verdict (kind "good"/"warn" for a real change, "info" otherwise).
+    findings: list[Sentence] = field(default_factory=list)
+    #: What "significant" means over these m comparisons, in words ("" when none was made).
+    statistics_note: str = ""
 
 
 @dataclass
@@ -131,8 +144,8 @@ def _refusal(a: RunRecord, b: RunRecord, on: str, queries_a: pd.DataFrame, queri
 @one_session
 def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_METRIC,
                  k: int = PRIMARY_K, n_changed: int = 20) -> RunComparison:
-    """Run B against run A per strategy, paired over the queries both evaluated, with the
-    p-values Holm-adjusted over the strategies compared."""
+    """Run B against run A per strategy, paired over the queries both evaluated: one family of m
+    comparisons (one per strategy), each with its 95% CI adjusted for m (engine/statistics/paired.py)."""
     a, b = store.get_run(run_a), store.get_run(run_b)
     for run in (a, b):
         if k > run.depth:
@@ -150,13 +163,15 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                              pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal)
     pairs = {s: paired.pair(s) for s in paired.strategies}
     shown = [s for s in strategy_order(pairs) if len(pairs[s][0])]
-    tests = paired_tests([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES, seed=0)
-    adjusted = holm([t.p_value for t in tests])
+    tests = paired_differences([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES,
+                               seed=0) if shown else []
     deltas = [{"Strategy": label(s), "strategy": s, "Run A": float(pairs[s][1].mean()),
-               "Run B": float(pairs[s][2].mean()), "Change": t.diff, "CI low": t.ci_low,
-               "CI high": t.ci_high, "p-value": t.p_value, "Adjusted p (Holm)": p,
-               "Verdict": verdict(p), "Queries": t.n}
-              for s, t, p in zip(shown, tests, adjusted, strict=True)]
+               "Run B": float(pairs[s][2].mean()), "Change": d.diff, "CI low": d.ci_low,
+               "CI high": d.ci_high, "p-value": d.p_value, "Comparisons": d.m,
+               "Verdict": verdict(d), "Queries": d.n}
+              for s, d in zip(shown, tests, strict=True)]
+    findings = [_finding(s, pairs[s][1].mean(), pairs[s][2].mean(), d, metric)
+                for s, d in zip(shown, tests, strict=True)]
     # The queries that changed most: by strategy name and query id, then the largest |change| first.
     strategy_of = np.concatenate([np.full(len(pairs[s][0]), s, dtype=object) for s in paired.strategies])
     rows = np.concatenate([pairs[s][0] for s in paired.strategies])
@@ -177,4 +192,15 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
     if not higher_is_better(metric):
         notes.append("Lower is better for this metric: a negative change is an improvement.")
     return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas, columns=DELTA_COLUMNS), changed,
-                         notes, paired.paired_on)
+                         notes, paired.paired_on, findings=findings,
+                         statistics_note=family_note(len(tests)) if tests else "")
+
+
+def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:
+    """One strategy's change from run A to run B in words, with the figures the table shows."""
+    queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
+    text = f"{label(strategy)}: {run_a:.3f} → {run_b:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
+    if not d.significant:
+        return Sentence(f"{text}: not distinguishable from no change.", "info", strategy)
+    better = (d.diff > 0) == higher_is_better(metric)
+    return Sentence(f"{text}: a real change.", "good" if better else "warn", strategy)

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from searchgrade.engine.report.significance import PROCEDURE
 from searchgrade.engine.store import RunRecord, Store
 
 #: Parts read together, in one query, by the first read of any (small: tens of rows each).
@@ -88,8 +89,9 @@ class RunReads:
                          lambda: self.store.metric_by_query_type(self.run.run_id, metric, k))
 
     def reranker_rows(self, metric: str, k: int, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The baseline-vs-reranker table's rows at metric@k (``significance.reranker_rows``)."""
-        return self._get("reranker_rows", f"{metric}@{k}", compute)
+        """The baseline-vs-reranker table's rows at metric@k (``significance.reranker_rows``), kept
+        under the statistical procedure that computed them: another's are never served."""
+        return self._get("reranker_rows", f"{metric}@{k}/{PROCEDURE}", compute)
 
     def failed_queries(self, strategy: str, compute: Callable[[], dict[str, list]]) -> dict[str, list]:
         """The failed-queries table of a strategy, as column name -> values

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from searchgrade.engine.report.common import ALPHA, Sentence, best_row, metric_label, plural
+from searchgrade.engine.report.common import Sentence, best_row, metric_label, plural
 from searchgrade.engine.report.llm_panel import kappa_reading
 from searchgrade.engine.report.runs import skipped_messages
-from searchgrade.engine.report.significance import format_p
+from searchgrade.engine.report.significance import figures_text
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import base_of, label, reranked_of
+from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
 
 if TYPE_CHECKING:
@@ -65,21 +66,23 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
 
 
 def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:
-    """One baseline-vs-reranker row in words: significant (Holm-adjusted) or not distinguishable."""
-    change, p, adjusted = r["Change"], r["p-value"], r["Adjusted p (Holm)"]
+    """One baseline-vs-reranker row in words: significant (its adjusted interval excludes 0) or
+    not distinguishable, with the interval and p-value the table shows."""
+    change = r["Change"]
     subject = reranked_of(r["strategy"])
+    n = r["Queries improved"] + r["Queries hurt"] + r["Unchanged"]
+    figures = figures_text(PairedDifference(change, r["CI low"], r["CI high"], r["p-value"], n, r["Comparisons"]))
     counts = f"{r['Queries improved']} queries improved, {r['Queries hurt']} hurt"
-    holm = "" if adjusted == p else f"; {format_p(adjusted, 'Holm-adjusted p')}"
-    if adjusted >= ALPHA:
+    if r["Verdict"] != "significant":
         return Sentence(
             f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f}, not distinguishable "
-            f"from no reranker on these queries ({format_p(p)}{holm}; {counts}).", "info", subject)
+            f"from no reranker on these queries ({figures}; {counts}).", "info", subject)
     if higher:
         words = f"{'adds' if change > 0 else 'costs'} {change:+.3f} {name}"
     else:
         words = f"{'raises' if change > 0 else 'lowers'} {name} by {abs(change):.3f} (lower is better)"
     better = (change > 0) == higher
-    return Sentence(f"On {r['Strategy']}, the reranker {words} ({format_p(p)}, significant{holm}; {counts}).",
+    return Sentence(f"On {r['Strategy']}, the reranker {words} ({figures}, significant; {counts}).",
                     "good" if better else "warn", subject)
 
 

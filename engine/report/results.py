@@ -12,6 +12,7 @@ import pandas as pd
 from searchgrade.engine.report.ann_index import ann_index_text
 from searchgrade.engine.report.common import (
     PRIMARY_METRIC,
+    Sentence,
     WITH,
     WITHOUT,
     best_row,
@@ -28,6 +29,8 @@ from searchgrade.engine.report.recommendations import recommendations
 from searchgrade.engine.report.recompute import Figures
 from searchgrade.engine.report.results_view import Headline, ResultsView
 from searchgrade.engine.report.significance import (
+    family_note,
+    family_size,
     reranker_frame,
     reranker_rows,
     results_comparisons,
@@ -57,6 +60,8 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     # Read only where something is computed afresh (kept tests and reranker rows need no values).
     wide = functools.cache(lambda: figures.wide(metric))
     tested = results_comparisons(store, run, metric, k, selected, wide)
+    by_position = relevance_by_position(store, run, k, reads)
+    shorts = short_lists(by_position, k)
     best, worst = best_and_worst_queries(store, figures, n_queries, reads)
     view = ResultsView(
         run=run,
@@ -67,7 +72,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         metric_summary=selected,
         metric_table=with_without(selected),
         relevance_table=with_without(metric_rows(table, "mean_relevance")),
-        by_position=relevance_by_position(store, run, k, reads),
+        by_position=by_position,
         best_queries=best,
         worst_queries=worst,
         reranker_table=reranker_frame(reads.reranker_rows(metric, k, lambda: reranker_rows(wide(), tested, metric))),
@@ -80,6 +85,10 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         llm=llm_panel(store, run, table) if is_llm_run(run) else None,
         ann_index=ann_index_text(run.stats),
         embedding=embedding_text(run.config, run.stats),
+        short_lists=shorts,
+        short_list_warnings=short_list_sentences(shorts, k),
+        comparisons=family_size(tested),
+        significance_note=family_note(family_size(tested)) if tested else "",
     )
     view.recommendations = recommendations(store, run, view, figures, reads)
     reads.save()
@@ -145,13 +154,63 @@ def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return series
 
 
+POSITION_COLUMNS = ["strategy", "rank", "mean_grade", "n", "judge_failed", "with_result", "queries",
+                    "mean_grade_all", "label"]
+
+
 def relevance_by_position(store: Store, run: RunRecord, k: int, reads: RunReads | None = None) -> pd.DataFrame:
-    """Mean grade at each rank per strategy: unjudged as 0, failed judgments left out (as in the
-    stored mean relevance); columns strategy, rank, mean_grade, n, judge_failed, label."""
-    rows = sorted((reads or RunReads(store, run)).position_means(k),
-                  key=lambda r: (display_rank(r["strategy"]), r["strategy"], r["rank"]))
-    return pd.DataFrame([{**r, "label": label(r["strategy"])} for r in rows],
-                        columns=["strategy", "rank", "mean_grade", "n", "judge_failed", "label"])
+    """Per strategy, every rank 1..k: how many queries have a result there and their mean grade.
+
+    Columns (``DashboardReadsMixin.position_means``): strategy, rank, mean_grade (over the ``n``
+    queries with a graded result at that rank: unjudged as 0, failed judgments left out and
+    counted in judge_failed; NaN where none has one), with_result (queries with a result at that
+    rank), queries (queries the strategy answered), mean_grade_all (over every query answered, a
+    missing result counting 0: its mean over ranks 1..k is mean relevance@k when no judgment
+    failed), label. A rank no query reached is there with with_result 0.
+    """
+    rows = (reads or RunReads(store, run)).position_means(k)
+    by_strategy: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in rows:
+        by_strategy.setdefault(r["strategy"], {})[r["rank"]] = r
+    out = []
+    for strategy in sorted(by_strategy, key=lambda s: (display_rank(s), s)):
+        ranks = by_strategy[strategy]
+        queries = next(iter(ranks.values()))["queries"]
+        for rank in range(1, k + 1):
+            r = ranks.get(rank) or {"strategy": strategy, "rank": rank, "mean_grade": None, "n": 0,
+                                    "judge_failed": 0, "with_result": 0, "queries": queries,
+                                    "mean_grade_all": 0.0 if queries else None}
+            out.append({**r, "label": label(strategy)})
+    frame = pd.DataFrame(out, columns=POSITION_COLUMNS)
+    return frame.astype({"mean_grade": float, "mean_grade_all": float})
+
+
+#: A strategy is flagged when more than this share of the queries it answered got fewer than k results.
+SHORT_LIST_SHARE = 0.1
+SHORT_LIST_COLUMNS = ["strategy", "Strategy", "queries", "short", "share", "flagged"]
+
+
+def short_lists(by_position: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Per strategy: the queries it answered, how many got fewer than k results (no result at rank
+    k), their share, and whether that share is above SHORT_LIST_SHARE (``flagged``)."""
+    out = []
+    for strategy, frame in by_position.groupby("strategy", sort=False):
+        at_k = frame[frame["rank"] == k]
+        queries = int(frame["queries"].iloc[0])
+        short = queries - (int(at_k["with_result"].iloc[0]) if len(at_k) else 0)
+        share = short / queries if queries else 0.0
+        out.append({"strategy": strategy, "Strategy": label(strategy), "queries": queries, "short": short,
+                    "share": share, "flagged": share > SHORT_LIST_SHARE})
+    return pd.DataFrame(out, columns=SHORT_LIST_COLUMNS)
+
+
+def short_list_sentences(table: pd.DataFrame, k: int) -> list[Sentence]:
+    """One warning per flagged strategy: its short lists, and how the metrics count them."""
+    return [Sentence(f"{r['Strategy']} returned fewer than {k} results on {r['short']} of {r['queries']} "
+                     f"queries ({r['share']:.0%}): each missing place counts as 0 (not relevant) in mean "
+                     f"relevance@{k}, the relevance shares and the rank metrics, as in Precision@{k}, so "
+                     "a short list is never rewarded.", "warn", r["strategy"])
+            for r in table.to_dict("records") if r["flagged"]]
 
 
 #: Query means equal to this many decimals tie (the SQL ranking in store.query_extremes uses the same).

@@ -37,7 +37,9 @@ class ResultsView:
     #: base label x (Without reranker, With reranker) for the selected metric and for mean relevance.
     metric_table: pd.DataFrame
     relevance_table: pd.DataFrame
-    #: strategy, label, rank, mean_grade
+    #: Per strategy and rank 1..k (results.relevance_by_position): strategy, rank, mean_grade (over
+    #: the queries with a graded result there), n, judge_failed, with_result (queries with a
+    #: result at the rank), queries (answered), mean_grade_all (missing results as 0), label.
     by_position: pd.DataFrame
     best_queries: pd.DataFrame
     worst_queries: pd.DataFrame
@@ -54,3 +56,13 @@ class ResultsView:
     ann_index: str | None = None
     #: Which model and backend embedded the documents, in words; None without ANN.
     embedding: str | None = None
+    #: Per strategy: queries answered, short (fewer than k results), share, flagged (share > 10%):
+    #: strategy, Strategy, queries, short, share, flagged (results.short_lists).
+    short_lists: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: A warning per flagged strategy, in words (the missing places count 0, not relevant).
+    short_list_warnings: list[Sentence] = field(default_factory=list)
+    #: The m comparisons the page's paired differences (``significance``, ``reranker_table``) are
+    #: one family of: each interval is a 95% CI adjusted for m (engine/statistics/paired.py).
+    comparisons: int = 0
+    #: What "significant" means over those m comparisons, in words ("" when none was made).
+    significance_note: str = ""

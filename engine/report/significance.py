@@ -1,24 +1,25 @@
-"""Paired significance tests between strategies, and baseline vs reranker, said in words.
+"""Paired differences between strategies, and baseline vs reranker, said in words.
 
-A page tests several differences at once (the best strategy against each other one, each
-strategy against its reranked twin). Each test's p-value is adjusted with Holm's method over all
-the distinct comparisons the page shows, and "significant" means the adjusted p-value is below
-ALPHA: a page of five comparisons at 0.05 would otherwise call one of them significant by chance
-about one time in four. A difference that is not significant is said to be not distinguishable,
-and nothing more: it is not evidence that the two are equal.
+A page reads several differences at once (the best strategy against each other one, each
+strategy against its reranked twin): they are one family of m distinct comparisons, and every
+one is computed by the one procedure (engine/statistics/paired.py): its paired bootstrap interval
+at level 1 - 0.05/m, said "95% CI, adjusted for m comparisons", and "significant" exactly when
+that interval excludes 0 (its p-value, from the same resamples and adjusted the same way, is then
+below 0.05). A page of five comparisons at 0.05 each would otherwise call one of them significant
+by chance about one time in four. A difference that is not significant is said to be not
+distinguishable, and nothing more: it is not evidence that the two are equal.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from searchgrade.engine.report.common import (
-    ALPHA,
     PAIRED_RESAMPLES,
     WITH,
     WITHOUT,
@@ -28,43 +29,52 @@ from searchgrade.engine.report.common import (
 )
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, pairs
-from searchgrade.engine.statistics.multiple import holm
-from searchgrade.engine.statistics.paired import PairedTest, paired_tests
+from searchgrade.engine.statistics.paired import (
+    PairedDifference,
+    interval_words,
+    paired_differences,
+    p_words,
+)
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
-                    "Adjusted p (Holm)", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
+                    "Comparisons", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
+#: What the kept tests were computed by (``encode_tests``): tests kept by another procedure are
+#: never served, they are computed again.
+PROCEDURE = "paired-bootstrap-bonferroni/1"
 
 
-class Tested(NamedTuple):
-    """One paired comparison (a - b over the queries both have a value for), and its p-value
-    adjusted over the comparisons shown with it."""
-
-    test: PairedTest
-    adjusted_p: float
-    #: How many distinct comparisons the adjustment was over.
-    family: int
-
-
-def verdict(p_value: float) -> str:
-    """"significant" below ALPHA, else "not distinguishable" (give it the adjusted p-value)."""
-    return "significant" if p_value < ALPHA else "not distinguishable"
+def verdict(d: PairedDifference) -> str:
+    """ "significant" when the interval excludes 0, else "not distinguishable"."""
+    return "significant" if d.significant else "not distinguishable"
 
 
 def format_p(p_value: float, name: str = "p") -> str:
     """ "p < 0.001", "p = 0.042"."""
-    return f"{name} < 0.001" if p_value < 0.001 else f"{name} = {p_value:.3f}"
+    return p_words(p_value, name)
 
 
-def p_values_text(tested: Tested) -> str:
-    """The p-value, and the adjusted one when other comparisons were shown with it."""
-    text = format_p(tested.test.p_value)
-    if tested.family > 1:
-        text += (f", {format_p(tested.adjusted_p, 'Holm-adjusted p')} over "
-                 f"{tested.family} comparisons")
-    return text
+def figures_text(d: PairedDifference, decimals: int = 3) -> str:
+    """The interval and the p-value of a difference, as every page says them:
+    "95% CI +0.049 to +0.454, adjusted for 8 comparisons; p = 0.012"."""
+    if not d.estimable:
+        return interval_words(d, decimals)
+    return f"{interval_words(d, decimals)}; {p_words(d.p_value)}"
+
+
+def family_note(m: int) -> str:
+    """What "significant" means on a page of m comparisons, in words."""
+    if m <= 1:
+        return ("Significant means the 95% CI of the paired difference excludes 0 (then p < 0.05). "
+                "Not distinguishable means these queries cannot tell the two apart, not that they "
+                "are equal.")
+    return (f"The page makes {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
+            f"(a paired bootstrap interval at level 1 - 0.05/{m}), so that all of them together are "
+            "wrong at most one time in twenty. Significant means that interval excludes 0 (then its "
+            "p-value, adjusted the same way, is below 0.05). Not distinguishable means these queries "
+            "cannot tell the two apart, not that they are equal.")
 
 
 def _pair(wide: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -74,13 +84,13 @@ def _pair(wide: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
     return va[both], vb[both]
 
 
-def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Tested]:
-    """Paired tests of (a, b) pairs of strategies, over the queries both have a value for.
+def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], PairedDifference]:
+    """Paired differences of (a, b) pairs of strategies, over the queries both have a value for.
 
-    ``wide``: one column per strategy, one row per query. All the tests share one draw of
-    resamples and sign flips; their p-values are Holm-adjusted over the distinct comparisons (a
-    pair and its reverse are one). Pairs with a strategy missing, or no query in common, are
-    left out.
+    ``wide``: one column per strategy, one row per query. The pairs are one family: m is the
+    number of distinct comparisons (a pair and its reverse are one; the reverse's interval is the
+    negated one, from the same resamples). Pairs with a strategy missing, or no query in common,
+    are left out.
     """
     kept: list[tuple[str, str]] = []
     columns = []
@@ -91,12 +101,11 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
         if len(va):
             kept.append((a, b))
             columns.append((va, vb))
-    tests = paired_tests(columns, n_resamples=PAIRED_RESAMPLES, seed=0)
-    family = list(dict.fromkeys(frozenset(pair) for pair in kept))
-    p_of = {frozenset(pair): test.p_value for pair, test in zip(kept, tests, strict=True)}
-    adjusted = dict(zip(family, holm([p_of[f] for f in family]), strict=True))
-    return {pair: Tested(test, adjusted[frozenset(pair)], len(family))
-            for pair, test in zip(kept, tests, strict=True)}
+    m = len({frozenset(pair) for pair in kept})
+    if not kept:
+        return {}
+    tests = paired_differences(columns, m=m, n_resamples=PAIRED_RESAMPLES, seed=0)
+    return dict(zip(kept, tests, strict=True))
 
 
 def results_pairs(rows: pd.DataFrame, metric: str,
@@ -117,19 +126,21 @@ def results_pairs(rows: pd.DataFrame, metric: str,
 
 
 def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
-                        wide: Callable[[], pd.DataFrame]) -> dict[tuple[str, str], Tested]:
+                        wide: Callable[[], pd.DataFrame]) -> dict[tuple[str, str], PairedDifference]:
     """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
 
     A complete run's are computed once and kept in the store (its metrics never change: a
-    re-score is a new run, a re-graded run is cleared first); a run still in progress, or
-    stopped, is tested afresh each time. ``wide`` gives the metric's wide frame: read only when
-    the tests are computed.
+    re-score is a new run, a re-graded run is cleared first), with the procedure that computed
+    them: tests of another procedure are computed again. A run still in progress, or stopped, is
+    tested afresh each time. ``wide`` gives the metric's wide frame: read only when the tests
+    are computed.
     """
     complete = run.status == "complete"
     if complete:
         stored = store.stored_paired_tests(run.run_id, metric, k)
-        if stored is not None:
-            return decode_tests(stored)
+        kept = decode_tests(stored) if stored is not None else None
+        if kept is not None:
+            return kept
     values = wide()
     tested = paired_comparisons(values, results_pairs(rows, metric, values))
     if complete:
@@ -137,21 +148,49 @@ def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows:
     return tested
 
 
-def encode_tests(tested: dict[tuple[str, str], Tested]) -> str:
-    """JSON text of paired comparisons, in their order; floats as Python writes them (exact)."""
-    return json.dumps([[a, b, *t.test, t.adjusted_p, t.family] for (a, b), t in tested.items()])
+def encode_tests(tested: dict[tuple[str, str], PairedDifference]) -> str:
+    """JSON text of paired comparisons, in their order, with the procedure that computed them;
+    floats as Python writes them (exact; NaN where no interval could be estimated)."""
+    return json.dumps({"procedure": PROCEDURE, "tests": [[a, b, *d] for (a, b), d in tested.items()]})
 
 
-def decode_tests(text: str) -> dict[tuple[str, str], Tested]:
-    out = {}
-    for a, b, diff, ci_low, ci_high, p_value, n, adjusted_p, family in json.loads(text):
-        out[(a, b)] = Tested(PairedTest(diff, ci_low, ci_high, p_value, n), adjusted_p, family)
-    return out
+def decode_tests(text: str) -> dict[tuple[str, str], PairedDifference] | None:
+    """``encode_tests``' comparisons; None when another procedure (or an older version) kept them."""
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("procedure") != PROCEDURE:
+        return None
+    return {(a, b): PairedDifference(*figures) for a, b, *figures in data["tests"]}
+
+
+def results_family(store: Store, run: RunRecord, metric: str,
+                   k: int) -> tuple[pd.DataFrame, dict[tuple[str, str], PairedDifference]]:
+    """The Results page's comparisons at metric@k, as the page computes (or reads kept) them: its
+    per-strategy rows of the metric and its family of paired differences. `searchgrade show` says
+    these, so the CLI and the page show the same figures."""
+    from searchgrade.engine.report.common import metric_rows
+    from searchgrade.engine.report.recompute import Figures
+
+    figures = Figures(store, run, k)
+    rows = metric_rows(figures.summary(), metric)
+    return rows, results_comparisons(store, run, metric, k, rows, lambda: figures.wide(metric))
+
+
+def comparison_record(a: str, b: str, d: PairedDifference) -> dict[str, object]:
+    """A paired difference as plain JSON values (None for an interval too few queries allow)."""
+    def number(x: float) -> float | None:
+        return None if x != x else x
+    return {"a": a, "b": b, "diff": d.diff, "ci_low": number(d.ci_low), "ci_high": number(d.ci_high),
+            "p_value": d.p_value, "n": d.n, "comparisons": d.m, "significant": d.significant}
+
+
+def family_size(tested: dict[tuple[str, str], PairedDifference]) -> int:
+    """The m the page's comparisons are adjusted for (0 when none)."""
+    return next(iter(tested.values())).m if tested else 0
 
 
 def significance(rows: pd.DataFrame, metric: str, k: int,
-                 tested: dict[tuple[str, str], Tested]) -> list[Sentence]:
-    """The best strategy against every other one, each said in words with its paired test."""
+                 tested: dict[tuple[str, str], PairedDifference]) -> list[Sentence]:
+    """The best strategy against every other one, each said in words with its interval."""
     if len(rows) < 2:
         return [Sentence("Only one strategy was evaluated: nothing to compare.")]
     best = best_row(rows, metric)["strategy"]
@@ -161,13 +200,15 @@ def significance(rows: pd.DataFrame, metric: str, k: int,
     for other in rows["strategy"]:
         if other == best or (best, other) not in tested:
             continue
-        result = tested[(best, other)]
-        test = result.test
-        gap = (f"{test.diff:+.3f} {name} (95% CI {test.ci_low:+.3f} to {test.ci_high:+.3f}, "
-               f"{p_values_text(result)}, {test.n} queries{direction})")
-        if result.adjusted_p < ALPHA:
+        d = tested[(best, other)]
+        queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
+        gap = f"{d.diff:+.3f} {name} ({figures_text(d)}{queries}{direction})"
+        if d.significant:
             out.append(Sentence(f"{label(best)} beats {label(other)} by {gap}: "
                                 "a real difference.", "good", other))
+        elif not d.estimable:
+            out.append(Sentence(f"{label(best)} and {label(other)} cannot be told apart on so few "
+                                f"queries: {gap}.", "info", other))
         else:
             out.append(Sentence(f"{label(best)} and {label(other)} are not "
                                 f"distinguishable: {gap}; the gap could be noise.", "info", other))
@@ -179,9 +220,10 @@ def reranker_frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=RERANKER_COLUMNS)
 
 
-def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], metric: str) -> list[dict]:
-    """Baseline vs reranker per retrieval strategy, with a paired test over the same queries, as
-    plain Python values (``reranker_frame`` makes them the Results table).
+def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], PairedDifference], metric: str) -> list[dict]:
+    """Baseline vs reranker per retrieval strategy, with its paired difference over the same
+    queries (the page's family), as plain Python values (``reranker_frame`` makes them the
+    Results table): "p-value" is the adjusted one, "Comparisons" the m it is adjusted for.
 
     A query is improved when the reranker moves its value the better way (down, for a metric
     where lower is better).
@@ -191,16 +233,14 @@ def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], Tested], met
     for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
         if reranked is None or (reranked, base) not in tested:
             continue
-        result = tested[(reranked, base)]
-        test = result.test
+        d = tested[(reranked, base)]
         with_, without = _pair(wide, reranked, base)
         diff = sign * (with_ - without)
         out.append({
             "Strategy": label(base), "strategy": base,
             WITHOUT: float(without.mean()), WITH: float(with_.mean()),
-            "Change": test.diff, "CI low": test.ci_low, "CI high": test.ci_high,
-            "p-value": test.p_value, "Adjusted p (Holm)": result.adjusted_p,
-            "Verdict": verdict(result.adjusted_p),
+            "Change": d.diff, "CI low": d.ci_low, "CI high": d.ci_high,
+            "p-value": d.p_value, "Comparisons": d.m, "Verdict": verdict(d),
             "Queries improved": int((diff > 1e-12).sum()), "Queries hurt": int((diff < -1e-12).sum()),
             "Unchanged": int((np.abs(diff) <= 1e-12).sum()),
         })

@@ -3,8 +3,10 @@
 A failed judgment (grade None) is never a grade. In the rank metrics (DCG, NDCG, precision,
 recall, MRR, MAP) it counts as 0, like an unjudged document in qrels mode, and ``judged@k`` shows
 the share of the top k that holds a grade; mean relevance and the relevance distribution
-(``GRADED_ONLY_METRICS``) are computed over the graded results only (a query whose top k all
-failed has no value for them); the pools (ideal DCG, recall denominators) hold valid grades only.
+(``GRADED_ONLY_METRICS``), which divide by the k places (a place no result holds counts 0, not
+relevant), leave a failed judgment's place out: they divide by k minus the failed places (a query
+whose k places all failed has no value for them); the pools (ideal DCG, recall denominators) hold
+valid grades only.
 
 The pipeline scores a run with these when it completes; the dashboard recomputes a cut-off the
 run did not store with the same functions, so both count alike.
@@ -36,7 +38,8 @@ def higher_is_better(metric: str) -> bool:
     return HIGHER_IS_BETTER[metric]
 
 
-#: Metrics computed over graded results only (a failed judgment is left out, not counted as 0).
+#: Metrics over the k places whose grade is known (a failed judgment's place is left out, not
+#: counted as 0; a place no result holds counts 0).
 GRADED_ONLY_METRICS = ("mean_relevance", "pct_highly_relevant", "pct_relevant", "pct_not_relevant")
 
 #: One per-query metric value: (strategy, query_id, metric, k, value).
@@ -64,8 +67,8 @@ def per_query_metrics(
 
     Unjudged documents have grade None (0 in the metrics; visible in `judged`). Documents in
     ``failed`` (query -> doc ids whose judgment failed) also count as 0 in the rank metrics, but
-    are left out of mean relevance and the relevance distribution; a query whose top k all failed
-    has no row for those.
+    their places are left out of mean relevance and the relevance distribution (which divide by
+    k minus those places); a query whose k places all failed has no row for those.
     """
     failed = failed or {}
     rows: list[tuple[str, str, str, int, float]] = []
@@ -80,11 +83,14 @@ def per_query_metrics(
             for k in cutoffs:
                 values = compute_metrics(grades, pool, k, threshold)
                 top = h.docs[:k]
-                if any(d.doc_id in failed_here for d in top):
+                n_failed = sum(1 for d in top if d.doc_id in failed_here)
+                if n_failed:
+                    # A failed judgment's place is left out of the k places: the others (results
+                    # with a grade, and places no result holds, as 0) are what is known.
                     graded = [judged.get(d.doc_id) for d in top if d.doc_id not in failed_here]
                     for name in GRADED_ONLY_METRICS:
-                        if graded:
-                            values[name] = compute_metrics(graded, pool, k, threshold, [name])[name]
+                        if n_failed < k:
+                            values[name] = compute_metrics(graded, pool, k - n_failed, threshold, [name])[name]
                         else:
                             del values[name]
                 for metric, value in values.items():

@@ -2,8 +2,11 @@
 
 - bootstrap: percentile bootstrap intervals of a mean; resampling: the draws they share.
 - weighted_bootstrap: the traffic-weighted mean of a query set and its weighted bootstrap interval.
-- paired: paired sign-flip tests with the interval of the difference, and non-inferiority.
-- multiple: Holm's adjustment over a family of tests.
+- paired: THE procedure of every verdict the app shows: paired bootstrap differences with an
+  interval adjusted for the m comparisons read together (Bonferroni), whose verdict is the
+  interval's; the gate's margin form.
+- sign_flip, multiple: the sign-flip test and Holm's adjustment of the reranker training's
+  held-out report.
 - kappa: Cohen's kappa and the confusion matrix; krippendorff: agreement between many raters.
 - judge_vs_human: how far the LLM judge agrees with people (kappas, bias, with CIs).
 - ppi: prediction-powered inference, a judged mean corrected by the pairs people rated.

@@ -6,7 +6,7 @@ Pure numpy, vectorised, seeded: the same inputs and seed give the same numbers.
 resamples (a generator seeded alike, drawn alike): the resample index matrix is drawn once per
 number of queries and every column's resampled means come from it through one matrix product, so
 a run's hundreds of (strategy, metric, k) columns cost one draw instead of one each. The paired
-tests (engine/statistics/paired.py) take their intervals of the differences from here.
+differences (engine/statistics/paired.py) resample the same way (resampling.resampled_means).
 """
 
 from __future__ import annotations

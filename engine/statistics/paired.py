@@ -1,239 +1,274 @@
-"""Paired tests of two systems over the same queries: the two-sided sign-flip test with the
-bootstrap interval of the difference, and the one-sided non-inferiority test.
+"""The one statistical procedure: paired differences between two systems over the same queries,
+each with an interval adjusted for the comparisons read together, whose verdict is the interval's.
 
-Pure numpy, vectorised, seeded: the same inputs and seed give the same numbers. ``paired_test``
-treats one pair; ``paired_tests`` treats many with the very same resamples and sign flips, drawn
-once per number of queries, so a page's tests cost one draw instead of one each. Several tests
-read together need their p-values adjusted (engine/statistics/multiple.py).
+Results, Compare, the gate, the CLI (and suites' alerts and the tuner's report) all call this.
+
+**What it computes.** For a comparison of a and b over the same n queries, d_i = a_i - b_i and
+the difference is mean(d). R bootstrap resamples of the queries (drawn with replacement, seeded;
+one draw shared by every comparison over the same number of queries) give R resampled means
+B_1..B_R. For a family of m comparisons read together, at family level ``alpha`` (0.05):
+
+- the interval is the paired percentile bootstrap interval at level 1 - alpha/m (Bonferroni):
+  the order statistics B_(l) and B_(R+1-l), l ~ R * alpha/(2m) (exactly: see ``tail_count``);
+- the p-value comes from the same resamples and the same adjustment:
+  p = min(1, m * 2 * (c + 1) / (R + 1)), c = min(#{B_r <= 0}, #{B_r >= 0}): twice the share of
+  resampled means on the far side of 0, Bonferroni-adjusted;
+- "significant" means the interval excludes 0, and l is chosen so that this holds exactly when
+  p < alpha: the interval and the p-value can never disagree (not even at a tie or a boundary).
+
+A comparison over fewer than ``min_queries(m, alpha)`` queries has no verdict: no paired test of n
+queries can reach level alpha/m when even the most extreme of the 2**n sign patterns of the
+differences has probability 2**(1-n) >= alpha/m (one query, or five all improved). Its interval
+is NaN (none can be estimated) and its p-value 1.0. Edge cases: all differences 0 -> interval
+[0, 0], p = 1; all differences equal to d != 0 (zero variance, enough queries) -> [d, d],
+significant. Resampled means within 1e-9 (relative) of 0 count as 0, so float noise never decides
+a tie.
+
+**How to call it for m comparisons.** Pass the family at once; m defaults to the number of pairs::
+
+    diffs = paired_differences([(a1, b1), (a2, b2), (a3, b3)])    # m = 3
+    diffs[0].significant, diffs[0].ci_low, diffs[0].p_value        # 1 - 0.05/3 interval
+
+or say how many comparisons the page makes when the pairs passed are not the family (the same
+comparison listed twice, a family split over calls): ``paired_differences(pairs, m=8)``.
+``paired_difference(a, b, m=...)`` treats one pair. The words to say beside a figure are
+``interval_words``: "95% CI +0.049 to +0.454, adjusted for 8 comparisons".
+
+**The gate's margin form.** ``margin_tests(pairs, margin)`` (pairs of (candidate, baseline),
+oriented so that larger is better) gives the same adjusted interval of candidate - baseline, and
+the candidate is worse by more than the margin exactly when that interval lies entirely below
+-margin (its upper end < -margin); its p-value, p = min(1, m * 2 * (c + 1) / (R + 1)) with
+c = #{B_r >= -margin}, is below alpha exactly then.
+
+Pure numpy, vectorised (one resample draw and one matrix product per number of queries), seeded:
+the same inputs and seed give the same numbers.
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
-from searchgrade.engine.statistics.bootstrap import percentile_interval, percentile_intervals
-from searchgrade.engine.statistics.resampling import (
-    BLOCK_CELLS,
-    as_values,
-    by_length,
-    check_resampling,
-    chunks,
-    one_blas_thread,
-)
+from searchgrade.engine.statistics.resampling import as_values, by_length, one_blas_thread, resampled_means
+
+#: The family-wise level: a page's comparisons together are wrong at most this often.
+ALPHA = 0.05
+#: Resamples when the caller does not say (raised when a family needs more: ``resamples_for``).
+N_RESAMPLES = 10_000
+#: The fewest resampled means beyond each end of the interval: the resamples are raised for a
+#: large family so that its interval's ends are never the most extreme resamples.
+MIN_TAIL = 20
+#: Resampled means within this (times max(1, max |d|)) of 0 are 0: float noise never decides a tie.
+TIE_TOLERANCE = 1e-9
 
 
-class PairedTest(NamedTuple):
-    """A paired comparison of two systems over the same queries."""
+class PairedDifference(NamedTuple):
+    """mean(a - b) over the same queries, with its interval adjusted for m comparisons."""
 
     #: mean(a - b)
     diff: float
+    #: The paired bootstrap interval at level 1 - alpha/m (NaN: too few queries for any).
     ci_low: float
     ci_high: float
-    #: Two-sided p-value of the sign-flip randomization test.
+    #: Two-sided, Bonferroni-adjusted, from the same resamples: < alpha exactly when significant.
     p_value: float
-    #: Number of queries.
+    #: Queries compared.
     n: int
+    #: Comparisons in the family the interval is adjusted for.
+    m: int
+    #: The family-wise level (0.05).
+    alpha: float = ALPHA
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 0 (equivalently, p_value < alpha). False when NaN."""
+        return bool(self.ci_low > 0 or self.ci_high < 0)
+
+    @property
+    def confidence(self) -> float:
+        """The interval's level: 1 - alpha/m (0.95 for one comparison)."""
+        return 1 - self.alpha / self.m
+
+    @property
+    def estimable(self) -> bool:
+        """Enough queries for a verdict (n >= min_queries(m, alpha)); else the interval is NaN."""
+        return not math.isnan(self.ci_low)
 
 
-def _sign_flip_p_value(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator,
-                       alternative: str = "two-sided") -> float:
-    """Share of random sign assignments at least as extreme as the observed one.
+class MarginTest(NamedTuple):
+    """The gate's form: is the candidate worse than the baseline by more than the margin?"""
 
-    "two-sided": |sum| >= |observed sum|; "less": sum <= observed sum (small when the values
-    lean negative).
-    """
-    n = len(diffs)
-    # Compare sums, with a tolerance so that float noise does not decide ties.
-    tolerance = 1e-9 * max(1.0, float(np.abs(diffs).sum()))
-    if alternative == "two-sided":
-        observed = abs(diffs.sum())
-
-        def extreme(sums: np.ndarray) -> np.ndarray:
-            return np.abs(sums) >= observed - tolerance
-    else:
-        observed = diffs.sum()
-
-        def extreme(sums: np.ndarray) -> np.ndarray:
-            return sums <= observed + tolerance
-    if 2**n <= n_resamples:
-        # Few queries: enumerate every sign assignment, which gives the exact p-value.
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
-        return float(np.mean(extreme(signs @ diffs)))
-    count = 0
-    for rows in chunks(n_resamples, n):
-        signs = rng.choice(np.array([1.0, -1.0]), size=(rows, n))
-        count += int(np.count_nonzero(extreme(signs @ diffs)))
-    # The observed assignment counts as one of the resamples, so p is never 0.
-    return (count + 1) / (n_resamples + 1)
-
-
-def paired_test(
-    a: Sequence[float],
-    b: Sequence[float],
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    *,
-    confidence: float = 0.95,
-) -> PairedTest:
-    """Paired comparison of two systems' per-query values over the same queries, in the same order.
-
-    diff = mean(a - b); its confidence interval is a percentile bootstrap of the per-query
-    differences; the p-value is two-sided, from a paired randomization (sign-flip) test: the
-    share of random sign assignments to the differences whose |mean| reaches the observed one.
-    With 2**n <= n_resamples every assignment is enumerated (exact p-value); otherwise
-    p = (extreme + 1) / (n_resamples + 1). Edge cases: all differences zero -> p = 1.0;
-    one query -> ci_low = ci_high = diff.
-
-    Raises:
-        ValueError: a and b differ in length or are empty, hold NaN or infinite values,
-            confidence is outside (0, 1), or n_resamples < 1.
-    """
-    a_values = as_values(a, "a")
-    b_values = as_values(b, "b")
-    if len(a_values) != len(b_values):
-        raise ValueError(
-            f"a has {len(a_values)} values and b has {len(b_values)}: a paired test needs one "
-            "value per query from each, over the same queries in the same order"
-        )
-    if len(a_values) == 0:
-        raise ValueError("a and b are empty: a paired test needs at least one query")
-    check_resampling(confidence, n_resamples)
-    diffs = a_values - b_values
-    ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
-    interval = percentile_interval(diffs, confidence, n_resamples, np.random.default_rng(ci_seed))
-    if not diffs.any():
-        p_value = 1.0
-    else:
-        p_value = _sign_flip_p_value(diffs, n_resamples, np.random.default_rng(test_seed))
-    return PairedTest(interval.mean, interval.low, interval.high, p_value, len(diffs))
-
-
-class NonInferiorityTest(NamedTuple):
-    """Is a candidate worse than a baseline by more than a margin, over the same queries?"""
-
-    #: mean(candidate - baseline)
-    diff: float
-    ci_low: float
-    ci_high: float
-    #: One-sided p-value of H0 "diff >= -margin" against H1 "diff < -margin" (the candidate is
-    #: worse by more than the margin).
-    p_value: float
-    n: int
+    #: candidate - baseline, with the same adjusted interval as ``PairedDifference``.
+    difference: PairedDifference
     margin: float
+    #: Adjusted p-value that the candidate is worse by more than the margin: < alpha exactly when
+    #: ``worse``.
+    p_value: float
+
+    @property
+    def worse(self) -> bool:
+        """The adjusted interval lies entirely below -margin. False when NaN (too few queries)."""
+        return bool(self.difference.ci_high < -self.margin)
 
 
-def non_inferiority_test(
-    candidate: Sequence[float],
-    baseline: Sequence[float],
-    margin: float = 0.0,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    *,
-    confidence: float = 0.95,
-) -> NonInferiorityTest:
-    """One-sided paired test: is the candidate worse than the baseline by more than ``margin``?
+def min_queries(m: int = 1, alpha: float = ALPHA) -> int:
+    """The fewest queries a comparison in a family of m needs for a verdict: the smallest n with
+    2**(1-n) < alpha/m (6 for one comparison at 0.05, 9 for eight)."""
+    _check_family(m, alpha)
+    n = 1
+    while 2.0 ** (1 - n) >= alpha / m:
+        n += 1
+    return n
 
-    With d_i = candidate_i - baseline_i over the same queries (same order), tests H0: mean(d) >=
-    -margin against H1: mean(d) < -margin by a sign-flip randomization test on d_i + margin: the
-    share of random sign assignments whose sum is at most the observed one (exact enumeration
-    when 2**n <= n_resamples, else (extreme + 1) / (n_resamples + 1)). A small p-value says the
-    candidate is significantly worse by more than the margin. The CI is a percentile bootstrap of
-    mean(d). Edge cases: identical values and margin 0 -> p = 1.0.
+
+def resamples_for(m: int, alpha: float = ALPHA, n_resamples: int = N_RESAMPLES) -> int:
+    """The resamples a family of m uses: ``n_resamples``, or more when the interval's ends at
+    level 1 - alpha/m would have fewer than MIN_TAIL resampled means beyond them."""
+    _check_family(m, alpha)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples of {n_resamples} is not positive: use e.g. {N_RESAMPLES:_}")
+    return max(n_resamples, math.ceil(2 * m * MIN_TAIL / alpha))
+
+
+def adjusted_p(count: int | np.ndarray, m: int, n_resamples: int) -> float | np.ndarray:
+    """p = min(1, m * 2 * (count + 1) / (n_resamples + 1)): the adjusted p-value of a comparison
+    with ``count`` resampled means on the far side. Non-decreasing in count (the interval's ends
+    are chosen from this very function: ``tail_count``)."""
+    return np.minimum(1.0, m * 2.0 * (np.asarray(count) + 1) / (n_resamples + 1))
+
+
+def tail_count(m: int, alpha: float, n_resamples: int) -> int:
+    """The largest count of far-side resampled means whose adjusted p is below alpha (J).
+
+    The interval is [B_(J+1), B_(R-J)]: it excludes 0 from below exactly when #{B <= 0} <= J,
+    from above exactly when #{B >= 0} <= J, which is exactly when adjusted_p(c) < alpha.
+    """
+    counts = np.arange(n_resamples)
+    below = np.flatnonzero(adjusted_p(counts, m, n_resamples) < alpha)
+    if not below.size:
+        raise ValueError(f"{n_resamples} resamples cannot give an interval at level 1 - {alpha}/{m}: "
+                         f"use at least {resamples_for(m, alpha, 1)} (resamples_for)")
+    return int(below[-1])
+
+
+def paired_difference(a: Sequence[float], b: Sequence[float], *, m: int = 1, alpha: float = ALPHA,
+                      n_resamples: int = N_RESAMPLES, seed: int = 0) -> PairedDifference:
+    """One comparison of a family of m (see the module): ``paired_differences([(a, b)], m=m)[0]``."""
+    return paired_differences([(a, b)], m=m, alpha=alpha, n_resamples=n_resamples, seed=seed)[0]
+
+
+def paired_differences(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *, m: int | None = None,
+                       alpha: float = ALPHA, n_resamples: int = N_RESAMPLES,
+                       seed: int = 0) -> list[PairedDifference]:
+    """Each (a, b) pair's mean difference with its interval and p-value, adjusted for m
+    comparisons (default: one per pair); see the module for the procedure.
+
+    a and b hold one value per query, over the same queries in the same order. All pairs of the
+    same length are resampled with one draw. ``n_resamples`` is raised when the family needs more
+    (``resamples_for``).
 
     Raises:
-        ValueError: lengths differ or are zero, NaN or infinite values, a negative margin,
-            confidence outside (0, 1), or n_resamples < 1.
+        ValueError: a pair's lengths differ or are zero, NaN or infinite values, m < 1 (or not an
+            integer), alpha outside (0, 1), or n_resamples < 1.
     """
-    c = as_values(candidate, "candidate")
-    b = as_values(baseline, "baseline")
-    if len(c) != len(b):
-        raise ValueError(f"candidate has {len(c)} values and baseline has {len(b)}: a paired test "
-                         "needs one value per query from each, over the same queries in the same order")
-    if len(c) == 0:
-        raise ValueError("candidate and baseline are empty: a paired test needs at least one query")
+    diffs = _differences(pairs)
+    m = len(diffs) if m is None else m
+    if not diffs:
+        return []
+    return [d for d, _ in _compare(diffs, m, alpha, n_resamples, seed, margin=None)]
+
+
+def margin_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], margin: float, *,
+                 m: int | None = None, alpha: float = ALPHA, n_resamples: int = N_RESAMPLES,
+                 seed: int = 0) -> list[MarginTest]:
+    """The gate's form of ``paired_differences``: pairs of (candidate, baseline), larger better.
+
+    Each candidate is worse by more than ``margin`` exactly when its adjusted interval of
+    candidate - baseline lies entirely below -margin; the p-value says the same (module).
+
+    Raises:
+        ValueError: as paired_differences, or a negative or non-finite margin.
+    """
     if not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin of {margin} is not a non-negative number: use e.g. 0.01")
-    check_resampling(confidence, n_resamples)
-    diffs = c - b
-    ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
-    interval = percentile_interval(diffs, confidence, n_resamples, np.random.default_rng(ci_seed))
-    shifted = diffs + margin
-    p_value = 1.0 if not shifted.any() else _sign_flip_p_value(
-        shifted, n_resamples, np.random.default_rng(test_seed), alternative="less")
-    return NonInferiorityTest(interval.mean, interval.low, interval.high, p_value, len(diffs), margin)
+    diffs = _differences(pairs)
+    m = len(diffs) if m is None else m
+    if not diffs:
+        return []
+    return [MarginTest(d, float(margin), float(p))
+            for d, p in _compare(diffs, m, alpha, n_resamples, seed, margin=float(margin))]
 
 
-def _sign_flip_p_values(diffs: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """``_sign_flip_p_value`` of every row of ``diffs`` (pairs x n), under the same sign draws."""
-    n = diffs.shape[1]
-    observed = np.abs(diffs.sum(axis=1))
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(diffs).sum(axis=1))
-    if 2**n <= n_resamples:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=n)))
-        return np.mean(np.abs(signs @ diffs.T) >= observed - tolerance, axis=0)
-    extreme = np.zeros(len(diffs), dtype=np.int64)
-    rows = max(1, BLOCK_CELLS // n)
-    for start in range(0, n_resamples, rows):
-        block = min(rows, n_resamples - start)
-        signs = rng.choice(np.array([1.0, -1.0]), size=(block, n))
-        extreme += np.count_nonzero(np.abs(signs @ diffs.T) >= observed - tolerance, axis=0)
-    return (extreme + 1) / (n_resamples + 1)
+def interval_words(d: PairedDifference, decimals: int = 3) -> str:
+    """The interval as the pages say it: "95% CI +0.049 to +0.454, adjusted for 8 comparisons";
+    "no 95% CI from 3 queries: a verdict over 8 comparisons needs at least 9". (The level named
+    is the family's, 1 - alpha: "95%" at the default alpha.)"""
+    level = f"{100 * (1 - d.alpha):g}% CI"
+    adjusted = f", adjusted for {d.m} comparisons" if d.m > 1 else ""
+    if not d.estimable:
+        over = f" over {d.m} comparisons" if d.m > 1 else ""
+        return (f"no {level} from {d.n} quer{'y' if d.n == 1 else 'ies'}: a verdict{over} needs at "
+                f"least {min_queries(d.m, d.alpha)}")
+    return f"{level} {d.ci_low:+.{decimals}f} to {d.ci_high:+.{decimals}f}{adjusted}"
 
 
-def paired_tests(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    *,
-    confidence: float = 0.95,
-) -> list[PairedTest]:
-    """``paired_test`` of each (a, b) pair, drawing the resamples and sign flips once per length.
+def p_words(p_value: float, name: str = "p") -> str:
+    """ "p < 0.001", "p = 0.042"."""
+    return f"{name} < 0.001" if p_value < 0.001 else f"{name} = {p_value:.3f}"
 
-    Equal to ``[paired_test(a, b, n_resamples, seed, confidence=confidence) for a, b in pairs]``
-    up to the order in which resampled sums are added (~1e-16; the p-values' comparison carries
-    paired_test's tolerance), at the cost of one paired test per distinct number of queries.
 
-    Raises:
-        ValueError: as paired_test, naming the pair.
-    """
-    check_resampling(confidence, n_resamples)
-    diffs = []
+def _check_family(m: int, alpha: float) -> None:
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+        raise ValueError(f"m of {m!r} is not a positive whole number of comparisons: use e.g. 3")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha of {alpha} is not in (0, 1): use e.g. 0.05")
+
+
+def _differences(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[np.ndarray]:
+    out = []
     for i, (a, b) in enumerate(pairs):
         a_values, b_values = as_values(a, f"pair {i}: a"), as_values(b, f"pair {i}: b")
         if len(a_values) != len(b_values):
-            raise ValueError(
-                f"pair {i}: a has {len(a_values)} values and b has {len(b_values)}: a paired test "
-                "needs one value per query from each, over the same queries in the same order"
-            )
+            raise ValueError(f"pair {i}: a has {len(a_values)} values and b has {len(b_values)}: a paired "
+                             "comparison needs one value per query from each, over the same queries in "
+                             "the same order")
         if len(a_values) == 0:
-            raise ValueError(f"pair {i}: a and b are empty: a paired test needs at least one query")
-        diffs.append(a_values - b_values)
-    out: list[PairedTest | None] = [None] * len(diffs)
+            raise ValueError(f"pair {i}: a and b are empty: a paired comparison needs at least one query")
+        out.append(a_values - b_values)
+    return out
+
+
+def _compare(diffs: list[np.ndarray], m: int, alpha: float, n_resamples: int, seed: int,
+             margin: float | None) -> list[tuple[PairedDifference, float]]:
+    """Each difference's PairedDifference, and (margin given) the margin form's p-value."""
+    r = resamples_for(m, alpha, n_resamples)
+    j = tail_count(m, alpha, r)
+    fewest = min_queries(m, alpha)
+    out: list[tuple[PairedDifference, float] | None] = [None] * len(diffs)
     with one_blas_thread():
-        _fill_tests(diffs, out, confidence, n_resamples, seed)
+        for n, indices in by_length(diffs).items():
+            matrix = np.stack([diffs[i] for i in indices])
+            centre = matrix.mean(axis=1)
+            if n < fewest:
+                for i, mean in zip(indices, centre, strict=True):
+                    out[i] = (PairedDifference(float(mean), math.nan, math.nan, 1.0, n, m, alpha), 1.0)
+                continue
+            means = resampled_means(matrix, r, np.random.default_rng(seed))
+            constant = (matrix == matrix[:, :1]).all(axis=1)
+            # Every resample of a constant column is that constant: no rounding noise around it.
+            means[:, constant] = matrix[constant, 0]
+            tolerance = TIE_TOLERANCE * np.maximum(1.0, np.abs(matrix).max(axis=1))
+            means[np.abs(means) <= tolerance] = 0.0
+            ends = np.partition(means, [j, r - 1 - j], axis=0)
+            low, high = ends[j], ends[r - 1 - j]
+            far = np.minimum((means <= 0).sum(axis=0), (means >= 0).sum(axis=0))
+            p_values = adjusted_p(far, m, r)
+            p_margin = (adjusted_p((means >= -margin).sum(axis=0), m, r) if margin is not None
+                        else np.ones(len(indices)))
+            for col, i in enumerate(indices):
+                out[i] = (PairedDifference(float(centre[col]), float(low[col]), float(high[col]),
+                                           float(p_values[col]), n, m, alpha), float(p_margin[col]))
     return out  # type: ignore[return-value]
-
-
-def _fill_tests(diffs: list[np.ndarray], out: list[PairedTest | None], confidence: float,
-                n_resamples: int, seed: int) -> None:
-    for n, indices in by_length(diffs).items():
-        matrix = np.stack([diffs[i] for i in indices])
-        ci_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
-        p_values = np.ones(len(indices))
-        moving = matrix.any(axis=1)
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            # The sign flips and the resamples come from two generators: draw them side by side
-            # (numpy draws and multiplies without holding the GIL).
-            flips = (pool.submit(_sign_flip_p_values, matrix[moving], n_resamples,
-                                 np.random.default_rng(test_seed))
-                     if moving.any() else None)
-            intervals = percentile_intervals(matrix, confidence, n_resamples, np.random.default_rng(ci_seed))
-            if flips is not None:
-                p_values[moving] = flips.result()
-        for i, interval, p in zip(indices, intervals, p_values, strict=True):
-            out[i] = PairedTest(interval.mean, interval.low, interval.high, float(p), n)

@@ -8,7 +8,8 @@ All SQL of the project lives in this package, one module per concern, composed i
 - runs: a run's lifecycle (``RunRecord``): create, update, heartbeat, cancel, finish, list, mark
   stale, reopen.
 - results: a run's contents written in one transaction, and read back.
-- dashboard: the SQL aggregates the dashboard's view models read.
+- dashboard: the SQL aggregates the dashboard's view models read; run_summary: the Trends rows.
+- relevance_recompute: migration 9, stored runs' mean relevance and shares divided by k.
 - llm_cache: cached LLM replies (generated queries, grades).
 - usage: a run's LLM accounting per stage.
 - labels: human labels of a collection, review queues, per-query lexical overlap.

@@ -57,9 +57,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
             continue
         con.execute("BEGIN TRANSACTION")
         try:
-            for statement in sql.split(";"):
-                if statement.strip():
-                    con.execute(statement)
+            if callable(sql):  # a migration that needs more than SQL (a bootstrap): given the connection
+                sql(con)
+            else:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
             con.execute("INSERT INTO schema_version VALUES (?, ?)", [version, now_utc()])
         except BaseException:
             con.execute("ROLLBACK")

@@ -20,17 +20,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def write_run_summary(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
-    """A complete run's trend rows (run_summary), from its metric summary and its run row."""
-    con.execute("DELETE FROM run_summary WHERE run_id = ?", [run_id])
-    con.execute(
-        "INSERT INTO run_summary SELECT r.run_id, r.collection_name, r.name, r.created_at, s.strategy, "
-        "s.metric, s.k, s.value, s.ci_low, s.ci_high, s.n "
-        "FROM metric_summary s JOIN runs r USING (run_id) WHERE r.run_id = ?",
-        [run_id],
-    )
-
-
 # The run's queries numbered in query id order, its strategies in name order (the row and column
 # numbers of the arrays ranked_grades returns), and its grades: filtered to the run before any
 # join (DuckDB joins a pre-filtered side much faster).
@@ -234,11 +223,11 @@ class DashboardReadsMixin(StoreConnection):
     def remember_paired_tests(self, run_id: str, metric: str, k: int, tests: str, *,
                               finished_at: datetime | None) -> None:
         """Keep a run's paired tests at metric@k while it is still the completion they were
-        computed from (``_SAME_COMPLETION``); the first writer wins: two pages that computed them
-        at once computed the same."""
+        computed from (``_SAME_COMPLETION``), replacing tests an older procedure kept (two pages
+        that computed them at once computed the same)."""
         try:
             with self.transaction() as con:
-                con.execute("INSERT OR IGNORE INTO paired_tests SELECT ?, ?, ?, ? WHERE " + _SAME_COMPLETION,
+                con.execute("INSERT OR REPLACE INTO paired_tests SELECT ?, ?, ?, ? WHERE " + _SAME_COMPLETION,
                             [run_id, metric, k, tests, run_id, finished_at])
         except duckdb.TransactionException:
             pass  # another thread's insert of the same row won
@@ -321,16 +310,38 @@ class DashboardReadsMixin(StoreConnection):
         return [r["strategy"] for r in rows]
 
     def position_means(self, run_id: str, k: int) -> list[dict[str, Any]]:
-        """Mean grade at each rank per strategy, as the stored mean relevance counts it: unjudged
-        results as 0, failed judgments (grade NULL) left out and counted in judge_failed."""
+        """Per strategy and rank up to k: how many queries have a result there, and their mean grade.
+
+        Rows strategy, rank and:
+
+        - ``with_result``: the queries with a result at that rank; ``queries``: the queries the
+          strategy answered (the run's, less those it failed on): the others returned fewer;
+        - ``mean_grade``: the mean grade of the results at that rank, over the queries that have
+          one (``n`` of them: unjudged as 0, failed judgments, ``judge_failed``, left out);
+        - ``mean_grade_all``: the grades at that rank summed over every query answered, a missing
+          result counting 0 (failed judgments left out of both): its mean over ranks 1..k is mean
+          relevance@k when no judgment failed.
+
+        Grades below 0 count 0, as in the metrics. A rank no query reached has no row.
+        """
         return self._dicts(
-            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run) "
-            "SELECT r.strategy, r.rank, "
-            "avg(coalesce(g.grade, 0)) FILTER (WHERE g.grade IS NOT NULL OR g.source IS NULL) AS mean_grade, "
-            "count(*) FILTER (WHERE g.grade IS NOT NULL OR g.source IS NULL) AS n, "
-            "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed "
-            "FROM results r LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "WHERE r.run_id = $run AND r.rank <= $k GROUP BY r.strategy, r.rank ORDER BY r.strategy, r.rank",
+            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "
+            "answered AS (SELECT s.strategy, (SELECT count(*) FROM queries WHERE run_id = $run) "
+            "  - coalesce(f.n, 0) AS queries "
+            "  FROM (SELECT DISTINCT strategy FROM results WHERE run_id = $run) s "
+            "  LEFT JOIN (SELECT strategy, count(*) AS n FROM failed_queries WHERE run_id = $run "
+            "             GROUP BY strategy) f USING (strategy)), "
+            "ranked AS (SELECT r.strategy, r.rank, greatest(coalesce(g.grade, 0), 0) AS grade, "
+            "  (g.source IS NOT NULL AND g.grade IS NULL) AS failed "
+            "  FROM results r LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
+            "  WHERE r.run_id = $run AND r.rank <= $k) "
+            "SELECT r.strategy, r.rank, avg(r.grade) FILTER (WHERE NOT r.failed) AS mean_grade, "
+            "count(*) FILTER (WHERE NOT r.failed) AS n, count(*) FILTER (WHERE r.failed) AS judge_failed, "
+            "count(*) AS with_result, a.queries, "
+            "coalesce(sum(r.grade) FILTER (WHERE NOT r.failed), 0)::DOUBLE "
+            "  / nullif(a.queries - count(*) FILTER (WHERE r.failed), 0) AS mean_grade_all "
+            "FROM ranked r JOIN answered a USING (strategy) "
+            "GROUP BY r.strategy, r.rank, a.queries ORDER BY r.strategy, r.rank",
             {"run": run_id, "k": k},
         )
 

@@ -1,13 +1,20 @@
 """The run store's schema, as numbered, forward-only migrations (applied at connect, in
 engine/store/connection.py, each once, recorded in the schema_version table).
 
-Append-only: never edit an applied migration; add the next number at the end of MIGRATIONS.
+Append-only: never edit an applied migration; add the next number at the end of MIGRATIONS. A
+migration is SQL text, or a function of the connection where SQL cannot do it alone (9).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import duckdb
+
+from searchgrade.engine.store.relevance_recompute import divide_by_k
+
 # Numbered, forward-only. Never edit an applied migration: add the next one.
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (
         1,
         """
@@ -264,6 +271,11 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         )
         """,
     ),
+    # Issue 22: mean relevance and the relevance shares divide by k (a missing result counts 0);
+    # stored runs are recomputed from their results and grades, with a note, and every kept paired
+    # test and Results read is cleared (the one statistical procedure replaced Holm's): see
+    # engine/store/relevance_recompute.py.
+    (9, divide_by_k),
     (
         13,
         # Query logs and clicks (issue 26). A log is kept as its distinct normalised queries with

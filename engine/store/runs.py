@@ -25,7 +25,7 @@ from typing import Any
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.store.connection import StoreConnection, now_utc
-from searchgrade.engine.store.dashboard import write_run_summary
+from searchgrade.engine.store.run_summary import write_run_summary
 
 RUN_STATUSES = ("running", "complete", "failed", "interrupted", "cancelled")
 #: The statuses a run can be resumed from.

@@ -122,7 +122,7 @@ def heldout_figures(
         The figures, and per_query[strategy][query id] -> {"base:<metric>": v, "reranked:<metric>": v}.
     """
     from searchgrade.engine.statistics.multiple import holm
-    from searchgrade.engine.statistics.paired import paired_test
+    from searchgrade.engine.statistics.sign_flip import paired_test
 
     figures: list[HeldOutFigure] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}

@@ -44,6 +44,14 @@ def test_show_json_has_the_documented_shape(tmp_path, tiny_beir, capsys):
     assert payload["run"]["stats"]["ann_recall"] == {"index": "flat", "exact": True}
     row = payload["metrics"][0]
     assert set(row) >= {"strategy", "metric", "k", "value", "ci_low", "ci_high"}
+    # The Results page's paired differences, with the page's kept figures: best against the others.
+    comparisons = payload["comparisons"]
+    assert (comparisons["metric"], comparisons["k"]) == ("dcg", 10) and len(comparisons["pairs"]) == 2
+    store = Store(tmp_path / "d")
+    kept = json.loads(store.stored_paired_tests(run_id, "dcg", 10))["tests"]
+    for pair, (a, b, diff, low, high, p, n, m, _alpha) in zip(comparisons["pairs"], kept, strict=True):
+        assert (pair["a"], pair["b"], pair["diff"], pair["p_value"], pair["n"], pair["comparisons"]) == (a, b, diff, p, n, m)
+        assert pair["significant"] == (pair["ci_low"] is not None and (pair["ci_low"] > 0 or pair["ci_high"] < 0))
 
 
 def test_show_table_and_runs_list_the_run(tmp_path, tiny_beir, capsys):
@@ -53,6 +61,8 @@ def test_show_table_and_runs_list_the_run(tmp_path, tiny_beir, capsys):
     table = capsys.readouterr().out
     assert "dcg@10" in table and "fulltext" in table
     assert "ANN index: exact search (every document vector compared): nothing lost" in table
+    assert "paired differences on DCG@10 (as on the Results page):" in table
+    assert "95% CI" in table and "adjusted for 2 comparisons" in table and "Holm" not in table
     assert main(["runs", "--data-dir", str(tmp_path / "d")]) == 0
     assert run_id in capsys.readouterr().out
 

@@ -43,6 +43,9 @@ def test_gate_fails_on_degraded_bm25_against_a_normal_run(cranfield_runs, capsys
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 1
     assert len(out) == 1 and out[0].startswith("FAIL  fulltext") and "ndcg@10" in out[0]
+    # The margin form in words: the interval (one strategy: nothing to adjust for) lies below -margin.
+    assert "(95% CI -" in out[0] and "adjusted" not in out[0]
+    assert "margin 0.0100: the interval lies entirely below -0.0100: worse by more than the margin" in out[0]
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("failures") == "1"
     assert suite.find("testcase").get("name") == "fulltext"
@@ -55,6 +58,7 @@ def test_gate_passes_two_runs_of_the_same_configuration(cranfield_runs, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 0
     assert len(out) == 1 and out[0].startswith("PASS  fulltext") and "change +0.0000" in out[0]
+    assert "(95% CI +0.0000 to +0.0000)" in out[0] and "the interval reaches above -0.0100" in out[0]
 
 
 def test_latest_complete_picks_the_newest_earlier_run_of_the_collection(cranfield_runs, capsys):
@@ -65,14 +69,18 @@ def test_latest_complete_picks_the_newest_earlier_run_of_the_collection(cranfiel
     assert "no complete run of collection" in capsys.readouterr().err
 
 
-def test_gate_holm_corrects_over_strategies_and_honours_the_metric_direction(tmp_path, capsys):
+def test_gate_adjusts_for_the_strategies_checked_and_honours_the_metric_direction(tmp_path, capsys):
     store = Store(tmp_path)
     a = write_run(store, tiny_spec(name="a"))
     b = write_run(store, tiny_spec(name="b"))
     assert _gate(tmp_path, "--baseline", a, "--candidate", b, "--metric", "pct_not_relevant@3") == 0
-    out = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    out = captured.out.strip().splitlines()
     assert [line.split()[1] for line in out] == ["ann", "fulltext", "ann_rerank"]
-    assert all("Holm 1.0000" in line for line in out)
+    assert "adjusted for 3 strategies checked, lies entirely above +margin (lower is better)" in captured.err
+    # Two queries: no test of three comparisons could tell anything (2**(1-n) >= 0.05 / 3).
+    assert all("change +0.0000 (no 95% CI from 2 queries: a verdict over 3 comparisons needs at least 7)" in line
+               and "too few queries to show a regression  p = 1.0000" in line for line in out), out
 
 
 @pytest.mark.parametrize(("args", "message"), [

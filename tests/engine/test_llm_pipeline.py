@@ -102,8 +102,9 @@ def test_invalid_json_to_a_third_of_calls_completes_with_failures_counted_never_
     usage = store.llm_usage(run_id)["judge"]
     assert usage["requests"] == judge_posts
     assert usage["failures"] == len(failed) and usage["invalid_replies"] >= judge_posts // 3
-    # A failed pair is no 0: mean relevance is over the graded results only.
-    ranked = store.results_with_grades(run_id, "fulltext")
+    # A failed pair is no 0: mean relevance is over the k places whose grade is known (a failed
+    # judgment's place left out; a place no result holds counts 0).
+    ranked = [r for r in store.results_with_grades(run_id, "fulltext") if r["rank"] <= 10]
     by_query: dict[str, list] = {}
     for r in ranked:
         by_query.setdefault(r["query_id"], []).append(r["grade"])
@@ -111,8 +112,9 @@ def test_invalid_json_to_a_third_of_calls_completes_with_failures_counted_never_
     judged = {r["query_id"]: r["value"] for r in store.metric_values(run_id, "judged", 10)}
     for qid, top in by_query.items():
         valid = [g for g in top if g is not None]
-        if valid:
-            assert means[qid] == pytest.approx(sum(valid) / len(valid))
+        n_failed = len(top) - len(valid)
+        if n_failed < 10:
+            assert means[qid] == pytest.approx(sum(valid) / (10 - n_failed))
         assert judged[qid] == pytest.approx(len(valid) / len(top))
     # Failures are not cached: an unchanged rerun asks again for exactly those pairs.
     again = Recorder()
@@ -249,10 +251,14 @@ def test_a_failed_judgment_counts_as_zero_in_dcg_but_is_left_out_of_mean_relevan
     hits = {"ann": [_hits("a", "b", "c")]}
     rows = per_query_metrics(hits, ["q"], {"q": {"a": 3, "c": 1}}, 2, [3], failed={"q": {"b"}})
     values = {metric: value for _s, _q, metric, _k, value in rows}
-    # DCG: 3/log2(2) + 0 + 1/log2(4) = 3.5; mean relevance over a and c: (3 + 1) / 2.
+    # DCG: 3/log2(2) + 0 + 1/log2(4) = 3.5; mean relevance over the places of a and c: (3 + 1) / 2.
     assert values["dcg"] == pytest.approx(3.5)
     assert values["mean_relevance"] == pytest.approx(2.0)
     assert values["pct_relevant"] == pytest.approx(0.5)
+    # At k = 5 the two places no result holds count 0: (3 + 1) / (5 - 1 failed place).
+    at_5 = {metric: value for _s, _q, metric, _k, value in
+            per_query_metrics(hits, ["q"], {"q": {"a": 3, "c": 1}}, 2, [5], failed={"q": {"b"}})}
+    assert at_5["mean_relevance"] == pytest.approx(1.0) and at_5["pct_not_relevant"] == pytest.approx(0.75)
     assert values["judged"] == pytest.approx(2 / 3)
 
 

@@ -154,21 +154,37 @@ def test_average_precision_is_zero_when_the_pool_has_no_relevant_grade():
 # Mean relevance, distribution, judged
 
 
-def test_mean_relevance_averages_over_the_results_returned_with_unknown_as_zero():
-    assert mean_relevance([3, None, 2, 1], [], 10, 2) == pytest.approx(1.5)
+def test_mean_relevance_divides_by_k_with_missing_places_as_zero():
+    # Four results at k = 10: (3 + 0 + 2 + 1) / 10, never / 4.
+    assert mean_relevance([3, None, 2, 1], [], 10, 2) == pytest.approx(0.6)
     assert mean_relevance([3, None, 2, 1], [], 2, 2) == pytest.approx(1.5)
+    assert mean_relevance([3, 3, 3], [], 3, 2) == 3.0
+    assert mean_relevance([], [], 10, 2) == 0.0
 
 
-def test_relevance_shares_divide_by_the_results_returned_in_the_top_k():
+def test_a_short_list_is_never_rewarded():
+    # The upload: one result graded 3 scored 3.00 against a full list's 0.36.
+    one_good = mean_relevance([3], [], 10, 2)
+    full_list = mean_relevance([3, 2, 1, 0, 0, 0, 0, 0, 0, 0], [], 10, 2)
+    assert one_good == pytest.approx(0.3) and full_list == pytest.approx(0.6) and one_good < full_list
+    assert pct_relevant([3], [], 10, 2) == pytest.approx(0.1)
+    assert pct_relevant([3], [], 10, 2) == precision([3], [], 10, 2)
+
+
+def test_relevance_shares_divide_by_the_k_places():
     grades = [3, 2, 1, 0, None]
-    assert pct_highly_relevant(grades, [], 10, 2) == pytest.approx(1 / 5)
-    assert pct_relevant(grades, [], 10, 2) == pytest.approx(2 / 5)
-    assert pct_not_relevant(grades, [], 10, 2) == pytest.approx(3 / 5)
+    assert pct_highly_relevant(grades, [], 10, 2) == pytest.approx(1 / 10)
+    assert pct_relevant(grades, [], 10, 2) == pytest.approx(2 / 10)
+    # 3 results not relevant and 5 missing places.
+    assert pct_not_relevant(grades, [], 10, 2) == pytest.approx(8 / 10)
     assert pct_relevant(grades, [], 2, 2) == pytest.approx(1.0)
+    assert pct_highly_relevant(grades, [], 2, 2) == pytest.approx(1 / 2)
+    assert (pct_highly_relevant([], [], 5, 2), pct_relevant([], [], 5, 2), pct_not_relevant([], [], 5, 2)) == (0, 0, 1)
 
 
 def test_highly_relevant_means_grade_three_or_more_whatever_the_threshold():
-    assert pct_highly_relevant([4, 3, 2], [], 10, 1) == pytest.approx(2 / 3)
+    assert pct_highly_relevant([4, 3, 2], [], 3, 1) == pytest.approx(2 / 3)
+    assert pct_highly_relevant([4, 3, 2], [], 10, 1) == pytest.approx(2 / 10)
 
 
 def test_relevant_and_not_relevant_shares_add_up_to_one():
@@ -195,8 +211,9 @@ def test_judged_distinguishes_an_unknown_grade_from_grade_zero():
 
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
-def test_every_metric_is_zero_without_results(name):
-    assert METRICS[name]([], [3, 2, 1], 10, 2) == 0.0
+def test_every_metric_is_at_its_worst_without_results(name):
+    # Zero, or for the share not relevant (lower is better) every place: 1.0.
+    assert METRICS[name]([], [3, 2, 1], 10, 2) == (1.0 if name == "pct_not_relevant" else 0.0)
 
 
 @pytest.mark.parametrize("name", [name for name in METRIC_NAMES if name != "judged"])
@@ -283,7 +300,7 @@ def test_compute_metrics_returns_every_registered_metric_in_order():
     assert values["recall"] == pytest.approx(0.5)
     assert values["mrr"] == pytest.approx(1.0)
     assert values["map"] == pytest.approx(0.5)  # (1 + 1) / 4
-    assert values["mean_relevance"] == pytest.approx(1.0)
+    assert values["mean_relevance"] == pytest.approx(0.5)  # (3 + 2) / 10
 
 
 def test_compute_metrics_returns_only_the_names_asked_for():

@@ -13,6 +13,7 @@ import pytest
 from searchgrade.core.records import ScoredDoc, SearchHits
 from searchgrade.engine.report.kept import RunReads
 from searchgrade.engine.report.results import failed_queries, keep_first_view, results_view
+from searchgrade.engine.report.significance import PROCEDURE
 from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, write_run
 
@@ -69,7 +70,7 @@ def test_another_metric_and_cut_off_are_kept_on_first_view_and_equal_fresh(run, 
     store, run_id = run
     for metric, k in (("ndcg", 5), ("precision", 7)):
         first = results_view(store, run_id, metric, k)
-        assert (("reranker_rows", f"{metric}@{k}")) in store.kept_reads(run_id)
+        assert (("reranker_rows", f"{metric}@{k}/{PROCEDURE}")) in store.kept_reads(run_id)
         _same_view(first, _fresh_view(store, run_id, metric, k, monkeypatch))
         _same_view(results_view(store, run_id, metric, k), first)
 

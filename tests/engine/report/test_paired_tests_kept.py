@@ -67,3 +67,16 @@ def test_clearing_a_runs_contents_forgets_its_kept_tests(tmp_path):
     with store.transaction() as con:
         store.clear_run_contents(con, run_id)
     assert store.stored_paired_tests(run_id, "dcg", 10) is None
+
+
+def test_tests_kept_by_the_old_procedure_are_never_served(run):
+    store, run_id = run
+    # What the Holm-era code kept: [a, b, diff, ci_low, ci_high, p, n, holm_p, family] rows.
+    old = '[["hybrid_rerank", "ann", 0.5, 0.1, 0.9, 0.001, 60, 0.003, 8]]'
+    with store.connect() as con:
+        con.execute("INSERT OR REPLACE INTO paired_tests VALUES (?, 'ndcg', 3, ?)", [run_id, old])
+    assert decode_tests(old) is None
+    view = results_view(store, run_id, "ndcg", 3)
+    fresh = _fresh(store, run_id, "ndcg", 3)
+    assert decode_tests(store.stored_paired_tests(run_id, "ndcg", 3)) == fresh  # replaced
+    assert all("Holm" not in s.text and "adjusted for" in s.text for s in view.significance if s.subject)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import zipfile
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -117,8 +118,10 @@ def test_reranker_table_tests_the_pair_over_the_same_queries(store, run_id):
     [row] = table.to_dict("records")
     assert row["strategy"] == "ann"
     assert row["Change"] == pytest.approx(RERANK - ANN, abs=1e-4)
-    # Two queries, both improved: the exact sign-flip p-value is 2 of 4 assignments = 0.5.
-    assert row["p-value"] == pytest.approx(0.5)
+    # Two queries, both improved: too few for any verdict over the page's 2 comparisons (no test of
+    # two queries can reach 0.05 / 2), so no interval and p = 1.
+    assert row["Comparisons"] == 2 and np.isnan(row["CI low"]) and np.isnan(row["CI high"])
+    assert row["p-value"] == 1.0
     assert row["Verdict"] == "not distinguishable"
     assert (row["Queries improved"], row["Queries hurt"], row["Unchanged"]) == (2, 0, 0)
 
@@ -126,7 +129,9 @@ def test_reranker_table_tests_the_pair_over_the_same_queries(store, run_id):
 def test_significance_and_recommendations_are_said_in_words(store, run_id):
     view = results_view(store, run_id)
     assert [s.subject for s in view.significance] == ["ann", "fulltext"]
-    assert all("not distinguishable" in s.text for s in view.significance)
+    assert all("cannot be told apart on so few queries" in s.text
+               and "no 95% CI from 2 queries: a verdict over 2 comparisons needs at least 7" in s.text
+               for s in view.significance)
     text = " ".join(s.text for s in view.recommendations)
     assert "Use ANN + reranker" in text
     assert "the reranker changes DCG@3 by +0.935" in text
@@ -150,7 +155,9 @@ def test_a_significant_reranker_gain_is_called_significant(store):
     view = results_view(store, write_run(store, spec))
     text = " ".join(s.text for s in view.recommendations)
     # Every query gains 3 - 3/log2(3) = 1.1072.
-    assert "On Hybrid (RRF), the reranker adds +1.107 DCG@2 (p < 0.001, significant" in text
+    # One comparison, every difference equal: a zero-width interval that excludes 0.
+    assert ("On Hybrid (RRF), the reranker adds +1.107 DCG@2 (95% CI +1.107 to +1.107; p < 0.001, significant"
+            in text)
 
 
 def test_a_cut_off_the_run_did_not_store_is_recomputed_from_stored_grades(store, run_id):

@@ -4,8 +4,8 @@ One synthetic LLM run with every awkward case the scoring knows: failed judgment
 every judgment failed), unjudged results, rankings shorter than k, a strategy that returned
 nothing for some queries, a document twice in one ranking, negative grades and a strategy the
 registry does not know. Its figures come from the new code (SQL aggregates, vectorised metrics,
-one bootstrap matrix, batched paired tests) and from the Python the pipeline and the old
-dashboard used (per_query_metrics, bootstrap_ci and paired_test per column, row-by-row sums).
+one bootstrap matrix, batched paired differences) and from the Python the pipeline and the old
+dashboard used (per_query_metrics, bootstrap_ci and paired_difference per column, row-by-row sums).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from searchgrade.engine.report.results import best_and_worst_queries, results_vi
 from searchgrade.engine.report.significance import paired_comparisons
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci, bootstrap_cis
-from searchgrade.engine.statistics.paired import paired_test, paired_tests
+from searchgrade.engine.statistics.paired import paired_difference, paired_differences
 from searchgrade.engine.store import Store
+from searchgrade.engine.store.relevance_recompute import RELEVANCE_METRICS, relevance_values
 from tests.pages.synthetic import RunSpec, write_run
 
 TOLERANCE = 1e-9
@@ -125,9 +126,10 @@ def test_paired_tests_of_a_page_equal_one_paired_test_each(awkward):
     tested = paired_comparisons(wide, pairs)
     for (a, b), result in tested.items():
         pair = wide[[a, b]].dropna()
-        expected = paired_test(pair[a].to_numpy(), pair[b].to_numpy(), n_resamples=PAIRED_RESAMPLES, seed=0)
-        assert tuple(result.test) == pytest.approx(tuple(expected), abs=TOLERANCE)
-        assert result.family == 6
+        expected = paired_difference(pair[a].to_numpy(), pair[b].to_numpy(), m=6, n_resamples=PAIRED_RESAMPLES,
+                                     seed=0)
+        assert tuple(result) == pytest.approx(tuple(expected), abs=TOLERANCE)
+        assert result.m == 6
 
 
 def test_batched_statistics_equal_the_one_column_ones():
@@ -138,20 +140,35 @@ def test_batched_statistics_equal_the_one_column_ones():
                                                 abs=TOLERANCE)
     pairs = [(rng.random(n), rng.random(n)) for n in (1, 5, 12, 13, 300, 300, 4001)]
     pairs.append((np.ones(20), np.ones(20)))
-    for (a, b), test in zip(pairs, paired_tests(pairs, n_resamples=5000, seed=2), strict=True):
-        assert tuple(test) == pytest.approx(tuple(paired_test(a, b, n_resamples=5000, seed=2)), abs=TOLERANCE)
+    together = paired_differences(pairs, n_resamples=5000, seed=2)
+    for (a, b), test in zip(pairs, together, strict=True):
+        alone = paired_difference(a, b, m=len(pairs), n_resamples=5000, seed=2)
+        assert tuple(test) == pytest.approx(tuple(alone), abs=TOLERANCE, nan_ok=True)
 
 
 def test_sql_position_curve_equals_the_mean_of_the_stored_grades(awkward):
     store, run, _ = awkward
     rows = pd.DataFrame(store.results_with_grades(run.run_id))
     rows = rows[rows["rank"] <= 10]
-    # Unjudged counts as 0, a failed judgment is left out.
-    kept = rows[~(rows["source"].notna() & rows["grade"].isna())]
-    expected = kept.assign(grade=kept["grade"].fillna(0)).groupby(["strategy", "rank"])["grade"].mean()
+    # Unjudged counts as 0 and so does a negative grade (as in the metrics), a failed judgment is left out.
+    failed = rows["source"].notna() & rows["grade"].isna()
+    kept = rows[~failed].assign(grade=lambda f: f["grade"].fillna(0).clip(lower=0))
+    expected = kept.groupby(["strategy", "rank"])["grade"].mean()
     view = results_view(store, run.run_id, "dcg", 10)
-    got = view.by_position.dropna(subset=["mean_grade"]).set_index(["strategy", "rank"])["mean_grade"]
-    assert np.allclose(got.sort_index(), expected.reindex(got.sort_index().index), atol=TOLERANCE)
+    frame = view.by_position.set_index(["strategy", "rank"]).sort_index()
+    got = frame["mean_grade"].dropna()
+    assert np.allclose(got, expected.reindex(got.index), atol=TOLERANCE)
+    # How many queries have a result at each rank (failed judgments included), out of those answered.
+    with_result = rows.groupby(["strategy", "rank"]).size()
+    assert (frame["with_result"] == with_result.reindex(frame.index, fill_value=0)).all()
+    answered = {s: len(spec_queries) - n for s, n, spec_queries in
+                ((s, len(store.failed_queries(run.run_id, s)), store.queries(run.run_id)) for s in frame.index.levels[0])}
+    assert (frame["queries"] == [answered[s] for s, _ in frame.index]).all()
+    # Missing results as 0, over every query answered but those whose result there failed judging.
+    total = kept.groupby(["strategy", "rank"])["grade"].sum().reindex(frame.index, fill_value=0)
+    failures = rows[failed].groupby(["strategy", "rank"]).size().reindex(frame.index, fill_value=0)
+    assert np.allclose(frame["mean_grade_all"], total / (frame["queries"] - failures), atol=TOLERANCE)
+    assert set(frame.index.get_level_values("rank")) == set(range(1, 11))  # every rank, reached or not
 
 
 def test_sql_best_and_worst_queries_equal_the_sorted_python_means(awkward):
@@ -215,3 +232,14 @@ def test_best_queries_whose_means_differ_only_by_float_rounding_tie_and_go_by_id
     best = store.query_extremes(run_id, "mean_relevance", 10, 2)
     assert [r["query_id"] for r in best if r["is_best"]] == ["q1", "q2"]
     assert [r["query_id"] for r in best if not r["is_best"]] == ["q4", "q3"]
+
+
+def test_migration_9_sql_gives_the_pipeline_s_relevance_values_to_the_bit(awkward):
+    store, run, _ = awkward
+    with store.connect() as con:
+        recomputed = relevance_values(con, run.run_id, run.threshold)
+        stored = con.execute("SELECT strategy, query_id, metric, k, value FROM metric_values WHERE run_id = ? "
+                             "AND list_contains(?, metric) ORDER BY metric, k, strategy, query_id",
+                             [run.run_id, list(RELEVANCE_METRICS)]).fetchall()
+    # Failed judgments, unjudged and negative grades, short and empty rankings, a document twice.
+    assert recomputed == stored and len(stored) > 1000

@@ -1,8 +1,10 @@
 """Numbers that are right and said right (issue 14 item 5), and the run-level summary of Trends.
 
 - every metric has a direction, and best / recommended / beats / improved follow it;
-- the paired tests of a page are Holm-adjusted over the comparisons shown, verdicts use the
-  adjusted p-value, and a difference that is not significant is worded neutrally;
+- the paired differences of a page are one family: each interval is a 95% CI adjusted for the m
+  comparisons shown, a verdict is significant exactly when that interval excludes 0 (and the
+  adjusted p-value, said beside it, is below 0.05), and a difference that is not significant is
+  worded neutrally; no word of the page says "Holm";
 - Compare pairs a collection's queries on id and generated queries on their text, and explains
   (never a KeyError) when two runs share no query;
 - run_summary is written when a run completes and filled for runs that completed before it.
@@ -26,7 +28,6 @@ from searchgrade.engine.report.significance import paired_comparisons, results_p
 from searchgrade.engine.report.trends import trend, trend_cutoffs
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, reranked_of
-from searchgrade.engine.statistics.multiple import holm
 from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, tiny_spec, write_run
 
@@ -81,61 +82,64 @@ def test_a_reranker_that_lowers_share_not_relevant_improves_queries(random_run):
         assert row["Queries hurt"] == (change > 1e-12).sum()
 
 
-# -- Holm and wording
-
-
-def test_holm_adjusts_in_the_order_given():
-    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert holm([0.5, 0.001]) == pytest.approx([0.5, 0.002])
-    assert holm([0.3, 0.2]) == pytest.approx([0.4, 0.4])  # never below a smaller p-value's
-    assert holm([0.4]) == [0.4] and holm([]) == []
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        holm([0.2, 1.5])
+# -- one family per page, and wording
 
 
 def _rows(values: dict[str, float]) -> pd.DataFrame:
-    return pd.DataFrame([{"strategy": s, "label": label(s), "value": v, "ci_low": v, "ci_high": v, "n": 6}
+    return pd.DataFrame([{"strategy": s, "label": label(s), "value": v, "ci_low": v, "ci_high": v, "n": 12}
                          for s, v in values.items()])
 
 
-def test_a_raw_p_below_alpha_is_not_significant_once_adjusted_over_the_page():
-    # hybrid - ann = +1 on each of 6 queries: exact sign-flip p = 2 / 64 = 0.031; hybrid and
-    # fulltext are equal (p = 1). Over the 2 comparisons, Holm gives 0.0625: not significant.
-    wide = pd.DataFrame({"hybrid": [1.0] * 6, "ann": [0.0] * 6, "fulltext": [1.0] * 6},
-                        index=pd.Index([f"q{i}" for i in range(6)], name="query_id"))
+#: hybrid - ann on 12 queries: significant alone (95% CI +0.025 to +0.500), not once adjusted for
+#: two comparisons (the interval at level 1 - 0.05/2 reaches below 0).
+SHIFT = [0.3, 0.2, 0.6, 0.3, -0.1, 0.5, 1.0, 0.8, -0.2, -0.5, -0.1, 0.3]
+
+
+def test_a_difference_significant_alone_is_not_once_adjusted_over_the_page():
+    wide = pd.DataFrame({"hybrid": SHIFT, "ann": [0.0] * 12, "fulltext": SHIFT},
+                        index=pd.Index([f"q{i}" for i in range(12)], name="query_id"))
+    alone = paired_comparisons(wide, [("hybrid", "ann")])[("hybrid", "ann")]
     tested = paired_comparisons(wide, [("hybrid", "ann"), ("hybrid", "fulltext")])
-    assert tested[("hybrid", "ann")].test.p_value == pytest.approx(2 / 64)
-    assert tested[("hybrid", "ann")].adjusted_p == pytest.approx(2 * 2 / 64)
-    assert tested[("hybrid", "ann")].family == 2
-    sentences = significance(_rows({"hybrid": 1.0, "ann": 0.0, "fulltext": 1.0}), "ndcg", 10, tested)
+    paired = tested[("hybrid", "ann")]
+    assert alone.significant and alone.ci_low > 0 and alone.p_value < 0.05 and alone.m == 1
+    assert not paired.significant and paired.ci_low < 0 < paired.ci_high and paired.p_value >= 0.05
+    assert paired.m == 2 and paired.p_value == pytest.approx(min(1.0, 2 * alone.p_value))
+    sentences = significance(_rows({"hybrid": 0.26, "ann": 0.0, "fulltext": 0.26}), "ndcg", 10, tested)
     about_ann = next(s for s in sentences if s.subject == "ann")
     assert about_ann.kind == "info" and "not distinguishable" in about_ann.text
-    assert "p = 0.031, Holm-adjusted p = 0.062 over 2 comparisons" in about_ann.text
-    # Alone on a page, the same difference is significant.
-    alone = paired_comparisons(wide, [("hybrid", "ann")])
-    assert significance(_rows({"hybrid": 1.0, "ann": 0.0}), "ndcg", 10, alone)[0].text.startswith(
-        "Hybrid (RRF) beats ANN (dense)")
+    assert (f"(95% CI {paired.ci_low:+.3f} to {paired.ci_high:+.3f}, adjusted for 2 comparisons; "
+            f"p = {paired.p_value:.3f}; 12 queries)") in about_ann.text
+    said_alone = significance(_rows({"hybrid": 0.26, "ann": 0.0}), "ndcg", 10,
+                              paired_comparisons(wide, [("hybrid", "ann")]))[0].text
+    assert said_alone.startswith("Hybrid (RRF) beats ANN (dense) by +0.258 NDCG@10 (95% CI +0.0")
+    assert "adjusted" not in said_alone
 
 
 def test_a_pair_and_its_reverse_are_one_comparison():
     rng = np.random.default_rng(0)
     wide = pd.DataFrame(rng.random((30, 3)), columns=["ann", "fulltext", "hybrid"])
     tested = paired_comparisons(wide, [("ann", "fulltext"), ("fulltext", "ann"), ("ann", "hybrid")])
-    assert {t.family for t in tested.values()} == {2}
-    assert tested[("ann", "fulltext")].adjusted_p == tested[("fulltext", "ann")].adjusted_p
+    assert {t.m for t in tested.values()} == {2}
+    there, back = tested[("ann", "fulltext")], tested[("fulltext", "ann")]
+    assert (back.ci_low, back.ci_high) == pytest.approx((-there.ci_high, -there.ci_low), abs=1e-12)
+    assert back.p_value == there.p_value
 
 
 def test_the_results_page_adjusts_over_every_comparison_it_shows(random_run):
     store, run_id = random_run
     view = results_view(store, run_id, "ndcg", 10)
     table = view.reranker_table
-    assert (table["Adjusted p (Holm)"] >= table["p-value"] - 1e-15).all()
-    assert (table["Verdict"] == np.where(table["Adjusted p (Holm)"] < 0.05, "significant",
-                                         "not distinguishable")).all()
+    excludes = (table["CI low"] > 0) | (table["CI high"] < 0)
+    assert (table["Verdict"] == np.where(excludes, "significant", "not distinguishable")).all()
+    assert ((table["p-value"] < 0.05) == excludes).all()
     # The best against the 5 others, and each of the 3 reranked pairs not already among them.
     family = {frozenset(p) for p in results_pairs(view.metric_summary, "ndcg", view.strategies)}
     assert len(family) in (7, 8) and len(table) == 3
-    assert all(f"over {len(family)} comparisons" in s.text for s in view.significance if s.subject)
+    assert view.comparisons == len(family) and (table["Comparisons"] == len(family)).all()
+    assert all(f"adjusted for {len(family)} comparisons" in s.text for s in view.significance if s.subject)
+    assert f"adjusted for {len(family)} comparisons" in view.significance_note
+    words = " ".join([view.significance_note, *(s.text for s in [*view.significance, *view.recommendations])])
+    assert "Holm" not in words and "95% CI" in words
 
 
 def test_a_difference_that_is_not_significant_is_worded_neutrally(tmp_path):
