@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from searchgrade.engine.report import holes as holes_model
+from searchgrade.engine.report import review as review_model
 from searchgrade.views._common import home, plain, store_for
 
 
@@ -47,3 +48,18 @@ def compare_flips(run_a: str, run_b: str, k: int) -> None:
     """A warning per strategy whose change from run A to run B flips sign on the judged results."""
     for sentence in _compare(home(), run_a, run_b, k).sentences():
         st.warning(plain(sentence), icon=":material/swap_vert:")
+
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _fill_holes(path: str, run_id: str, k: int) -> tuple[list[str], int]:
+    return review_model.fill_holes_summary(store_for(path), run_id, k)
+
+
+def fill_holes_summary(run_id: str, k: int) -> int:
+    """Review's "fill the holes": which comparisons the holes could reverse and how many pairs settle
+    them; returns that count (the queue's default size)."""
+    lines, settle = _fill_holes(home(), run_id, k)
+    for line in lines:
+        st.caption(plain(line))
+    return settle
