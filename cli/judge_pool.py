@@ -49,7 +49,7 @@ def cmd_judge_pool(args: argparse.Namespace) -> int:
     llm = _llm_settings(args)
     bars = Bars()
     try:
-        with operator_urls([args.base_url]):
+        with operator_urls([args.base_url]), store.session():  # one open of the file for the whole run
             new_id = judge_pool_run(store, run.run_id, depth, llm, _judge_settings(args), name=args.name,
                                     progress=bars, on_complete=keep_first_view)
     finally:

@@ -25,7 +25,7 @@ from searchgrade.engine.store import RunRecord, Store
 #: Strategies whose judged@k differ by more than this get the warning.
 JUDGED_GAP = 0.1
 #: The figures shown beside a metric (each at the panel's k).
-BESIDE = ("judged", "ndcg_judged", "rbp", "rbp_residual")
+BESIDE = ("judged", "ndcg_judged", "bpref", "rbp", "rbp_residual")
 #: Resamples of the intervals of a cut-off the run did not store.
 RESAMPLES = 1_000
 #: A change smaller than this is no change (so that 0 against 1e-17 is not a flip).
@@ -54,6 +54,7 @@ class StrategyHoles:
     metric: Figure
     judged: float
     condensed: Figure
+    bpref: float
     rbp: float
     residual: float
 
@@ -77,7 +78,8 @@ class HolesPanel:
         return {"metric": self.metric, "k": self.k, "judged_gap": self.gap, "gap_threshold": self.gap_threshold,
                 "warning": self.warning, "reversals": self.reversals,
                 "strategies": [{"strategy": r.strategy, "value": r.metric.value, "judged": r.judged,
-                                "ndcg_judged": r.condensed.value, "rbp": r.rbp, "rbp_residual": r.residual}
+                                "ndcg_judged": r.condensed.value, "bpref": r.bpref, "rbp": r.rbp,
+                                "rbp_residual": r.residual}
                                for r in self.rows]}
 
 
@@ -118,7 +120,8 @@ def holes_panel(store: Store, run_id: str, metric: str = "ndcg", k: int | None =
     figures = _figures(store, run, list(dict.fromkeys([metric, *BESIDE])), k)
     strategies = strategy_order({s for s, _ in figures})
     rows = [StrategyHoles(s, label(s), figures[(s, metric)], figures[(s, "judged")].value,
-                          figures[(s, "ndcg_judged")], figures[(s, "rbp")].value, figures[(s, "rbp_residual")].value)
+                          figures[(s, "ndcg_judged")], figures[(s, "bpref")].value, figures[(s, "rbp")].value,
+                          figures[(s, "rbp_residual")].value)
             for s in strategies if all((s, m) in figures for m in (metric, *BESIDE))]
     judged = [r.judged for r in rows]
     gap = max(judged) - min(judged) if rows else 0.0
@@ -133,20 +136,23 @@ def _warning(rows: list[StrategyHoles], metric: str, k: int) -> tuple[str, list[
     least_judged = min(rows, key=lambda r: r.judged)
     sign = 1 if higher_is_better(metric) else -1
     leader = max(rows, key=lambda r: sign * r.metric.value)
-    condensed_leader = max(rows, key=lambda r: r.condensed.value)
     text = (f"judged@{k} ranges from {least_judged.judged:.2f} ({least_judged.label}) to "
             f"{best_judged.judged:.2f} ({best_judged.label}): an unjudged result counts as not relevant in "
             f"{metric_label(metric, k)}, so this comparison favours the better-judged {best_judged.label}. "
             f"Judged results only ({metric_label('ndcg_judged', k)}): "
             + ", ".join(f"{r.label} {r.condensed.value:.3f}" for r in rows)
+            + f"; bpref@{k}: " + ", ".join(f"{r.label} {r.bpref:.3f}" for r in rows)
             + f". RBP@{k} and how much it could still rise were the holes relevant (its residual): "
             + ", ".join(f"{r.label} {r.rbp:.3f} + {r.residual:.3f}" for r in rows) + ".")
-    reversals: list[str] = []
-    if condensed_leader.strategy != leader.strategy and condensed_leader.judged < leader.judged:
-        reversals.append(condensed_leader.strategy)
-        text += (f" On the judged results {condensed_leader.label} leads, not {leader.label}: judge the "
-                 f"holes before choosing (`searchgrade judge-pool RUN --pool-depth {k}`, or the review "
-                 "queue's \"fill the holes\").")
+    # A less-judged strategy that leads where unjudged results do not count against it.
+    reversals = [s for s in dict.fromkeys(max(rows, key=lambda r, f=f: f(r)).strategy
+                                          for f in (lambda r: r.condensed.value, lambda r: r.bpref))
+                 if s != leader.strategy and next(r for r in rows if r.strategy == s).judged < leader.judged]
+    if reversals:
+        names = " and ".join(label(s) for s in reversals)
+        text += (f" On the judged results alone {names} leads, not {leader.label}: judge the holes before "
+                 f"choosing (`searchgrade judge-pool RUN --pool-depth {k}`, or the Review page's \"fill the "
+                 "holes\").")
     return text, reversals
 
 

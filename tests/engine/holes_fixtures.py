@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchgrade.core.records import Document, Query
@@ -46,12 +47,23 @@ def holey_spec(n_queries: int = 30, seed: int = 0) -> tuple[RunSpec, dict[str, d
 
 
 class Oracle:
-    """A fake server's responder: the judge's grade is the truth's (0 where the truth has none)."""
+    """A fake server's responder: the judge's grade is the truth's (0 where the truth has none),
+    put on the judge's 0-3 scale by ``to_judge``.
 
-    def __init__(self, spec: RunSpec, truth: dict[str, dict[str, int]]) -> None:
-        self.query_of = {q.text: q.query_id for q in spec.queries}
-        self.doc_of = {d.content: d.doc_id for d in spec.documents}
+    Args:
+        queries, documents: What the requests quote (query texts and document contents).
+    """
+
+    def __init__(self, queries: Sequence[Query], documents: Sequence[Document], truth: dict[str, dict[str, int]],
+                 to_judge: Callable[[int], int] = lambda grade: grade) -> None:
+        from searchgrade.engine.llm.judge import JudgeSettings
+        from searchgrade.engine.llm.prompts import neutralise_tags
+
+        cut = JudgeSettings().max_doc_chars  # the prompt quotes the document as the judge sends it
+        self.query_of = {neutralise_tags(q.text).strip(): q.query_id for q in queries}
+        self.doc_of = {neutralise_tags(d.content[:cut]).strip(): d.doc_id for d in documents}
         self.truth = truth
+        self.to_judge = to_judge
         self.lock = threading.Lock()
         self.judged: list[tuple[str, str]] = []
 
@@ -62,5 +74,5 @@ class Oracle:
         qid, doc_id = self.query_of[query], self.doc_of[document]
         with self.lock:
             self.judged.append((qid, doc_id))
-        grade = self.truth[qid].get(doc_id, 0)
+        grade = self.to_judge(self.truth.get(qid, {}).get(doc_id, 0))
         return 200, chat_body(json.dumps({"grade": grade, "reason": f"truth {grade}"})), {}

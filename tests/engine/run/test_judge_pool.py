@@ -83,7 +83,7 @@ def test_the_pool_is_the_union_of_every_strategys_top_d_each_pair_once(holey):
 def test_pooled_judging_settles_it_with_one_judge_call_per_unjudged_pair_in_the_pool(holey, capsys):
     store, run_id, spec, truth, data = holey
     holes = pool_holes(store, store.get_run(run_id), PoolDepth(K)).holes
-    oracle = Oracle(spec, truth)
+    oracle = Oracle(spec.queries, spec.documents, truth)
     with FakeOpenAIServer(oracle) as server:
         assert main(["judge-pool", run_id, "--pool-depth", str(K), "--model", "fake", "--base-url",
                      server.base_url, "--data-dir", str(data)]) == 0
