@@ -174,6 +174,10 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None,
         per_query += source_found_metrics(hits, queries, cutoffs)
     summary = summarise(per_query, config.n_bootstrap, config.seed)
     stats = dict(parent.stats)
+    if pooled:
+        stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
+    else:
+        stats.pop("pooled_unjudged", None)
     stats["rescore"] = {"parent": parent.run_id, "rated_pairs": len(labels.ratings), "grades_changed": changed,
                         "raters": labels.raters(), "stale_ratings": labels.stale,
                         "labels_through": str(labels.latest())}

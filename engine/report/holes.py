@@ -31,8 +31,6 @@ RESAMPLES = 1_000
 #: A change smaller than this is no change (so that 0 against 1e-17 is not a flip).
 TINY = 1e-9
 
-LABELS = {**METRIC_LABELS, "ndcg_judged": "NDCG, judged only", "rbp": "RBP", "rbp_residual": "RBP residual",
-          "bpref": "bpref", "err": "ERR", "infap": "infAP", "r_precision": "R-precision"}
 
 
 @dataclass
@@ -85,7 +83,7 @@ class HolesPanel:
 
 def metric_label(metric: str, k: int) -> str:
     """ "NDCG, judged only@10"."""
-    return f"{LABELS.get(metric, metric)}@{k}"
+    return f"{METRIC_LABELS.get(metric, metric)}@{k}"
 
 
 def _figures(store: Store, run: RunRecord, metrics: list[str], k: int) -> dict[tuple[str, str], Figure]:

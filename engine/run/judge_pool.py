@@ -140,7 +140,10 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
     pool_stats = {"parent": parent.run_id, "depth": depth.to_json(), "pairs": found.pairs,
                   "holes": len(found.holes), "judged": result.judged, "cache_hits": result.cache_hits,
                   "failures": result.failures, "requests": int(usage.get("requests", 0))}
-    stats = {**parent.stats, "pool": pool_stats,
+    stats = {key: value for key, value in parent.stats.items() if key != "pooled_unjudged"}
+    if pooled:
+        stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
+    stats = {**stats, "pool": pool_stats,
              "llm": {"pairs": len(result.grades), "judged": result.judged, "judge_cache_hits": result.cache_hits,
                      "judge_failures": result.failures, "failure_reasons": result.failure_reasons,
                      "model": result.model, "prompt_version": result.prompt_version,

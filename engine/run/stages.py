@@ -153,9 +153,11 @@ def metrics_stage(ctx: RunContext, queries: list[Query], searched: SearchResults
     config = ctx.config
     with ctx.timed_stage("metrics"):
         cutoffs = stored_cutoffs(config.k, config.retrieval_depth)
+        pooled = still_pooled_unjudged(ctx.plan.pooled_unjudged, graded.grades)
+        if pooled:  # the qrels record sampling: infAP applies (docs/metrics.md)
+            ctx.stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
         per_query = per_query_metrics(searched.hits, [q.query_id for q in queries], graded.judgments,
-                                      ctx.plan.threshold, cutoffs, failed=graded.failed,
-                                      pooled_unjudged=still_pooled_unjudged(ctx.plan.pooled_unjudged, graded.grades),
+                                      ctx.plan.threshold, cutoffs, failed=graded.failed, pooled_unjudged=pooled,
                                       max_grade=ctx.store.get_run(ctx.run_id).grade_max)
         per_query += source_found_metrics(searched.hits, queries, cutoffs)
         return Scored(per_query, summarise(per_query, config.n_bootstrap, config.seed))

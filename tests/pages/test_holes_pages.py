@@ -78,3 +78,21 @@ def test_compare_widget_flags_a_change_whose_sign_flips_on_the_judged_results(st
     assert not at.exception
     [warning] = _unescaped(at.warning)
     assert warning.startswith("ANN (dense): NDCG@10 changes by +") and "judged@10 0.30 -> 1.00" in warning
+
+
+def test_the_pages_offer_and_show_the_metrics_for_holes_and_no_infap_without_sampled_qrels(store):
+    from tests.pages.synthetic import tiny_spec
+
+    write_run(store, tiny_spec())
+    write_run(store, tiny_spec())
+    at = open_page("views/results.py")
+    options = at.selectbox(key="results_metric").options
+    assert {"bpref", "NDCG, judged only", "ERR", "RBP", "RBP residual", "R-precision"} <= set(options)
+    assert "infAP" not in options
+    for metric in ("bpref", "rbp_residual", "ndcg_judged", "err"):
+        at.selectbox(key="results_metric").set_value(metric).run()
+        assert not at.exception, metric
+    for page, key in (("views/compare.py", "compare_metric"), ("views/trends.py", "trends_metric")):
+        at = open_page(page)
+        at.selectbox(key=key).set_value("bpref").run()
+        assert not at.exception, page
