@@ -137,9 +137,10 @@ def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.Da
     """One metric per strategy and query: columns strategy, query_id, value (read where the run
     stored cut-off k, else recomputed; queries without a value left out)."""
     check_cutoff(run, k)
-    if k in store.stored_cutoffs(run.run_id):
+    stored = metric == SOURCE_FOUND or metric in METRIC_NAMES  # not "rbp(p=0.9)": never stored
+    if stored and k in store.stored_cutoffs(run.run_id):
         return store.metric_frame(run.run_id, metric, k)
-    return Recomputed(store, run, [*METRIC_NAMES, SOURCE_FOUND], k).per_query(metric)
+    return Recomputed(store, run, [*METRIC_NAMES, SOURCE_FOUND] if stored else [metric], k).per_query(metric)
 
 
 def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: int) -> pd.DataFrame:
