@@ -172,3 +172,19 @@ def test_a_pool_depth_without_a_judge_is_refused_in_one_line(tmp_path, tiny_beir
     assert main(["evaluate", str(tiny_beir), "--qrels", "--pool-depth", "5", "--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip()
     assert "--pool-depth goes with --llm" in err and "judge-pool RUN" in err and len(err.splitlines()) == 1
+
+
+def test_the_cost_estimate_counts_the_pool_not_every_kept_result(tiny_beir):
+    from dataclasses import replace
+
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.estimate import estimate_cost
+
+    collection = load_collection(tiny_beir)
+    config = RunConfig(mode="qrels", k=5, strategies=("fulltext", "ann"), judge_unjudged=True,
+                       llm=LLMSettings(model="fake", base_url="http://127.0.0.1:9/v1"))
+    everything = estimate_cost(collection, config, None).judge.calls
+    pooled = estimate_cost(collection, replace(config, pool_depth=PoolDepth(2, {"ann": 1}).to_json()), None)
+    assert everything == 5 * 10 and pooled.judge.calls == 5 * 3  # 5 queries x (2 + 1) places
