@@ -33,13 +33,15 @@ def results_holes(run_id: str, metric: str, k: int) -> None:
     metric_label = holes_model.metric_label(panel.metric, k)
     condensed = holes_model.metric_label("ndcg_judged", k)
     frame = pd.DataFrame([{"Strategy": r.label, metric_label: r.metric.value, f"Judged@{k}": r.judged,
-                           condensed: r.condensed.value, f"RBP@{k}": r.rbp, "RBP residual": r.residual}
+                           condensed: r.condensed.value, f"bpref@{k}": r.bpref, f"RBP@{k}": r.rbp,
+                           "RBP residual": r.residual}
                           for r in panel.rows])
     with st.expander(f"How complete are the judgments? (judged@{k} per strategy)", expanded=bool(panel.warning)):
         st.caption(plain(f"Judged@{k}: the share of each strategy's top {k} with a grade; an unjudged result "
                          f"counts as not relevant in {metric_label}. {condensed}: NDCG over the judged results "
-                         "only (the holes removed before the cut). RBP residual: how much RBP could still rise "
-                         "if every hole were relevant. See docs/metrics.md."))
+                         "only (the holes removed before the cut). bpref: how often a relevant result is ranked "
+                         "above the judged non-relevant ones, unjudged ones skipped. RBP residual: how much RBP "
+                         "could still rise if every hole were relevant. See docs/metrics.md."))
         st.dataframe(frame, hide_index=True, key="results_holes",
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns[1:]})
 

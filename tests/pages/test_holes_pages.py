@@ -60,8 +60,8 @@ def test_results_widget_warns_and_shows_judged_beside_the_metric(store):
     [warning] = _unescaped(at.warning)
     assert "favours the better-judged Full-text (BM25)" in warning and "NDCG, judged only@10" in warning
     table = at.dataframe[0].value
-    assert list(table.columns) == ["Strategy", "NDCG@10", "Judged@10", "NDCG, judged only@10", "RBP@10",
-                                   "RBP residual"]
+    assert list(table.columns) == ["Strategy", "NDCG@10", "Judged@10", "NDCG, judged only@10", "bpref@10",
+                                   "RBP@10", "RBP residual"]
     assert dict(zip(table["Strategy"], table["Judged@10"], strict=True)) == {"ANN (dense)": 0.3,
                                                                              "Full-text (BM25)": 1.0}
 
