@@ -267,6 +267,7 @@ def metric_key(key: str) -> MetricSpec:
     return spec
 
 
+@functools.lru_cache(maxsize=1024)
 def metric_function(key: str, max_grade: int | None = None) -> Callable[..., float]:
     """The per-query function of a key, its persistence and grade scale bound:
     ``fn(grades, pool, k, threshold)``."""
@@ -299,8 +300,14 @@ def compute_metrics(
     """
     check_k(k)
     selected = METRIC_NAMES if names is None else tuple(names)
+    return {name: fn(grades, pool, k, threshold) for name, fn in _functions(selected, max_grade)}
+
+
+@functools.lru_cache(maxsize=256)
+def _functions(names: tuple[str, ...], max_grade: int | None) -> tuple[tuple[str, Callable[..., float]], ...]:
+    """The functions of some keys, resolved once per (keys, scale)."""
     unknown = []
-    for name in selected:
+    for name in names:
         try:
             metric_key(name)
         except SearchGradeError:
@@ -309,7 +316,7 @@ def compute_metrics(
         raise SearchGradeError(
             f"unknown metric(s) {', '.join(unknown)}: use one of {', '.join(METRIC_NAMES)}"
         )
-    return {name: metric_function(name, max_grade)(grades, pool, k, threshold) for name in selected}
+    return tuple((name, metric_function(name, max_grade)) for name in names)
 
 
 __all__ = [
