@@ -202,12 +202,13 @@ def test_a_cut_off_the_run_did_not_store_is_recomputed_as_ir_measures_computes_i
     references = _references(run.threshold, 7)
     condensed = _expected([references["ndcg_judged"], ERR @ 7], qrels, ranked, DEPTH)
     cut = _expected([m for n, m in references.items() if n != "ndcg_judged"], qrels, ranked, 7)
+    values = recompute_values(store, run, [*references, "err"], 7).set_index("query_id")
     for name, measure in references.items():
-        values = per_query_values(store, run, name, 7).set_index("query_id")["value"]
         source = condensed if name == "ndcg_judged" else cut
         for qid in ranked:
-            assert values[qid] == pytest.approx(source[(qid, str(measure))], abs=1e-6), (name, qid)
-    err = per_query_values(store, run, "err", 7).set_index("query_id")["value"]
+            assert values.loc[qid, name] == pytest.approx(source[(qid, str(measure))], abs=1e-6), (name, qid)
+    assert per_query_values(store, run, "bpref", 7)["value"].tolist() == values["bpref"].tolist()
+    err = values["err"]
     for qid in ranked:
         assert err[qid] == pytest.approx(condensed.get((qid, str(ERR @ 7)), 0.0), abs=GDEVAL_PRINTED), qid
 
