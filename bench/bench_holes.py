@@ -41,7 +41,7 @@ from searchgrade.engine.paths import DEMO_DIR  # noqa: E402
 from searchgrade.engine.report.holes import holes_panel  # noqa: E402
 from searchgrade.engine.run.judge_pool import pool_holes  # noqa: E402
 from searchgrade.engine.run.pool import PoolDepth  # noqa: E402
-from searchgrade.engine.statistics.paired import paired_test  # noqa: E402
+from searchgrade.engine.statistics.paired import paired_differences  # noqa: E402
 from searchgrade.engine.store import Store  # noqa: E402
 from tests.engine.holes_fixtures import Oracle  # noqa: E402
 from tests.engine.llm.fake_server import FakeOpenAIServer  # noqa: E402
@@ -122,13 +122,13 @@ def main_bench() -> None:
     for name, f in figures.items():
         order = sorted(STRATEGIES.split(","), key=lambda s: -f[(s, "ndcg")])
         print(f"- NDCG@{K} order, {name}: {' > '.join(order)}")
-    print(f"\nANN against BM25 on NDCG@{K}, paired over the queries (engine/statistics/paired.py, 10,000 "
-          "sign flips):\n")
+    print(f"\nANN against BM25 on NDCG@{K}, paired over the queries (engine/statistics/paired.py, the one "
+          "procedure: paired bootstrap, one comparison per run):\n")
     for name, run_id in runs.items():
         frame = store.metric_frame(run_id, "ndcg", K).pivot(index="query_id", columns="strategy", values="value")
-        test = paired_test(frame["ann"].to_numpy(), frame["fulltext"].to_numpy(), n_resamples=10_000, seed=0)
-        print(f"- {name}: ANN - BM25 = {test.diff:+.3f} [{test.ci_low:+.3f}, {test.ci_high:+.3f}], "
-              f"p = {test.p_value:.4f}")
+        [d] = paired_differences([(frame["ann"].to_numpy(), frame["fulltext"].to_numpy())])
+        print(f"- {name}: ANN - BM25 = {d.diff:+.3f} [{d.ci_low:+.3f}, {d.ci_high:+.3f}], p = {d.p_value:.4f}, "
+              f"{'significant' if d.significant else 'not distinguishable'}")
     print("\n" + next((line for line in pooled_err.splitlines() if line.startswith("judged the pool")), ""))
     print(f"\nwall time of the whole bench: {elapsed:.0f} s; load after: {load()}")
 
