@@ -22,6 +22,7 @@ from searchgrade.cli import (
     gate,
     import_vectors,
     index,
+    judge_pool,
     labels,
     queries,
     show,
@@ -38,6 +39,7 @@ COMMANDS = {
     "labels": labels,  # labels list|export|import, rescore
     "queries": queries,  # queries import|sample|list|show
     "clicks": clicks,  # clicks import
+    "judge-pool": judge_pool,  # judge-pool
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker

@@ -62,6 +62,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "(no index, search, LLM call or stored run)")
     add_llm_options(p)
     add_traffic_options(p)
+    p.add_argument("--pool-depth", metavar="D[,STRATEGY=D]",
+                   help="with --llm or --judge-unjudged: judge only the pool, every strategy's top D (a "
+                   "strategy may have its own depth), each pair once (default: every kept result)")
     add_index_options(p)
     add_ray_option(p)
     add_common(p)
@@ -187,7 +190,17 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
         querygen=_querygen_settings(args) if mode == "llm" and args.query_set is None else None,
         judge=_judge_settings(args) if args.llm else None,
         queries_from=args.queries_from, judge_unjudged=args.judge_unjudged, **traffic,
+        pool_depth=_pool_depth(args),
     )
+
+
+def _pool_depth(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--pool-depth as the config stores it (engine/run/pool.py), None when not given."""
+    if args.pool_depth is None:
+        return None
+    from searchgrade.engine.run.pool import parse_pool_depth
+
+    return parse_pool_depth(args.pool_depth).to_json()
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

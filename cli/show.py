@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.report.ann_index import ann_index_text
 from searchgrade.engine.report.embedding import embedding_text
+from searchgrade.engine.report.holes import holes_lines, holes_panel
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
@@ -114,6 +115,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for strategy in strategy_order(cells):
         print(f"{strategy:<16}" + "".join(f"{cells[strategy].get(m, '-'):>{width}}" for m in metrics),
               file=out)
+    for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
+        print(line, file=out)
     print_comparisons(store, run, k, out)
 
 
@@ -176,8 +179,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     traffic = traffic_json(store, run, "dcg", args.k or run.k)
     if traffic is not None:
         run_json["traffic"] = traffic
-    json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k)},
-              sys.stdout, indent=2, default=str)
+    holes = holes_panel(store, run.run_id, k=args.k).to_json() if metrics else None
+    json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
+               "holes": holes}, sys.stdout, indent=2, default=str)
     print()
     return 0
 

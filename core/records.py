@@ -70,6 +70,9 @@ class Collection:
     #: How it was loaded (the loader's keyword arguments, columns resolved), so a run can store it
     #: and a resume load it alike.
     fields: dict[str, Any] = field(default_factory=dict)
+    #: query_id -> doc ids whose qrels grade is negative: in the judging pool but not judged, as
+    #: trec_eval reads them (their grade in ``qrels`` is 0: not relevant in the standard metrics).
+    pooled_unjudged: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def has_qrels(self) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import higher_is_better, parse_metric
+from searchgrade.engine.metrics import CONDITIONAL, higher_is_better, parse_metric
 from searchgrade.engine.run.stored_metrics import per_query_values
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference, interval_words, margin_tests
@@ -146,13 +146,18 @@ def run_gate(store: Store, baseline: str, candidate: str, *, metric: str = "ndcg
     for role, run in (("baseline", base), ("candidate", cand)):
         if run.status != "complete":
             raise SearchGradeError(f"the {role} run {run.run_id} is {run.status}: gate only complete runs")
-    k = spec.resolve_k(cand.k)
+    k = spec.resolve_k(cand.k, cand.depth)  # a whole-list metric (bpref): the candidate's depth
     for run in (base, cand):
         if k > run.depth:
             raise SearchGradeError(f"{spec.label or metric}: k of {k} is above run {run.run_id}'s depth "
                                    f"({run.depth}); pick a k both runs kept")
-    a = _values(store, base, spec.name, k)
-    b = _values(store, cand, spec.name, k)
+        spec.check_threshold(run.threshold)
+        if spec.name in CONDITIONAL and not store.records_sampling(run.run_id):
+            raise SearchGradeError(f"{spec.label}: infAP does not apply to run {run.run_id}: its qrels record no "
+                                   "sampling (no judgment marked pooled but not judged, a negative grade as "
+                                   "trec_eval reads it); gate on bpref or ndcg_judged for unjudged results")
+    a = _values(store, base, spec.key, k)
+    b = _values(store, cand, spec.key, k)
     shared = strategy_order(set(a["strategy"]) & set(b["strategy"]))
     if strategies:
         missing = [s for s in strategies if s not in shared]
@@ -187,7 +192,7 @@ def run_gate(store: Store, baseline: str, candidate: str, *, metric: str = "ndcg
         low, high = sorted((sign * d.ci_low + 0.0, sign * d.ci_high + 0.0)) if d.estimable else (d.ci_low, d.ci_high)
         lines.append(GateLine(strategy, float(pair["value_base"].mean()), float(pair["value_cand"].mean()),
                               sign * d.diff + 0.0, low, high, test.p_value, d.n, test.worse, d.m))
-    return GateResult(base, cand, spec.name, k, margin, alpha, lines, notes)
+    return GateResult(base, cand, spec.key, k, margin, alpha, lines, notes)
 
 
 def junit_xml(result: GateResult) -> bytes:

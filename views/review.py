@@ -9,6 +9,7 @@ from searchgrade.engine import SearchGradeError
 from searchgrade.engine.report import review as review_model
 from searchgrade.engine.report.rating import GRADE_WORDS, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
+from searchgrade.views._holes import fill_holes_summary
 from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 
 st.session_state.setdefault("review_include_skipped", False)
@@ -24,7 +25,7 @@ if not choices:
 run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
-why_not = review_model.reviewable(run)
+modes, why_not = review_model.available_modes(run)
 if why_not:
     st.info(plain(f"This run cannot be reviewed: {why_not}."))
     st.stop()
@@ -35,16 +36,18 @@ if rater is None:
 queues = review_model.queue_choices(store, run.run_id)
 ids = [q.queue_id for q in queues]
 with st.expander("Start a new review", expanded=not queues):
-    mode = st.radio("What to rate", list(review_model.MODE_LABELS), format_func=review_model.MODE_LABELS.get,
+    mode = st.radio("What to rate", list(modes), format_func=modes.get,
                     key="review_new_mode", horizontal=True,
                     help="Pairs: a sample spread over strategies, ranks and the judge's grades (measures the "
                     "judge). Whole queries: a random sample of queries, every result in their top k (what the "
-                    "judge-corrected metrics need).")
+                    "judge-corrected metrics need). Fill the holes: the results nobody judged that could "
+                    "change which strategy leads, most decisive first.")
     one, two, three = st.columns(3)
-    pairs_mode = mode == "pairs"
-    size = one.number_input("Pairs" if pairs_mode else "Queries", 1, 5000, 100 if pairs_mode else 10,
-                            key=f"review_new_size_{mode}")
     k = two.number_input("Top k", 1, run.depth, min(run.k, run.depth), key="review_new_k")
+    pairs_mode = mode != "queries"
+    default = fill_holes_summary(run.run_id, int(k)) if mode == "holes" else (100 if pairs_mode else 10)
+    size = one.number_input("Pairs" if pairs_mode else "Queries", 1, 5000, max(1, min(default, 5000)),
+                            key=f"review_new_size_{mode}")
     seed = three.number_input("Seed", 0, 2**31 - 1, 0, key="review_new_seed")
     if st.button("Start this review", type="primary", key="review_new_start"):
         try:

@@ -93,9 +93,11 @@ def load_collection(
     else:
         raise problem(corpus.label, f"unsupported file type {corpus.path.suffix or '(no suffix)'!r}",
                       f"point the path at {SUPPORTED}")
+    pooled: dict[str, set[str]] = {}
     queries, qrels = _queries_and_qrels(queries_shown, qrels_shown, documents, empty_doc_ids, notes,
                                         query_id_field, query_text_field, options,
-                                        explicit=(queries_file is not None, qrels_file is not None))
+                                        explicit=(queries_file is not None, qrels_file is not None),
+                                        pooled=pooled)
     if labels:
         options["labels"] = labels
     resolved = corpus.path.resolve()
@@ -107,6 +109,7 @@ def load_collection(
         qrels=qrels,
         notes=notes,
         fields=options,
+        pooled_unjudged=pooled if qrels else {},
     )
 
 
@@ -162,6 +165,7 @@ def _queries_and_qrels(
     query_text_field: str | None,
     options: dict[str, Any],
     explicit: tuple[bool, bool],
+    pooled: dict[str, set[str]] | None = None,
 ) -> tuple[list[Query], dict[str, dict[str, int]] | None]:
     queries: list[Query] = []
     empty_query_ids: list[str] = []
@@ -186,7 +190,7 @@ def _queries_and_qrels(
         options["qrels_file"] = str(qrels_shown.path.resolve())
     known = Known({q.query_id for q in queries}, set(empty_query_ids), {d.doc_id for d in documents},
                   set(empty_doc_ids))
-    qrels = load_qrels(qrels_shown, known, notes, queries_shown.short)
+    qrels = load_qrels(qrels_shown, known, notes, queries_shown.short, pooled)
     judged = [q for q in queries if q.query_id in qrels]
     if qrels and len(judged) < len(queries):
         unjudged = [q.query_id for q in queries if q.query_id not in qrels]

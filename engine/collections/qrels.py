@@ -8,7 +8,9 @@ Two formats, told apart line by line (one per file):
 What is kept follows trec_eval (so our metrics equal it on the raw qrels): a judgment of a document
 skipped as empty, or of a document not in the corpus, stays in the pool (recall and MAP
 denominators, the NDCG ideal) although no strategy can retrieve it; a negative grade (Cranfield's
--1) means "not relevant" and is read as 0 (it still counts as judged). Judgments naming queries
+-1) means "not relevant" and is read as 0 (it still counts as judged), and, for the metrics of
+incomplete judgments (bpref, the condensed lists, infAP, the RBP residual), "in the judging pool but
+not judged", as trec_eval reads it (the pairs go to ``pooled``). Judgments naming queries
 that are not loaded (no text to search with) are dropped: trec_eval only scores the queries a run
 answers. Each of these cases is counted in a note.
 """
@@ -55,7 +57,8 @@ def _cells(line: str, width: int | None) -> list[str]:
     return line.split()
 
 
-def load_qrels(shown: Shown, known: Known, notes: list[str], queries_name: str) -> dict[str, dict[str, int]]:
+def load_qrels(shown: Shown, known: Known, notes: list[str], queries_name: str,
+               pooled: dict[str, set[str]] | None = None) -> dict[str, dict[str, int]]:
     """Judgments as query id -> document id -> grade (negative grades read as 0).
 
     Args:
@@ -63,6 +66,7 @@ def load_qrels(shown: Shown, known: Known, notes: list[str], queries_name: str) 
         known: The loaded (and skipped) query and document ids.
         notes: Receives one note per kind of judgment dropped or kept with a caveat.
         queries_name: How notes name the queries file.
+        pooled: Receives, per query, the documents whose grade is negative (pooled, not judged).
 
     Returns:
         The judgments of loaded queries; empty when none names a loaded query, or none names a
@@ -123,6 +127,8 @@ def load_qrels(shown: Shown, known: Known, notes: list[str], queries_name: str) 
         if grade < 0:
             negative.append(f"line {number}: {grade}")
             grade = 0
+            if pooled is not None:
+                pooled.setdefault(query_id, set()).add(doc_id)
         qrels.setdefault(query_id, {})[doc_id] = grade
     _notes(shown, notes, queries_name, dropped, kept, negative)
     if not qrels:
@@ -149,7 +155,9 @@ def _notes(shown: Shown, notes: list[str], queries_name: str, dropped: dict[str,
     if negative:
         verb = "counts" if len(negative) == 1 else "count"
         notes.append(f"{shown.short}: {plural(len(negative), 'judgment')} with a negative grade (e.g. "
-                     f"{negative[0]}) {verb} as not relevant (grade 0), as in trec_eval")
+                     f"{negative[0]}) {verb} as not relevant (grade 0), as in trec_eval; bpref, the "
+                     "condensed lists, infAP and the RBP residual read them as in the pool but not "
+                     "judged, as trec_eval does")
 
 
 def grade_scale(qrels: dict[str, dict[str, int]]) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from searchgrade.core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
 from searchgrade.engine.labels.ratings import RunLabels, human_grade, latest_per_rater, to_run_scale
+from searchgrade.engine.run.pool import still_pooled_unjudged
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics, stored_cutoffs, summarise
 
 Pair = tuple[str, str]
@@ -165,11 +166,18 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None,
     query_ids = [q.query_id for q in queries]
     judgments, failed = judgments_of(grades)
     cutoffs = stored_cutoffs(parent.k, parent.depth)
-    per_query = per_query_metrics(hits, query_ids, judgments, parent.threshold, cutoffs, failed=failed)
+    # A pooled-but-unjudged pair people rated is judged now.
+    pooled = still_pooled_unjudged(store.pooled_unjudged(parent.run_id), grades)
+    per_query = per_query_metrics(hits, query_ids, judgments, parent.threshold, cutoffs, failed=failed,
+                                  pooled_unjudged=pooled, max_grade=parent.grade_max)
     if parent.mode == "llm":
         per_query += source_found_metrics(hits, queries, cutoffs)
     summary = summarise(per_query, config.n_bootstrap, config.seed)
     stats = dict(parent.stats)
+    if pooled:
+        stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
+    else:
+        stats.pop("pooled_unjudged", None)
     stats["rescore"] = {"parent": parent.run_id, "rated_pairs": len(labels.ratings), "grades_changed": changed,
                         "raters": labels.raters(), "stale_ratings": labels.stale,
                         "labels_through": str(labels.latest())}
@@ -188,6 +196,7 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None,
             store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "failed_queries",
                                                                  "documents", "query_overlap"))
             store.write_grades(con, new_id, grades)
+            store.write_pooled_unjudged(con, new_id, [(q, d) for q, docs in pooled.items() for d in docs])
             store.write_metric_values(con, new_id, per_query)
             store.write_metric_summary(con, new_id, summary)
         store.update_run(new_id, skipped=parent.skipped, stats=stats,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from searchgrade.engine.metrics import PERSISTENT, metric_key
+from searchgrade.engine.metrics.arrays_holes import Holes, array_metrics
 from searchgrade.engine.metrics.relevance import HIGHLY_RELEVANT
 
 
@@ -32,6 +34,8 @@ class RankedGrades:
             ideal ranking of NDCG).
         pool_relevant: (rankings,): how many of the query's known grades reach the threshold (the
             denominator of recall and AP).
+        holes: What the metrics for incomplete judgments read besides (engine.metrics.arrays_holes):
+            None where none of them is asked for.
     """
 
     grade: np.ndarray
@@ -41,6 +45,7 @@ class RankedGrades:
     pool_values: np.ndarray
     pool_counts: np.ndarray
     pool_relevant: np.ndarray
+    holes: Holes | None = None
 
 
 def _discounted_gain(gains: np.ndarray) -> np.ndarray:
@@ -132,6 +137,7 @@ ARRAY_METRICS: dict[str, Callable[[_TopK], np.ndarray]] = {
     "pct_not_relevant": lambda t: _over_places(t.places - (t.counted & (t.grade >= t.threshold)).sum(axis=1),
                                                t.places),
 }
+ARRAY_METRICS.update(array_metrics(_ideal_gains, _discounted_gain, _ratio))
 
 
 def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -141,11 +147,19 @@ def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str])
     ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
     the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
 
+    Names are metric keys ("rbp", "rbp(p=0.9)"); the metrics for incomplete judgments need
+    ``r.holes``.
+
     Raises:
         ValueError: a name without an array form.
     """
-    unknown = [name for name in names if name not in ARRAY_METRICS]
+    unknown = [name for name in names if name.split("(", 1)[0] not in ARRAY_METRICS]
     if unknown:
         raise ValueError(f"no array form of metric(s) {', '.join(unknown)}: use {', '.join(ARRAY_METRICS)}")
     topk = _TopK(r, k, threshold)
-    return {name: ARRAY_METRICS[name](topk) for name in names}
+    out = {}
+    for name in names:
+        spec = metric_key(name)
+        fn = ARRAY_METRICS[spec.name]
+        out[name] = fn(topk, p=spec.persistence) if spec.name in PERSISTENT else fn(topk)
+    return out

@@ -10,7 +10,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pandas as pd
 
-from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.metrics import CONDITIONAL, METRIC_NAMES
 from searchgrade.engine.run.scoring import SOURCE_FOUND, higher_is_better
 from searchgrade.engine.run.strategies import display_rank, label
 from searchgrade.engine.statistics.paired import ALPHA as PAIRED_ALPHA
@@ -41,6 +41,14 @@ METRIC_LABELS = {
     "pct_highly_relevant": "Share highly relevant",
     "pct_relevant": "Share relevant",
     "pct_not_relevant": "Share not relevant",
+    # For incomplete judgments (docs/metrics.md).
+    "bpref": "bpref",
+    "ndcg_judged": "NDCG, judged only",
+    "err": "ERR",
+    "rbp": "RBP",
+    "rbp_residual": "RBP residual",
+    "infap": "infAP",
+    "r_precision": "R-precision",
     SOURCE_FOUND: "Source found",
 }
 WITHOUT, WITH = "Without reranker", "With reranker"
@@ -52,8 +60,10 @@ def metric_label(metric: str, k: int) -> str:
 
 
 def metric_names(run: RunRecord | None = None) -> list[str]:
-    """The metrics a run can show: every registered one, plus source found for generated queries."""
-    names = list(METRIC_NAMES)
+    """The metrics a run can show: every registered one, plus source found for generated queries;
+    infAP only for a run whose qrels record sampling (docs/metrics.md)."""
+    sampled = run is not None and bool(run.stats.get("pooled_unjudged"))
+    names = [m for m in METRIC_NAMES if m not in CONDITIONAL or sampled]
     if run is None or run.mode == "llm":
         names.append(SOURCE_FOUND)
     return names

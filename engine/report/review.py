@@ -7,11 +7,19 @@ from dataclasses import dataclass
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.labels.ratings import check_rater, run_labels
-from searchgrade.engine.labels.review_sample import MAX_ITEMS, MODES, Occurrence, sample_pairs, sample_queries
+from searchgrade.engine.labels.review_sample import (
+    MAX_ITEMS,
+    MODES,
+    Occurrence,
+    ReviewItem,
+    sample_pairs,
+    sample_queries,
+)
 from searchgrade.engine.report.common import is_llm_run
 from searchgrade.engine.store import RunRecord, Store
 
-MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries: every result in the top k"}
+MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries: every result in the top k",
+               "holes": "Fill the holes: the unjudged results that could change the decision"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,41 @@ def reviewable(run: RunRecord) -> str | None:
     return None
 
 
+def holes_reviewable(run: RunRecord) -> str | None:
+    """Why a run cannot have a "fill the holes" queue (None: it can): any complete run whose labels
+    people's 0-3 ratings can be put on (engine/labels/holes_queue.py)."""
+    from searchgrade.engine.labels.ratings import scale_accepts_ratings
+
+    if run.status != "complete":
+        return f"run {run.run_id} is {run.status}: review a complete run"
+    if not scale_accepts_ratings(run.grade_min, run.grade_max):
+        return (f"this run's labels go from {run.grade_min} to {run.grade_max}, and ratings are 0-3: "
+                "they cannot fill its holes")
+    return None
+
+
+def fill_holes_summary(store: Store, run_id: str, k: int) -> tuple[list[str], int]:
+    """What a "fill the holes" queue would settle, in words, and how many pairs settle it (at least 1)."""
+    from searchgrade.engine.labels.holes_queue import holes_queue, queue_text
+    from searchgrade.engine.run.strategies import label
+
+    queue = holes_queue(store, run_id, k)
+    names = {s: label(s) for c in queue.comparisons for s in (c.leader, c.other)}
+    return queue_text(queue, names), max(queue.settle, 1)
+
+
+def available_modes(run: RunRecord) -> tuple[dict[str, str], str | None]:
+    """The review modes a run offers (mode -> label), and why there is none when it offers none."""
+    modes = {}
+    why_not = reviewable(run)
+    if why_not is None:
+        modes.update({m: MODE_LABELS[m] for m in MODES})
+    holes_why_not = holes_reviewable(run)
+    if holes_why_not is None:
+        modes["holes"] = MODE_LABELS["holes"]
+    return modes, (None if modes else why_not or holes_why_not)
+
+
 def _occurrences(store: Store, run: RunRecord) -> list[Occurrence]:
     judge = {(g["query_id"], g["doc_id"]): g["llm_grade"] for g in store.grades(run.run_id)}
     return [Occurrence(r["strategy"], r["query_id"], r["rank"], r["doc_id"], judge.get((r["query_id"], r["doc_id"])))
@@ -68,19 +111,27 @@ def create_queue(store: Store, run_id: str, *, mode: str, size: int, k: int | No
         mode: "pairs" (size = pairs) or "queries" (size = queries; all their top-k results).
     """
     run = store.get_run(run_id)
-    why_not = reviewable(run)
+    if mode not in MODE_LABELS:
+        raise SearchGradeError(f"review mode {mode!r} is not one of {', '.join(MODE_LABELS)}")
+    why_not = holes_reviewable(run) if mode == "holes" else reviewable(run)
     if why_not:
         raise SearchGradeError(why_not)
-    if mode not in MODES:
-        raise SearchGradeError(f"review mode {mode!r} is not one of {', '.join(MODES)}")
     if not 1 <= size <= MAX_ITEMS:
         raise SearchGradeError(f"a review of {size} is outside 1..{MAX_ITEMS}: pick a smaller sample")
     k = k or run.k
     if not 1 <= k <= run.depth:
         raise SearchGradeError(f"k of {k} is outside 1..{run.depth} (the results the run kept)")
-    occurrences = _occurrences(store, run)
-    items = sample_pairs([o for o in occurrences if o.rank <= k], size, seed) if mode == "pairs" \
-        else sample_queries(occurrences, size, k, seed)
+    if mode == "holes":
+        from searchgrade.engine.labels.holes_queue import holes_queue, queue_items
+
+        items = [ReviewItem(*item) for item in queue_items(holes_queue(store, run.run_id, k), size)]
+        if not items:
+            raise SearchGradeError(f"no unjudged result in the top {k} could change which strategy leads: "
+                                   "there is no hole to fill")
+    else:
+        occurrences = _occurrences(store, run)
+        items = sample_pairs([o for o in occurrences if o.rank <= k], size, seed) if mode == "pairs" \
+            else sample_queries(occurrences, size, k, seed)
     if not items:
         raise SearchGradeError("the run has no judged result to review")
     if len(items) > MAX_ITEMS:
@@ -97,6 +148,7 @@ def queue_choices(store: Store, run_id: str) -> list[QueueChoice]:
     out = []
     for q in store.review_queues(run_id):
         what = (f"{q['items']} pairs" if q["mode"] == "pairs"
+                else f"{q['items']} unjudged results in the top {q['k']} (fill the holes)" if q["mode"] == "holes"
                 else f"{q['size']} queries, {q['items']} results in their top {q['k']}")
         by = f" by {q['created_by']}" if q["created_by"] else ""
         out.append(QueueChoice(q["queue_id"], f"{what} · started {q['created_at']:%Y-%m-%d %H:%M}{by}",

@@ -77,6 +77,9 @@ class RunConfig:
     #: impressions a pair needs to be judged.
     click_model: str | None = None
     min_impressions: int = 10
+    #: The judging pool (engine/run/pool.py): how deep each strategy's list goes into what the judge
+    #: grades (``PoolDepth.to_json``); None: every kept result.
+    pool_depth: dict[str, Any] | None = None
 
     def check_environment(self) -> None:
         """Every ``env:NAME`` the chosen declared strategies read is set (SearchGradeError if not)."""
@@ -128,6 +131,13 @@ class RunConfig:
         if self.judge_unjudged and (self.mode != "qrels" or self.llm is None):
             raise SearchGradeError("--judge-unjudged goes with --qrels --llm (human grades first, "
                                    "the judge for the rest)")
+        if self.pool_depth is not None and not (self.mode == "llm" or self.judge_unjudged):
+            raise SearchGradeError("--pool-depth goes with --llm or --qrels --llm --judge-unjudged: the pool "
+                                   "is what the judge grades (for a stored run: `searchgrade judge-pool RUN`)")
+        unknown_pool = sorted(set((self.pool_depth or {}).get("per_strategy") or {}) - set(self.strategies))
+        if unknown_pool:
+            raise SearchGradeError(f"--pool-depth names {', '.join(unknown_pool)}, not a strategy of this run; "
+                                   f"use one of {', '.join(self.strategies)}")
         if self.llm is not None:
             self.llm.validate()
         if self.querygen is not None:

@@ -124,6 +124,7 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
     from searchgrade.engine.llm.judge import CACHE_KIND as JUDGE_KIND
     from searchgrade.engine.llm.judge import JudgeSettings, judge_key, judge_prompt
     from searchgrade.engine.run.plan import select_qrels_queries
+    from searchgrade.engine.run.pool import PoolDepth
 
     if not config.uses_llm:
         return CostEstimate(None, None, len(collection.queries))
@@ -133,8 +134,10 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
     model = identity(config) if cache is not None else ""
     judge_settings = config.judge or JudgeSettings()
     rng = random.Random(config.seed)
-    strategies = len(config.strategies)
-    per_query = min(strategies * config.retrieval_depth, len(collection.documents))
+    # Each strategy's list goes into the judging pool down to its pool depth (engine/run/pool.py).
+    pool = PoolDepth.from_json(config.pool_depth)
+    per_query = min(sum(min(pool.of(s) or config.retrieval_depth, config.retrieval_depth) for s in config.strategies),
+                    len(collection.documents))
     notes: list[str] = []
     generation = None
     queries: list[Query]

@@ -25,6 +25,7 @@ from searchgrade.engine.llm.cache import StoreCache
 from searchgrade.engine.llm.judge import judge_pairs
 from searchgrade.engine.llm.querygen import generate_queries
 from searchgrade.engine.run.config import JUDGE_THRESHOLD
+from searchgrade.engine.run.pool import PoolDepth, pool_pairs
 from searchgrade.engine.statistics.judge_vs_human import judge_human_agreement
 
 if TYPE_CHECKING:
@@ -48,7 +49,8 @@ def grade_results(ctx: RunContext, client: LLMClient | None, usage: UsageSink | 
     """
     failed: Failed = {}
     if ctx.config.mode == "llm":
-        grades = judge(ctx, client, usage, unique_pairs(queries, hits, docs_by_id, with_source=True))
+        grades = judge(ctx, client, usage, unique_pairs(queries, hits, docs_by_id, with_source=True,
+                                                        keep=in_pool(ctx, queries, hits)))
         judgments: Judgments = {}
         for g in grades:
             if g.grade is None:
@@ -62,6 +64,19 @@ def grade_results(ctx: RunContext, client: LLMClient | None, usage: UsageSink | 
     if client is None:
         return grades, qrels, failed
     return judge_with_qrels(ctx, client, usage, queries, hits, docs_by_id, grades)
+
+
+def in_pool(ctx: RunContext, queries: Sequence[Query],
+            hits: dict[str, Sequence[SearchHits]]) -> Callable[[str, str], bool] | None:
+    """Whether a retrieved pair is in the run's judging pool (``--pool-depth``); None: every
+    result is (no pool depth set). A query's source document is judged whatever the pool."""
+    depth = PoolDepth.from_json(ctx.config.pool_depth)
+    if depth.is_everything:
+        return None
+    pool = set(pool_pairs(queries, hits, depth))
+    ctx.stats["pool"] = {"depth": depth.to_json(), "pairs": len(pool)}
+    sources = {(q.query_id, q.source_doc_id) for q in queries if q.source_doc_id}
+    return lambda qid, doc_id: (qid, doc_id) in pool or (qid, doc_id) in sources
 
 
 def flush_quietly(usage: UsageSink | None) -> None:
@@ -200,8 +215,10 @@ def judge_with_qrels(
     qrels = ctx.plan.qrels
     fill = ctx.config.judge_unjudged
 
+    pooled = in_pool(ctx, queries, hits)
+
     def wanted(qid: str, doc_id: str) -> bool:
-        return fill or doc_id in qrels.get(qid, {})
+        return (fill or doc_id in qrels.get(qid, {})) and (pooled is None or pooled(qid, doc_id))
 
     pairs = unique_pairs(queries, hits, docs_by_id, with_source=False, keep=wanted)
     grades = judge(ctx, client, usage, pairs) if pairs else []

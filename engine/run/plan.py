@@ -45,6 +45,8 @@ class RunPlan:
     #: Mode qrels: the queries and their judgments.
     queries: list[Query] = field(default_factory=list)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: Mode qrels: query -> doc ids its qrels mark as pooled but not judged (a negative grade).
+    pooled_unjudged: dict[str, set[str]] = field(default_factory=dict)
     #: Mode llm with queries_from: the run whose queries are reused.
     queries_from: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -122,7 +124,8 @@ def plan_run(collection: Collection, config: RunConfig, store: Store) -> RunPlan
             "no document could count as relevant: lower it"
         )
     label_source = "human+llm" if config.judge_unjudged else "human"
-    return RunPlan(label_source, grade_min, grade_max, threshold, queries, qrels)
+    pooled = {q: set(docs) for q, docs in collection.pooled_unjudged.items() if q in qrels}
+    return RunPlan(label_source, grade_min, grade_max, threshold, queries, qrels, pooled_unjudged=pooled)
 
 
 def check_trained_reranker(config: RunConfig, data_dir: str | Path) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from searchgrade.core.records import Query, SearchHits
-from searchgrade.engine.metrics import HIGHER_IS_BETTER, compute_metrics
+from searchgrade.engine.metrics import CONDITIONAL, HIGHER_IS_BETTER, METRIC_NAMES, compute_metrics
 
 #: Cut-offs stored for every run (those up to its depth), besides the run's own k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
@@ -51,6 +51,19 @@ def stored_cutoffs(k: int, depth: int) -> list[int]:
     return sorted({c for c in STANDARD_CUTOFFS if c <= depth} | {k, depth})
 
 
+def records_sampling(judgments: dict[str, dict[str, int]], pooled_unjudged: dict[str, set[str]] | None) -> bool:
+    """Whether judgments mark pooled documents as not judged (a negative grade): what infAP needs."""
+    return any(pooled_unjudged.values()) if pooled_unjudged else any(
+        g < 0 for judged in judgments.values() for g in judged.values())
+
+
+def run_metric_names(judgments: dict[str, dict[str, int]],
+                     pooled_unjudged: dict[str, set[str]] | None = None) -> tuple[str, ...]:
+    """The metrics a run stores: every registered one, infAP only where the qrels record sampling."""
+    sampled = records_sampling(judgments, pooled_unjudged)
+    return tuple(m for m in METRIC_NAMES if m not in CONDITIONAL or sampled)
+
+
 def per_query_metrics(
     hits: dict[str, Sequence[SearchHits | None]],
     query_ids: Sequence[str],
@@ -59,6 +72,8 @@ def per_query_metrics(
     cutoffs: Sequence[int],
     *,
     failed: dict[str, set[str]] | None = None,
+    pooled_unjudged: dict[str, set[str]] | None = None,
+    max_grade: int | None = None,
 ) -> list[tuple[str, str, str, int, float]]:
     """Every metric for every strategy, query and cut-off: rows (strategy, query, metric, k, value).
 
@@ -69,19 +84,32 @@ def per_query_metrics(
     ``failed`` (query -> doc ids whose judgment failed) also count as 0 in the rank metrics, but
     their places are left out of mean relevance and the relevance distribution (which divide by
     k minus those places); a query whose k places all failed has no row for those.
+
+    ``pooled_unjudged`` (query -> doc ids) are judgments the qrels mark as pooled but not judged (a
+    negative grade, 0 in ``judgments``): not relevant in the standard metrics, holes in bpref, the
+    condensed lists, infAP and the RBP residual (a failed or missing judgment is a hole too).
+    ``max_grade`` is the grade scale's top grade (ERR); None takes the largest grade in
+    ``judgments`` (at least 1). infAP has rows only where the judgments record sampling.
     """
     failed = failed or {}
+    pooled = pooled_unjudged or {}
+    names = run_metric_names(judgments, pooled)
+    if max_grade is None:
+        max_grade = max([1, *(g for judged in judgments.values() for g in judged.values())])
     rows: list[tuple[str, str, str, int, float]] = []
     for strategy, strategy_hits in hits.items():
         for qid, h in zip(query_ids, strategy_hits, strict=True):
             if h is None:
                 continue
             judged = judgments.get(qid, {})
+            if pooled.get(qid):
+                # A negative grade: 0 for the standard metrics (first_k_grades), a hole for the rest.
+                judged = {**judged, **dict.fromkeys(pooled[qid], -1)}
             grades = [judged.get(d.doc_id) for d in h.docs]
             pool = list(judged.values())
             failed_here = failed.get(qid, set())
             for k in cutoffs:
-                values = compute_metrics(grades, pool, k, threshold)
+                values = compute_metrics(grades, pool, k, threshold, names, max_grade=max_grade)
                 top = h.docs[:k]
                 n_failed = sum(1 for d in top if d.doc_id in failed_here)
                 if n_failed:

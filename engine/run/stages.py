@@ -17,6 +17,7 @@ from searchgrade.engine.run.clicks import grade_by_clicks
 from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
+from searchgrade.engine.run.pool import still_pooled_unjudged
 from searchgrade.engine.run.runner import SearchJob
 from searchgrade.engine.run.scoring import (
     MetricRow,
@@ -152,8 +153,12 @@ def metrics_stage(ctx: RunContext, queries: list[Query], searched: SearchResults
     config = ctx.config
     with ctx.timed_stage("metrics"):
         cutoffs = stored_cutoffs(config.k, config.retrieval_depth)
+        pooled = still_pooled_unjudged(ctx.plan.pooled_unjudged, graded.grades)
+        if pooled:  # the qrels record sampling: infAP applies (docs/metrics.md)
+            ctx.stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
         per_query = per_query_metrics(searched.hits, [q.query_id for q in queries], graded.judgments,
-                                      ctx.plan.threshold, cutoffs, failed=graded.failed)
+                                      ctx.plan.threshold, cutoffs, failed=graded.failed, pooled_unjudged=pooled,
+                                      max_grade=ctx.store.get_run(ctx.run_id).grade_max)
         per_query += source_found_metrics(searched.hits, queries, cutoffs)
         return Scored(per_query, summarise(per_query, config.n_bootstrap, config.seed))
 
@@ -169,6 +174,8 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
     with ctx.transaction() as con:
         store.clear_run_contents(con, run_id, store.GRADED_TABLES)
         store.write_grades(con, run_id, graded.grades)
+        store.write_pooled_unjudged(con, run_id, [(q, d) for q, docs in still_pooled_unjudged(
+            ctx.plan.pooled_unjudged, graded.grades).items() for d in docs])
         store.write_documents(con, run_id, [docs_by_id[d] for d in sorted(keep) if d in docs_by_id])
         for strategy in dict.fromkeys(searched.described_by.values()):
             store.write_documents(con, run_id, [doc for d, doc in sorted(searched.described.items())

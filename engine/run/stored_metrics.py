@@ -15,11 +15,16 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import METRIC_NAMES
+from searchgrade.engine.metrics import CONDITIONAL, METRIC_NAMES, metric_key
 from searchgrade.engine.metrics.arrays import RankedGrades, metric_arrays
+from searchgrade.engine.metrics.arrays_holes import Holes
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.store import RunRecord, Store
+
+
+#: The metrics whose array forms read the rankings' holes (engine.metrics.arrays_holes).
+_HOLES_METRICS = frozenset({"bpref", "ndcg_judged", "err", "rbp", "rbp_residual", "infap", "r_precision"})
 
 
 def check_cutoff(run: RunRecord, k: int) -> None:
@@ -36,11 +41,19 @@ class Recomputed:
 
     ``values[metric]`` is a (strategies, queries) array, strategies in display order and queries
     in id order; NaN where a ranking has no value (mean relevance when every top-k judgment
-    failed; source found for a query without a source document).
+    failed; source found for a query without a source document). A metric that does not apply to
+    the run (infAP without sampled qrels) has no entry.
     """
 
     def __init__(self, store: Store, run: RunRecord, metrics: Sequence[str], k: int):
-        ranked = store.ranked_grades(run.run_id, k)
+        if any(metric_key(m).name in CONDITIONAL for m in metrics if m != SOURCE_FOUND) \
+                and not store.records_sampling(run.run_id):
+            metrics = [m for m in metrics if m == SOURCE_FOUND or metric_key(m).name not in CONDITIONAL]
+        holes_asked = any(metric_key(m).name in _HOLES_METRICS for m in metrics if m != SOURCE_FOUND)
+        # The condensed list moves judged results from below k up: it reads every stored result.
+        deep = run.depth if any(metric_key(m).name == "ndcg_judged" for m in metrics if m != SOURCE_FOUND) \
+            and run.depth > k else k
+        ranked = store.ranked_grades(run.run_id, deep)
         self.strategies = strategy_order(ranked.strategies)
         self.query_ids = ranked.query_ids
         n_strategies, n_queries = len(self.strategies), len(self.query_ids)
@@ -48,13 +61,27 @@ class Recomputed:
         # Ranking row of each result: its strategy's place in display order, then its query.
         place = np.array([self.strategies.index(s) for s in ranked.strategies], dtype=np.int64)
         row = (place[rows["si"]] * n_queries + rows["qi"]) if n_strategies else np.empty(0, np.int64)
-        shape = (n_strategies * n_queries, k)
+        shape = (n_strategies * n_queries, deep)
         grade = np.zeros(shape, dtype=np.int64)
         present, known, failed = (np.zeros(shape, dtype=bool) for _ in range(3))
         grade[row, rows["pos"]] = rows["grade"]
         present[row, rows["pos"]] = True
         known[row, rows["pos"]] = rows["known"]
         failed[row, rows["pos"]] = rows["failed"]
+        holes = None
+        if holes_asked:
+            hole = grade < 0
+            found = store.ranked_holes(run.run_id, deep)
+            if len(found["pos"]):
+                hole_row = place[found["si"]] * n_queries + found["qi"]
+                hole[hole_row, found["pos"]] = True
+        if deep > k:
+            deep_grade, deep_present, deep_known = grade, present, known
+            grade, present, known, failed = grade[:, :k], present[:, :k], known[:, :k], failed[:, :k]
+            rows = {name: values[rows["pos"] < k] for name, values in rows.items()}
+            row = row[ranked.rows["pos"] < k] if n_strategies else row
+        else:
+            deep_grade, deep_present, deep_known = grade, present, known
         pool = store.pool_grades(run.run_id)
         pool_values = np.unique(pool["grade"][pool["grade"] > 0])[::-1]
         counts = np.zeros((n_queries, len(pool_values)), dtype=np.int64)
@@ -62,8 +89,12 @@ class Recomputed:
             counts[:, j] = np.bincount(pool["qi"][pool["grade"] == value], minlength=n_queries)
         relevant = np.bincount(pool["qi"][pool["grade"] >= run.threshold], minlength=n_queries)
         query_of = np.tile(np.arange(n_queries), n_strategies)
+        if holes_asked:
+            top = run.grade_max if run.grade_max is not None else max([1, *pool["grade"].tolist()])
+            holes = Holes(deep_grade, deep_present, deep_known, hole,
+                          store.pool_nonrelevant(run.run_id, run.threshold)[query_of], max(int(top), 1))
         arrays = metric_arrays(RankedGrades(grade, present, known, failed, pool_values, counts[query_of],
-                                            relevant[query_of]),
+                                            relevant[query_of], holes),
                                k, run.threshold, [m for m in metrics if m != SOURCE_FOUND])
         self.values = {m: v.reshape(n_strategies, n_queries) for m, v in arrays.items()}
         if SOURCE_FOUND in metrics and ranked.has_source.any():
@@ -88,7 +119,7 @@ class Recomputed:
         frame = pd.DataFrame({"strategy": np.repeat(np.array(self.strategies, dtype=object), n),
                               "query_id": np.tile(np.array(self.query_ids, dtype=object), len(self.strategies))})
         for metric in metrics:
-            frame[metric] = self.values[metric].ravel()
+            frame[metric] = self.values[metric].ravel() if metric in self.values else np.nan
         if self.failed.any():  # failed (strategy, query) rows are left out, as the stored rows leave them out
             frame = frame[~self.failed.ravel()].reset_index(drop=True)
         return frame
@@ -106,9 +137,10 @@ def per_query_values(store: Store, run: RunRecord, metric: str, k: int) -> pd.Da
     """One metric per strategy and query: columns strategy, query_id, value (read where the run
     stored cut-off k, else recomputed; queries without a value left out)."""
     check_cutoff(run, k)
-    if k in store.stored_cutoffs(run.run_id):
+    stored = metric == SOURCE_FOUND or metric in METRIC_NAMES  # not "rbp(p=0.9)": never stored
+    if stored and k in store.stored_cutoffs(run.run_id):
         return store.metric_frame(run.run_id, metric, k)
-    return Recomputed(store, run, [*METRIC_NAMES, SOURCE_FOUND], k).per_query(metric)
+    return Recomputed(store, run, [*METRIC_NAMES, SOURCE_FOUND] if stored else [metric], k).per_query(metric)
 
 
 def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: int) -> pd.DataFrame:

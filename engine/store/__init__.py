@@ -14,12 +14,15 @@ All SQL of the project lives in this package, one module per concern, composed i
 - usage: a run's LLM accounting per stage.
 - labels: human labels of a collection, review queues, per-query lexical overlap.
 - traffic: query logs read from their files, query sets sampled from them, click stats.
+- holes: the judgments a run's qrels mark as pooled but not judged, and the reads of the metrics
+  for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 """
 
 from __future__ import annotations
 
 from searchgrade.engine.store.connection import DB_FILENAME, StoreConnection
 from searchgrade.engine.store.dashboard import DashboardReadsMixin
+from searchgrade.engine.store.holes import HolesMixin
 from searchgrade.engine.store.labels import LabelsMixin
 from searchgrade.engine.store.llm_cache import LLMCacheMixin
 from searchgrade.engine.store.migrations import MIGRATIONS
@@ -39,7 +42,7 @@ from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, StoreConnection):
+            TrafficMixin, HolesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

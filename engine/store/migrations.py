@@ -365,4 +365,19 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    (
+        15,
+        # Incomplete judgments (issue 28): the judgments a run's qrels mark as in the judging pool
+        # but not judged (a negative grade, trec_eval's RELVALUE_UNJUDGED, the -1 of infAP's sampled
+        # qrels). Their grades row says 0 (not relevant, as every standard metric counts them);
+        # bpref, the condensed lists, infAP and the RBP residual read them as holes from here.
+        """
+        CREATE TABLE pooled_unjudged (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            PRIMARY KEY (run_id, query_id, doc_id)
+        )
+        """,
+    ),
 )

@@ -186,7 +186,10 @@ def test_negative_grades_count_as_not_relevant_and_stay_judged(tmp_path: Path) -
 
     assert collection.qrels == {"q1": {"d1": 0, "d2": 2}}
     assert ("qrels.tsv: 1 judgment with a negative grade (e.g. line 1: -1) counts as not relevant "
-            "(grade 0), as in trec_eval") in collection.notes
+            "(grade 0), as in trec_eval; bpref, the condensed lists, infAP and the RBP residual read "
+            "them as in the pool but not judged, as trec_eval does") in collection.notes
+    # Which is what the metrics for incomplete judgments read (engine/metrics/_holes.py).
+    assert collection.pooled_unjudged == {"q1": {"d1"}}
 
 
 def test_judgments_none_of_which_name_a_corpus_document_are_not_used(tmp_path: Path) -> None:

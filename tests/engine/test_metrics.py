@@ -8,7 +8,14 @@ import random
 import pytest
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import METRIC_NAMES, METRICS, MetricSpec, compute_metrics, parse_metric
+from searchgrade.engine.metrics import (
+    METRIC_NAMES,
+    METRICS,
+    UNJUDGED_AWARE,
+    MetricSpec,
+    compute_metrics,
+    parse_metric,
+)
 from searchgrade.engine.metrics.average_precision import average_precision
 from searchgrade.engine.metrics.dcg import dcg
 from searchgrade.engine.metrics.judged import judged
@@ -216,14 +223,15 @@ def test_every_metric_is_at_its_worst_without_results(name):
     assert METRICS[name]([], [3, 2, 1], 10, 2) == (1.0 if name == "pct_not_relevant" else 0.0)
 
 
-@pytest.mark.parametrize("name", [name for name in METRIC_NAMES if name != "judged"])
+@pytest.mark.parametrize("name", [name for name in METRIC_NAMES if name not in UNJUDGED_AWARE])
 def test_every_metric_but_judged_counts_an_unknown_grade_as_zero(name):
     for grades in ([None, None, None], [3, None, 2, None, 1]):
         as_zero = [0 if g is None else g for g in grades]
         assert METRICS[name](grades, [3, 2, 1], 10, 2) == METRICS[name](as_zero, [3, 2, 1], 10, 2)
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
+# The condensed list is the one that reads below k: its unjudged results are dropped first.
+@pytest.mark.parametrize("name", [name for name in METRIC_NAMES if name != "ndcg_judged"])
 def test_every_metric_ignores_results_below_k(name):
     grades = [3, 0, None, 2]
     assert METRICS[name](grades + [3, 3, None, 1], [3, 3, 3, 2, 1], 4, 2) == pytest.approx(
@@ -257,6 +265,7 @@ def test_registry_holds_the_contract_names_in_display_order():
     assert METRIC_NAMES == (
         "dcg", "ndcg", "precision", "recall", "recall_single_hit", "mrr", "map",
         "mean_relevance", "judged", "pct_highly_relevant", "pct_relevant", "pct_not_relevant",
+        "bpref", "ndcg_judged", "err", "rbp", "rbp_residual", "infap", "r_precision",
     )  # fmt: skip
     assert tuple(METRICS) == METRIC_NAMES
 

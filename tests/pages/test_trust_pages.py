@@ -91,8 +91,16 @@ def test_the_review_queue_is_blind_counts_progress_skips_and_resumes(store):
     assert [r["origin"] for r in store.labels("tiny")] == ["review"]
 
 
-def test_qrels_only_runs_cannot_be_reviewed(store):
+def test_qrels_only_runs_can_only_fill_their_holes(store):
     write_run(store, tiny_spec())
+    at = open_page("views/review.py", state=_named())
+    assert at.radio(key="review_new_mode").options == [review_model.MODE_LABELS["holes"]]
+
+
+def test_runs_whose_scale_ratings_cannot_take_cannot_be_reviewed(store):
+    spec = tiny_spec()
+    spec.qrels = {"q1": {"d1": 4, "d2": 1, "d3": 0}, "q2": {"d2": 3, "d4": 2, "d5": 2}}
+    write_run(store, spec)
     at = open_page("views/review.py", state=_named())
     assert any("human judgments only" in i for i in _unescaped(at.info))
 

@@ -72,7 +72,9 @@ def _python_values(spec: RunSpec, k: int) -> pd.DataFrame:
     """per_query_metrics and source_found_metrics, as the pipeline and the old recompute called them:
     one row per (strategy, query), one column per metric."""
     query_ids = [q.query_id for q in spec.queries]
-    hits = {s: [SearchHits([ScoredDoc(d, 0.0, r) for r, d in enumerate(spec.rankings[s][q][:k], 1)], 0.0)
+    # Whole rankings: per_query_metrics cuts them at k itself (the condensed list moves judged
+    # results from below k up).
+    hits = {s: [SearchHits([ScoredDoc(d, 0.0, r) for r, d in enumerate(spec.rankings[s][q], 1)], 0.0)
                 for q in query_ids] for s in STRATEGIES}
     rows = per_query_metrics(hits, query_ids, spec.qrels, spec.threshold, [k], failed=spec.failed)
     rows += source_found_metrics(hits, spec.queries, [k])

@@ -44,7 +44,8 @@ def random_run(tmp_path_factory):
 
 def test_every_metric_has_a_direction_and_share_not_relevant_is_lower_better():
     assert set(HIGHER_IS_BETTER) == set(METRICS)
-    assert [m for m, higher in HIGHER_IS_BETTER.items() if not higher] == ["pct_not_relevant"]
+    # The RBP residual: how much RBP could still rise were the holes relevant (less is surer).
+    assert [m for m, higher in HIGHER_IS_BETTER.items() if not higher] == ["pct_not_relevant", "rbp_residual"]
     assert higher_is_better("source_found")
     with pytest.raises(ValueError, match="unknown metric 'dgc'"):
         higher_is_better("dgc")
