@@ -8,6 +8,10 @@ Secrets: a value written ``"env:NAME"`` is read from the environment when the st
 (``resolve_env``), never before, and never stored: the declaration kept with a run holds the
 ``env:NAME`` text. A header that carries credentials (Authorization, API keys, tokens, cookies)
 must be an ``env:`` value, and a URL must not hold a password.
+
+Where a strategy was declared (``declared_in``): "" for the operator's own (a strategies file, an
+entry point), ``"app"`` / ``"exposed app"`` for one typed in the browser, whose targets, secrets and
+paths go through core/outbound.py's policy when checked and again when built (``outbound_policy``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchgrade.core.outbound import OutboundPolicy, policy_for
 from searchgrade.core.records import SearchGradeError
 
 #: Prefix of a value read from the environment.
@@ -61,6 +66,8 @@ class StrategySpec:
         options: every key of the kind with its value or default (``env:`` values as written).
         rerank: also grade ``NAME_rerank``.
         source: where it was declared ("strategies.toml", "entry point ..."), for messages.
+        declared_in: "" for the operator's declarations; "app" or "exposed app" for one typed in
+            the browser (core/outbound.py: its targets are checked wherever it runs).
     """
 
     name: str
@@ -68,6 +75,7 @@ class StrategySpec:
     options: dict[str, Any] = field(default_factory=dict)
     rerank: bool = False
     source: str = ""
+    declared_in: str = ""
 
     @property
     def where(self) -> str:
@@ -75,12 +83,25 @@ class StrategySpec:
 
     def to_json(self) -> dict[str, Any]:
         """The declaration as stored with a run: ``env:`` values stay ``env:NAME``."""
-        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **self.options}
+        typed = {"declared_in": self.declared_in} if self.declared_in else {}
+        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **typed, **self.options}
 
     @classmethod
     def from_json(cls, name: str, d: Mapping[str, Any]) -> StrategySpec:
-        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source")}
-        return cls(name, str(d["kind"]), options, bool(d.get("rerank")), str(d.get("source") or ""))
+        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source", "declared_in")}
+        return cls(name, str(d["kind"]), options, bool(d.get("rerank")), str(d.get("source") or ""),
+                   str(d.get("declared_in") or ""))
+
+
+def outbound_policy(spec: StrategySpec, environ: Mapping[str, str] | None = None) -> OutboundPolicy | None:
+    """The policy a strategy typed in the app is held to (None for the operator's own)."""
+    return policy_for(spec.declared_in, environ)
+
+
+def check_typed_secret(policy: OutboundPolicy, where: str, key: str, value: Any, host: str) -> None:
+    """An ``env:NAME`` value of a typed declaration may go only to the host NAME is bound to."""
+    if is_env(value):
+        policy.check_secret(value[len(ENV_PREFIX):].strip(), host, f"{where}: {key}")
 
 
 def is_env(value: Any) -> bool:
@@ -127,3 +148,35 @@ def check_url(where: str, key: str, url: str, schemes: tuple[str, ...] = ("http"
 def is_secret_header(name: str) -> bool:
     lowered = name.lower()
     return any(word in lowered for word in SECRET_HEADER_WORDS)
+
+
+def embedded_by(model: str, backend: str) -> dict[str, str]:
+    """What embedded vectors, as an exported collection or table records it (the backend with its
+    export recipe, indexes.embeddings.backends.backend_identity)."""
+    from searchgrade.indexes.embeddings.backends import backend_identity
+    from searchgrade.indexes.settings import canonical_model_name
+
+    return {"embedding_model": canonical_model_name(model), "embedding_backend": backend_identity(backend)}
+
+
+def embeddings_differ(where: str, what: str, recorded: Any, model: str, backend: str, again: str) -> None:
+    """Raises SearchGradeError when ``recorded`` (what an exported collection or table records, a
+    dict or None) names other embeddings than the queries' would be; a target that records none
+    (made elsewhere) is not checked.
+
+    Args:
+        what: the target, for the message ("Postgres table 'docs'").
+        again: the export-index command that would load it again with the run's embeddings.
+    """
+    if not isinstance(recorded, dict):
+        return
+    wanted = embedded_by(model, backend)
+    if {k: recorded.get(k) for k in wanted} == wanted:
+        return
+    raise SearchGradeError(
+        f"{where}: {what} holds vectors of {recorded.get('embedding_model')} by the "
+        f"{recorded.get('embedding_backend')} backend, but this run would embed its queries with "
+        f"{wanted['embedding_model']} by {wanted['embedding_backend']}, and such vectors must not be "
+        f"compared: load it again with `{again} --replace --embedding-model {model} --embedding-backend "
+        f"{backend}`, or run with the model (embedding_model of the strategy) and --embedding-backend "
+        "it was loaded with")
