@@ -17,8 +17,10 @@ paths go through core/outbound.py's policy when checked and again when built (``
 from __future__ import annotations
 
 import os
+import threading
+import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,3 +182,47 @@ def embeddings_differ(where: str, what: str, recorded: Any, model: str, backend:
         f"compared: load it again with `{again} --replace --embedding-model {model} --embedding-backend "
         f"{backend}`, or run with the model (embedding_model of the strategy) and --embedding-backend "
         "it was loaded with")
+
+
+#: Query vectors already computed in this process, per embedding model object (weakly held):
+#: text -> (vector, seconds its embedding cost).
+_QUERY_VECTORS: Any = None
+_QUERY_VECTORS_LOCK = threading.Lock()
+#: Texts kept per model (a run's queries, several times over).
+QUERY_VECTORS_KEPT = 20_000
+
+
+def query_vectors(embedder: Any, texts: Sequence[str], batch_size: int) -> tuple[list[Any], list[float]]:
+    """The vectors of ``texts`` by ``embedder``, and each one's share of the batch that embedded it.
+
+    The declared strategies that embed queries (postgres, lancedb, milvus) share them: a query
+    embedded for one strategy is not embedded again for another with the same model, and is charged
+    at what it cost then, so each strategy's latency stays what it would cost on its own.
+    """
+    import weakref
+
+    from searchgrade.indexes.embeddings.encoder import encode
+
+    global _QUERY_VECTORS
+    with _QUERY_VECTORS_LOCK:
+        if _QUERY_VECTORS is None:
+            _QUERY_VECTORS = weakref.WeakKeyDictionary()
+        try:
+            known = _QUERY_VECTORS.setdefault(embedder, {})
+        except TypeError:  # an embedder that cannot be weakly referenced: nothing is kept
+            known = {}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+    if missing:
+        start = time.perf_counter()
+        vectors = encode(embedder, missing, batch_size=batch_size)
+        share = (time.perf_counter() - start) / len(missing)
+        with _QUERY_VECTORS_LOCK:
+            if len(known) + len(missing) > QUERY_VECTORS_KEPT:
+                known.clear()
+            for text, vector in zip(missing, vectors, strict=True):
+                known[text] = (vector, share)
+            found = [known[t] for t in texts]
+    else:
+        with _QUERY_VECTORS_LOCK:
+            found = [known[t] for t in texts]
+    return [v for v, _ in found], [s for _, s in found]

@@ -37,6 +37,7 @@ from searchgrade.indexes.declared.declaration import (
     check_secret_free,
     embeddings_differ,
     outbound_policy,
+    query_vectors,
     resolve_env,
 )
 
@@ -185,17 +186,14 @@ class LanceNode:
                 for rank, (r, s) in enumerate(zip(rows, scores, strict=True), start=1)]
 
     def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
-        from searchgrade.indexes.embeddings.encoder import encode
         from searchgrade.indexes.executor import Answer, Failure
 
-        share = 0.0
         vectors: Sequence[Any] = [None] * len(batch)
+        shares: Sequence[float] = [0.0] * len(batch)
         if self.embedder is not None:
-            start = time.perf_counter()
-            vectors = encode(self.embedder, list(batch.texts), batch_size=self.batch_size)
-            share = (time.perf_counter() - start) / max(1, len(batch))
+            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
         out: list[Any] = []
-        for text, vector in zip(batch.texts, vectors, strict=True):
+        for text, vector, share in zip(batch.texts, vectors, shares, strict=True):
             start = time.perf_counter()
             try:
                 docs = self.search_one(text, vector, depth)

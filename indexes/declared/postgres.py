@@ -55,6 +55,7 @@ from searchgrade.indexes.declared.declaration import (
     embeddings_differ,
     is_env,
     outbound_policy,
+    query_vectors,
     resolve_env,
 )
 
@@ -456,18 +457,15 @@ class PostgresNode:
         return _read(rows, columns)
 
     def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
-        from searchgrade.indexes.embeddings.encoder import encode
         from searchgrade.indexes.executor import Answer, Failure
 
-        share = 0.0
         vectors: Sequence[Any] = [None] * len(batch)
+        shares: Sequence[float] = [0.0] * len(batch)
         if self.embedder is not None:
-            start = time.perf_counter()
-            vectors = encode(self.embedder, list(batch.texts), batch_size=self.batch_size)
-            share = (time.perf_counter() - start) / max(1, len(batch))
+            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
 
-        def one(item: tuple[str, Any]) -> Any:
-            text, vector = item
+        def one(item: tuple[str, Any, float]) -> Any:
+            text, vector, share = item
             attempt = 0
             while True:
                 attempt += 1
@@ -482,7 +480,7 @@ class PostgresNode:
                     suffix = f" (after {attempt} attempts)" if attempt > 1 else ""
                     return Failure(f"Postgres {self.search} search failed: {message}{suffix}", attempt)
 
-        items = list(zip(batch.texts, vectors, strict=True))
+        items = list(zip(batch.texts, vectors, shares, strict=True))
         if self.concurrency == 1 or len(items) == 1:
             return [one(item) for item in items]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)),
@@ -617,7 +615,7 @@ def _explain(info: str, where: str, statement: Any, uses: frozenset[str], embedd
     if "query_vector" in uses:
         from searchgrade.indexes.embeddings.encoder import encode
 
-        values["query_vector"] = vector_literal(encode(embedder, ["sample query"])[0])
+        values["query_vector"] = vector_literal(encode(embedder, ["sample query"], batch_size=1)[0])
     psycopg = _psycopg()
     with _connect(info, where, timeout_s) as conn:
         try:

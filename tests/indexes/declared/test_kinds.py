@@ -74,3 +74,30 @@ def test_a_stored_declaration_of_a_kind_no_longer_registered_fails_when_built_wi
     with pytest.raises(SearchGradeError, match=r"strategies.toml: \[strategy.old\]: unknown kind 'solr': "
                                                "use one of http, elasticsearch"):
         build(None)
+
+
+class CountingEmbedder:
+    """Stands in for a sentence-transformers model: counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts, **kwargs):
+        import numpy as np
+
+        self.texts.extend(texts)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+def test_a_query_embedded_for_one_declared_strategy_is_not_embedded_again_for_another():
+    from searchgrade.indexes.declared.declaration import query_vectors
+
+    model = CountingEmbedder()
+    first, first_cost = query_vectors(model, ["a", "b", "a"], 8)
+    again, again_cost = query_vectors(model, ["b", "c"], 8)
+    assert model.texts == ["a", "b", "c"]  # each text once, whatever strategies asked
+    assert len(first) == 3 and len(again) == 2
+    assert again_cost[0] == first_cost[1]  # charged at what it cost when it was embedded
+    other = CountingEmbedder()
+    query_vectors(other, ["a"], 8)
+    assert other.texts == ["a"]  # another model embeds it itself
