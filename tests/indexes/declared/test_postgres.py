@@ -138,8 +138,10 @@ def test_the_fulltext_preset_takes_any_word_of_the_query(postgres, tiny):
 
 def test_dense_search_asks_the_hnsw_scan_for_as_many_rows_as_the_depth(postgres, tiny):
     node = build_node(spec(postgres, table="tiny_docs", search="dense"), ctx())
-    assert node.settings(100)["hnsw.ef_search"] == "100"
-    assert node.settings(10)["hnsw.ef_search"] == "40"
+    assert node.settings(300)["hnsw.ef_search"] == "300"
+    assert node.settings(10)["hnsw.ef_search"] == "100"
+    tuned = build_node(spec(postgres, table="tiny_docs", search="dense", ef_search=40), ctx())
+    assert tuned.settings(10)["hnsw.ef_search"] == "40" and tuned.settings(50)["hnsw.ef_search"] == "50"
     vectors = unit_vectors(12, 3)
     docs, _ = node.search_one("", vectors[2], 12)
     assert len(docs) == 12 and docs[0].doc_id == tiny.documents[2].doc_id
