@@ -12,20 +12,7 @@ from searchgrade.engine.report.add_search import check_declaration, save, toml_s
 from searchgrade.engine.report.declared import declared_strategies
 from searchgrade.engine.run.strategies import saved_declarations
 from searchgrade.engine.store import Store
-from tests.conftest import write_beir
-from tests.indexes.declared.conftest import SearchServer
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    return write_beir(tmp_path_factory.mktemp("beir") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def server(tiny_folder, tmp_path_factory):
-    server = SearchServer(tiny_folder, tmp_path_factory.mktemp("server-data"))
-    yield server
-    server.stop()
+from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures
 
 
 def es_table(server, **keys):
