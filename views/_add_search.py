@@ -163,9 +163,9 @@ def _widget(kind: str, field: model.Field) -> None:
         st.session_state.setdefault(key, bool(field.default))
         st.checkbox(field.key, key=key, help=help_text)
     elif field.kind == "long":
-        st.text_area(label, key=key, placeholder=field.example, help=help_text, height=100)
+        st.text_area(label, key=key, placeholder=model.placeholder(field), help=help_text, height=100)
     else:
-        st.text_input(label, key=key, placeholder=field.example, help=help_text)
+        st.text_input(label, key=key, placeholder=model.placeholder(field), help=help_text)
 
 
 def _test(kind: str, taken: dict[str, str], choice: Choice | None) -> None:

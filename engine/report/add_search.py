@@ -57,6 +57,16 @@ class Field:
     primary: bool
 
 
+_QUOTED = re.compile(r"""^(["'])(.*?)\1(.*)$""", re.DOTALL)
+
+
+def placeholder(field: Field) -> str:
+    """A field's example as typed in the form: a TOML string's quotes dropped (the form takes the
+    text itself), the rest of the example kept."""
+    found = _QUOTED.match(field.example)
+    return found.group(2) + found.group(3) if found else field.example
+
+
 def form_kinds() -> list[str]:
     """The kinds a person may add from the browser, in the order the form offers them."""
     return [name for name in PRIMARY_KEYS if name in KINDS and KINDS[name].check_typed is not None] + [
