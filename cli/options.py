@@ -87,8 +87,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
                    help=f"encoding batch size (default: {d.batch_size})")
     g.add_argument("--strategies", default=None,
                    help="comma-separated strategies to run, among the built-ins ("
-                   + ", ".join(known_strategies()) + ") and those a strategies file declares "
-                   "(default: all of them)")
+                   + ", ".join(known_strategies()) + "), those a strategies file declares, and those "
+                   "added in the app, by name (default: the built-ins and the file's)")
     add_strategies_file(g)
 
 
@@ -165,8 +165,17 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
 
 
 def declared(args: argparse.Namespace) -> dict[str, dict]:
-    """The strategies --strategies-file (or $SEARCHGRADE_STRATEGIES_FILE) declares, as a run stores them."""
-    return declared_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+    """The strategies --strategies-file (or $SEARCHGRADE_STRATEGIES_FILE) declares, as a run stores
+    them, and those --strategies names that were added in the app (saved in the run store of
+    --data-dir); the file's declaration wins over a saved one of the same name."""
+    from searchgrade.engine.run.strategies import base_of, saved_declarations
+
+    found = declared_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+    names = [n.strip() for n in (getattr(args, "strategies", None) or "").split(",") if n.strip()]
+    wanted = {base_of(n) or n for n in names} - set(found) - set(known_strategies())
+    if wanted:
+        found.update(saved_declarations(data_dir(args.data_dir), wanted))
+    return found
 
 
 def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tuple[str, ...]:

@@ -58,3 +58,13 @@ def write_beir(folder: Path, docs=TINY_DOCS, queries=TINY_QUERIES, qrels=TINY_QR
 @pytest.fixture
 def tiny_beir(tmp_path) -> Path:
     return write_beir(tmp_path / "tiny")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL 16 + pgvector (pgserver), started once for the whole test session."""
+    from tests.indexes.declared.pg import Postgres
+
+    server = Postgres()
+    yield server
+    server.stop()

@@ -121,8 +121,10 @@ class LLMClient:
             # The openai package also sends credentials of its own from the environment
             # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): none of it leaves for an
             # endpoint the operator did not choose.
+            # Nor does it follow a redirect: the page checked the typed endpoint's address
+            # (server/outbound.py), and a redirect would lead elsewhere unchecked.
             extra["http_client"] = openai.DefaultHttpxClient(
-                event_hooks={"request": [strip_credentials]})
+                event_hooks={"request": [strip_credentials]}, follow_redirects=False)
         return openai.OpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s, **extra
         )

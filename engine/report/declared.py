@@ -1,6 +1,7 @@
 """The Evaluate page's declared strategies: what the app's strategies file declares (``searchgrade
-app --strategies-file`` or ``$SEARCHGRADE_STRATEGIES_FILE``), and a "Test" of one of them: one
-sample query, the ids and titles it maps, and how many are in the collection."""
+app --strategies-file`` or ``$SEARCHGRADE_STRATEGIES_FILE``) and what was added in the app ("Add
+your search", saved in the run store), and a "Test" of one of them: one sample query, the ids and
+titles it maps, and how many are in the collection."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ class Declared:
     Attributes:
         names: every strategy that can run, built-in and declared, in display order.
         declared: name -> declaration as a run stores it (``env:`` values as written).
-        kinds: declared strategy -> its kind.
+        kinds: the strategies file's strategies -> their kind (shown read-only).
         path: the strategies file ("" when none).
         error: why the file could not be read (one line), or "".
+        saved: strategies added in the app -> their kind (editable; a name the file also declares
+            is the file's).
     """
 
     names: tuple[str, ...]
@@ -32,19 +35,29 @@ class Declared:
     kinds: dict[str, str] = field(default_factory=dict)
     path: str = ""
     error: str = ""
+    saved: dict[str, str] = field(default_factory=dict)
 
 
-def declared_strategies(environ: Any = None) -> Declared:
-    """The app's strategies: the built-ins plus the strategies file's (a bad file: error, no crash)."""
+def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | None = None) -> Declared:
+    """The app's strategies: the built-ins, the strategies file's (a bad file: error, no crash) and
+    those added in the app (``saved``; default: the run store's of this app's data directory)."""
+    from searchgrade.engine.paths import data_dir
+    from searchgrade.engine.run.strategies import saved_declarations
+
     path = ((environ if environ is not None else os.environ).get(ENV_STRATEGIES_FILE) or "").strip()
+    if saved is None:
+        saved = saved_declarations(data_dir())
+    error = ""
     try:
         declared = declared_from_file(path or None)
-        registry = registry_for_declared(declared)
     except SearchGradeError as exc:
-        return Declared(registry_for_declared({}).defaults(), path=path, error=str(exc))
+        declared, error = {}, str(exc)
+    added = {name: d for name, d in saved.items() if name not in declared}
+    registry = registry_for_declared({**declared, **added})
     kinds = {name: registry.info(name).kind for name in registry.names()
-             if registry.info(name).kind != "builtin"}
-    return Declared(registry.defaults(), declared, kinds, path)
+             if registry.info(name).kind != "builtin" and name not in added}
+    return Declared(registry.defaults(), {**declared, **added}, kinds, path, error,
+                    {name: str(d["kind"]) for name, d in added.items()})
 
 
 @dataclass

@@ -7,9 +7,12 @@ code and the views (which never import indexes/) take them from here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.declared.spec import (
     ENV_STRATEGIES_FILE,
     StrategySpec,
@@ -31,6 +34,7 @@ from searchgrade.indexes.registry import (
 
 __all__ = [
     "ENV_STRATEGIES_FILE",
+    "saved_declarations",
     "Registry",
     "StrategySpec",
     "base_of",
@@ -62,3 +66,36 @@ def registry_for_declared(declared: Mapping[str, Mapping[str, Any]] | None) -> R
 
     specs = {name: StrategySpec.from_json(name, d) for name, d in (declared or {}).items()}
     return registry_for(specs)
+
+
+def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The strategies added in the app and saved in the run store of ``data_dir`` (those named in
+    ``names``, or all), checked as a strategies file's and kept as a run stores declarations, with
+    where they were typed; {} when no store file exists yet (nothing is created for asking).
+
+    Raises:
+        SearchGradeError: a saved strategy named in ``names`` no longer passes the checks (one
+            line); one that is not named is left out.
+    """
+    from searchgrade.engine.store import DB_FILENAME, Store
+    from searchgrade.indexes.declared.spec import parse_spec
+
+    if not (Path(data_dir) / DB_FILENAME).exists():
+        return {}
+    wanted = None if names is None else set(names)
+    out: dict[str, dict[str, Any]] = {}
+    for name, row in Store(data_dir).saved_strategies().items():
+        if wanted is not None and name not in wanted:
+            continue
+        try:
+            spec = parse_spec(name, row["table"], SAVED_SOURCE)
+        except SearchGradeError:
+            if wanted is None:
+                continue
+            raise
+        out[name] = {**spec.to_json(), "declared_in": row["declared_in"]}
+    return out
+
+
+#: Where a strategy added in the app says it was declared, in messages.
+SAVED_SOURCE = "the app"

@@ -16,6 +16,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - traffic: query logs read from their files, query sets sampled from them, click stats.
 - holes: the judgments a run's qrels mark as pooled but not judged, and the reads of the metrics
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
+- strategies: strategies added from the browser ("Add your search").
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from searchgrade.engine.store.runs import (
     new_owner,
     new_run_id,
 )
+from searchgrade.engine.store.strategies import SavedStrategiesMixin
 from searchgrade.engine.store.traffic import TrafficMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, StoreConnection):
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

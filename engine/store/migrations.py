@@ -277,6 +277,23 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     # engine/store/relevance_recompute.py.
     (9, divide_by_k),
     (
+        11,
+        # Strategies added from the browser ("Add your search", engine/store/strategies.py): one
+        # [strategy.NAME] table per name as it was typed (env: names, never secrets), checked again
+        # whenever it is read, with where it was typed ("app" or "exposed app": core/outbound.py's
+        # policy holds it wherever it runs).
+        """
+        CREATE TABLE saved_strategies (
+            name VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            declaration JSON NOT NULL,
+            declared_in VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        )
+        """,
+    ),
+    (
         13,
         # Query logs and clicks (issue 26). A log is kept as its distinct normalised queries with
         # their counts (never its rows, never a query below the privacy floor); a query set is a

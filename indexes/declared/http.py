@@ -11,6 +11,12 @@ any other HTTP error, a reply that is not JSON, and a reply the mapping cannot r
 would fail again). A query that still fails is a ``Failure`` for this strategy: recorded, never
 an empty list. Up to ``concurrency`` requests are in flight; each query's latency is the round
 trip of its successful request (backoff waits are not counted).
+
+Typed in the app (``spec.declared_in``), a strategy's url is checked by core/outbound.py's policy
+when declared and again on every connection of the run (redirects included: the session connects
+only to checked addresses), reads no proxy or ``.netrc`` from the environment, and sends an
+``env:`` header only to the host the operator bound it to; on a redirect to another host, every
+header that carried a secret is dropped.
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from searchgrade.core.outbound import OutboundPolicy, OutboundRefused
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
     check_secret_free,
+    check_typed_secret,
     check_url,
+    is_env,
     is_secret_header,
+    outbound_policy,
     resolve_env,
 )
 
@@ -155,6 +165,20 @@ def check_preset(spec: StrategySpec) -> StrategySpec:
     return checked
 
 
+def check_typed(spec: StrategySpec, policy: OutboundPolicy) -> None:
+    """A declaration typed in the app: its url's host (resolved) and its ``env:`` headers' hosts.
+
+    Raises:
+        OutboundRefused: one line naming the key, what was refused and what the operator can set.
+    """
+    o, where = spec.options, spec.where
+    url = _fill(o["url"], "q", 10, url=True)
+    policy.check_url(url, f"{where}: url")
+    host = urllib.parse.urlsplit(url).hostname or ""
+    for name, value in (o.get("headers") or {}).items():
+        check_typed_secret(policy, where, f"headers.{name}", value, host)
+
+
 def _compile(expression: str, where: str, key: str) -> Any:
     try:
         import jmespath
@@ -211,6 +235,11 @@ class HttpNode:
             self.headers[name] = resolve_env(value, self.where, f"headers.{name}", environ)
         self.paths = {key: (o[key], _compile(o[key], self.where, key))
                       for key in ("hits", "id", "score", "title", "text") if o.get(key)}
+        self.policy = outbound_policy(spec, environ)
+        if self.policy is not None:
+            check_typed(spec, self.policy)
+        #: Headers whose values are secrets: dropped on a redirect to another host (typed strategies).
+        self.secret_headers = {name for name, value in (o.get("headers") or {}).items() if is_env(value)}
         self._local = threading.local()
 
     def input_depth(self, depth: int) -> int:
@@ -223,7 +252,11 @@ class HttpNode:
         if session is None:
             import requests
 
-            session = requests.Session()
+            if self.policy is None:
+                session = requests.Session()
+            else:
+                session = self.policy.session()
+                session.rebuild_auth = _drop_secrets_elsewhere(session, self.secret_headers)
             session.headers.update(self.headers)
             self._local.session = session
         return session
@@ -247,6 +280,8 @@ class HttpNode:
                                "and is the url right?", True) from None
         except requests.RequestException as exc:
             raise RequestError(f"request to {self.url} failed ({type(exc).__name__}: {exc})", True) from None
+        except OutboundRefused as exc:  # a redirect, or a name that now resolves elsewhere
+            raise RequestError(str(exc), False) from None
         seconds = time.perf_counter() - start
         if reply.status_code >= 400:
             body = _start(content.decode("utf-8", "replace"))
@@ -350,6 +385,22 @@ class HttpNode:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
                                 thread_name_prefix=f"searchgrade-{self.name}") as pool:
             return list(pool.map(one, batch.texts))
+
+
+def _drop_secrets_elsewhere(session: Any, secret_headers: set[str]) -> Any:
+    """requests' ``rebuild_auth`` (which drops Authorization on a redirect to another host), also
+    dropping every header that carries a secret, whatever its name."""
+    rebuild = session.rebuild_auth
+
+    def rebuild_auth(prepared: Any, response: Any) -> None:
+        rebuild(prepared, response)
+        before = urllib.parse.urlsplit(response.request.url).hostname
+        if urllib.parse.urlsplit(prepared.url).hostname != before:
+            for name in list(prepared.headers):
+                if name in secret_headers or name.lower() in {h.lower() for h in secret_headers}:
+                    del prepared.headers[name]
+
+    return rebuild_auth
 
 
 def _retry_after(value: str | None) -> float | None:

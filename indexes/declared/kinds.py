@@ -14,11 +14,15 @@ Adding a kind (postgres, lancedb, a rerank service, ...) is one new module and o
      line naming the strategy, the key and the fix (``spec.where``);
    - ``build_node(spec, ctx) -> Node``: its executor node (``name``, ``inputs``, ``input_depth``,
      ``answer``, see indexes/executor.py), built from the checked spec and the build's shared
-     components (``ctx``: indexes.build.BuildContext, e.g. ``ctx.settings``, ``ctx.embedder(model)``).
+     components (``ctx``: indexes.build.BuildContext, e.g. ``ctx.settings``, ``ctx.embedder(model)``);
+   - optionally ``check_typed(spec, policy)``: the checks of a declaration typed in the app (its
+     hosts, paths and ``env:`` secrets against core/outbound.py's policy), which its builder applies
+     again for such a spec. A kind without it cannot be declared in the app (``python``: code).
 
    It imports declaration.py (Key, StrategySpec, the env:/URL/secret checks) and core/ only, and
    its client library inside functions, with a message saying how to install it when missing.
-2. One ``register(BackendKind("NAME", NAME.KEYS, NAME.check, NAME.build_node))`` line below.
+2. One ``register(BackendKind("NAME", NAME.KEYS, NAME.check, NAME.build_node, NAME.check_typed))``
+   line below.
 
 ``kind = "NAME"`` is then accepted in a strategies file with exactly those keys, listed in every
 "use one of ..." message, and built by the registry: nothing else changes.
@@ -31,10 +35,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.indexes.declared import http, milvus, plugin
+from searchgrade.indexes.declared import http, lancedb, milvus, plugin, postgres
 from searchgrade.indexes.declared.declaration import Key, StrategySpec
 
 if TYPE_CHECKING:
+    from searchgrade.core.outbound import OutboundPolicy
     from searchgrade.indexes.executor import Node
 
 
@@ -47,12 +52,14 @@ class BackendKind:
         keys: the keys it takes besides ``kind`` and ``rerank``.
         check: the rules across keys; returns the spec it accepts (derived keys filled in).
         build: its executor node from a checked spec and the build's context.
+        check_typed: the checks of a declaration typed in the app (None: the app cannot declare it).
     """
 
     name: str
     keys: Mapping[str, Key]
     check: Callable[[StrategySpec], StrategySpec]
     build: Callable[[StrategySpec, Any], Node]
+    check_typed: Callable[[StrategySpec, OutboundPolicy], None] | None = None
 
 
 #: Every kind, by name, in the order the messages list them.
@@ -93,8 +100,10 @@ def factory(spec: StrategySpec) -> Callable[[Any], Node]:
     return build
 
 
-register(BackendKind("http", http.KEYS, http.check, http.build_node))
-register(BackendKind("elasticsearch", http.PRESET_KEYS, http.check_preset, http.build_node))
-register(BackendKind("opensearch", http.PRESET_KEYS, http.check_preset, http.build_node))
-register(BackendKind("milvus", milvus.KEYS, milvus.check, milvus.build_node))
+register(BackendKind("http", http.KEYS, http.check, http.build_node, http.check_typed))
+register(BackendKind("elasticsearch", http.PRESET_KEYS, http.check_preset, http.build_node, http.check_typed))
+register(BackendKind("opensearch", http.PRESET_KEYS, http.check_preset, http.build_node, http.check_typed))
+register(BackendKind("milvus", milvus.KEYS, milvus.check, milvus.build_node, milvus.check_typed))
 register(BackendKind("python", plugin.KEYS, plugin.check, plugin.build_node))
+register(BackendKind("postgres", postgres.KEYS, postgres.check, postgres.build_node, postgres.check_typed))
+register(BackendKind("lancedb", lancedb.KEYS, lancedb.check, lancedb.build_node, lancedb.check_typed))

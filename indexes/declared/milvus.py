@@ -19,6 +19,11 @@ with our k1 and b). A collection property (``EMBEDDED_BY``) records what embedde
 (model and backend): a dense or hybrid strategy whose queries another model or backend would embed
 stops with one line instead of searching int8 document vectors with fp32 queries (or worse). (A
 property, not the schema's description, which Milvus Lite does not keep.)
+
+Typed in the app (``spec.declared_in``), a Milvus Lite file must lie in the collections root and a
+server URL's host passes core/outbound.py's policy (resolved when the strategy is built; a plain
+``http`` URL is then opened at the checked address), and ``token`` may only be a secret the
+operator bound to that host.
 """
 
 from __future__ import annotations
@@ -30,7 +35,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
-from searchgrade.indexes.declared.declaration import Key, StrategySpec, check_secret_free, resolve_env
+from searchgrade.core.outbound import OutboundPolicy
+from searchgrade.indexes.declared.declaration import (
+    Key,
+    StrategySpec,
+    check_secret_free,
+    check_typed_secret,
+    embedded_by,
+    embeddings_differ,
+    outbound_policy,
+    query_vectors,
+    resolve_env,
+)
 
 SEARCHES = ("dense", "bm25", "hybrid")
 #: Longest VARCHAR Milvus stores, in bytes: longer texts are cut (export-index says how many).
@@ -78,6 +94,38 @@ def check(spec: StrategySpec) -> StrategySpec:
     if o["metric"].upper() not in ("IP", "COSINE", "L2"):
         raise SearchGradeError(f"{where}: metric {o['metric']!r} is not known: use IP, COSINE or L2")
     return spec
+
+
+def _is_url(uri: str) -> bool:
+    return "://" in uri
+
+
+def check_typed(spec: StrategySpec, policy: OutboundPolicy) -> str:
+    """A declaration typed in the app: a file inside the collections root, or a server whose host
+    the policy accepts, and a token bound to that host. Returns the uri to open (a plain http URL
+    at its checked address).
+
+    Raises:
+        OutboundRefused: one line naming the key and the fix.
+    """
+    import urllib.parse
+
+    o, where = spec.options, spec.where
+    uri = o["uri"]
+    if not _is_url(uri):
+        path = policy.check_path(uri, f"{where}: uri")
+        if o.get("token"):
+            check_typed_secret(policy, where, "token", o["token"], str(path))
+        return str(path)
+    parts = urllib.parse.urlsplit(uri)
+    addresses = policy.check_url(uri, f"{where}: uri")
+    if o.get("token"):
+        check_typed_secret(policy, where, "token", o["token"], parts.hostname or "")
+    if parts.scheme != "http" or not policy.guard_addresses:
+        return uri
+    address = addresses[0]
+    netloc = (f"[{address}]" if ":" in address else address) + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 #: One client per (uri, token, database) in a process: a Milvus Lite file is served by one embedded
@@ -177,17 +225,14 @@ class MilvusNode:
         return docs
 
     def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
-        from searchgrade.indexes.embeddings.encoder import encode
         from searchgrade.indexes.executor import Answer, Failure
 
-        share = 0.0
         vectors: Sequence[Any] = [None] * len(batch)
+        shares: Sequence[float] = [0.0] * len(batch)
         if self.search in ("dense", "hybrid"):
-            start = time.perf_counter()
-            vectors = encode(self.embedder, list(batch.texts), batch_size=self.batch_size)
-            share = (time.perf_counter() - start) / max(1, len(batch))
+            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
         out: list[Any] = []
-        for text, vector in zip(batch.texts, vectors, strict=True):
+        for text, vector, share in zip(batch.texts, vectors, shares, strict=True):
             start = time.perf_counter()
             try:
                 docs = self.search_one(text, vector, depth)
@@ -201,8 +246,10 @@ class MilvusNode:
 
 def build_node(spec: StrategySpec, ctx: Any) -> MilvusNode:
     o, where = spec.options, spec.where
+    policy = outbound_policy(spec)
+    uri = check_typed(spec, policy) if policy is not None else o["uri"]
     token = resolve_env(o.get("token"), where, "token") if o.get("token") else None
-    client = connect(o["uri"], token, o.get("db_name"), where)
+    client = connect(uri, token, o.get("db_name"), where)
     try:
         exists = client.has_collection(o["collection"])
     except Exception as exc:  # noqa: BLE001
@@ -223,15 +270,6 @@ def build_node(spec: StrategySpec, ctx: Any) -> MilvusNode:
     return MilvusNode(spec, client, embedder, ctx.settings.batch_size)
 
 
-def embedded_by(model: str, backend: str) -> dict[str, str]:
-    """What embedded vectors, as an exported collection records it (the backend with its export
-    recipe, indexes.embeddings.backends.backend_identity)."""
-    from searchgrade.indexes.embeddings.backends import backend_identity
-    from searchgrade.indexes.settings import canonical_model_name
-
-    return {"embedding_model": canonical_model_name(model), "embedding_backend": backend_identity(backend)}
-
-
 def check_embedded_by(client: Any, spec: StrategySpec, model: str, backend: str) -> None:
     """Raises SearchGradeError when the collection records other embeddings than the queries'
     would be. A collection made elsewhere (or by an earlier export-index) records none: unchecked.
@@ -245,20 +283,9 @@ def check_embedded_by(client: Any, spec: StrategySpec, model: str, backend: str)
         recorded = json.loads(properties.get(EMBEDDED_BY) or "null")
     except ValueError:
         recorded = None
-    if not isinstance(recorded, dict):
-        return
-    wanted = embedded_by(model, backend)
-    if {k: recorded.get(k) for k in wanted} == wanted:
-        return
-    raise SearchGradeError(
-        f"{where}: Milvus collection {o['collection']!r} holds vectors of {recorded.get('embedding_model')} "
-        f"by the {recorded.get('embedding_backend')} backend, but this run would embed its queries with "
-        f"{wanted['embedding_model']} by {wanted['embedding_backend']}, and such vectors must not be "
-        "compared: load it "
-        f"again with `searchgrade export-index COLLECTION --to milvus --uri {o['uri']} --collection "
-        f"{o['collection']} --replace --embedding-model {model} --embedding-backend {backend}`, or run "
-        "with the model (embedding_model of the strategy) and --embedding-backend it was loaded with"
-    )
+    embeddings_differ(where, f"Milvus collection {o['collection']!r}", recorded, model, backend,
+                      f"searchgrade export-index COLLECTION --to milvus --uri {o['uri']} --collection "
+                      f"{o['collection']}")
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:

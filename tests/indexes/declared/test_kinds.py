@@ -49,7 +49,7 @@ def test_one_registration_gives_the_file_its_keys_and_checks_and_the_build_its_b
     ({"kind": "echo", "word": "hi", "url": "http://h"}, "unknown key 'url' for kind 'echo': the keys are "
                                                         "kind, rerank, shout, word"),
     ({"kind": "echo", "word": "hi", "shout": True}, "shout = true needs an upper-case word"),
-    ({"kind": "solr"}, "use one of http, elasticsearch, opensearch, milvus, python, echo"),
+    ({"kind": "solr"}, "use one of http, elasticsearch, opensearch, milvus, python, postgres, lancedb, echo"),
 ])
 def test_a_registered_kind_is_checked_by_its_own_keys_and_rules(echo, table, expected):
     with pytest.raises(SearchGradeError, match="^s.toml: \\[strategy.e\\]: .*" + expected.replace("(", "\\(")):
@@ -59,7 +59,7 @@ def test_a_registered_kind_is_checked_by_its_own_keys_and_rules(echo, table, exp
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match="backend kind 'http' is registered twice"):
         register(BackendKind("http", {}, http.check, http.build_node))
-    assert list(KINDS) == ["http", "elasticsearch", "opensearch", "milvus", "python"]
+    assert list(KINDS) == ["http", "elasticsearch", "opensearch", "milvus", "python", "postgres", "lancedb"]
 
 
 def test_the_elasticsearch_and_opensearch_presets_are_the_http_backend_with_their_own_keys():
@@ -74,3 +74,30 @@ def test_a_stored_declaration_of_a_kind_no_longer_registered_fails_when_built_wi
     with pytest.raises(SearchGradeError, match=r"strategies.toml: \[strategy.old\]: unknown kind 'solr': "
                                                "use one of http, elasticsearch"):
         build(None)
+
+
+class CountingEmbedder:
+    """Stands in for a sentence-transformers model: counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts, **kwargs):
+        import numpy as np
+
+        self.texts.extend(texts)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
+def test_a_query_embedded_for_one_declared_strategy_is_not_embedded_again_for_another():
+    from searchgrade.indexes.declared.declaration import query_vectors
+
+    model = CountingEmbedder()
+    first, first_cost = query_vectors(model, ["a", "b", "a"], 8)
+    again, again_cost = query_vectors(model, ["b", "c"], 8)
+    assert model.texts == ["a", "b", "c"]  # each text once, whatever strategies asked
+    assert len(first) == 3 and len(again) == 2
+    assert again_cost[0] == first_cost[1]  # charged at what it cost when it was embedded
+    other = CountingEmbedder()
+    query_vectors(other, ["a"], 8)
+    assert other.texts == ["a"]  # another model embeds it itself

@@ -1,0 +1,1 @@
+"""Tests of core/: what the evaluator and the systems under test share."""
