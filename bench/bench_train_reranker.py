@@ -4,7 +4,7 @@ For each collection: a qrels run of the base strategies (ann, fulltext, hybrid),
 ``train_reranker`` with 5 query-disjoint folds: each query is reranked only by the model trained on
 the other folds (cross-fitting). Prints the training time on this machine and, per base strategy,
 nDCG@10 (and DCG@10) of the base vs the same strategy reranked by the trained model, with paired
-95% bootstrap CIs and sign-flip p-values, the machine and its load average before and after.
+paired bootstrap intervals and p-values adjusted over the strategies (engine/statistics/paired.py), the machine and its load average before and after.
 
     .venv/bin/python bench/bench_train_reranker.py                         # scifact (demo) and cranfield
     .venv/bin/python bench/bench_train_reranker.py --collections cranfield --max-length 96

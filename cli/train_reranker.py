@@ -9,6 +9,7 @@ from typing import Any
 from searchgrade.cli.options import add_common, open_store
 from searchgrade.cli.output import Bars
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words
 
 HELP = "train a reranker on a run's grades, measured on queries it never saw (cross-fitting)"
 
@@ -146,7 +147,13 @@ def print_summary(card: dict[str, Any], folder: Any, out: Any) -> None:
     for f in held["figures"]:
         word = "significant" if f["significant"] else "not significant"
         print(f"  {f['strategy']:<10} {f['metric']}@{f['k']}: {f['base']:.4f} -> {f['reranked']:.4f} "
-              f"({f['diff']:+.4f}, 95% CI [{f['ci_low']:+.4f}, {f['ci_high']:+.4f}], p={f['p_value']:.4f}, Holm p={f['p_holm']:.4f}, "
+              f"({f['diff']:+.4f}, {interval_words(_difference(f))}, p={f['p_value']:.4f}, "
               f"{word})", file=out)
     for note in card.get("notes", []):
         print(f"note: {note}", file=out)
+
+
+def _difference(figure: dict) -> PairedDifference:
+    """A held-out figure of card.json as the one procedure's difference, for its words."""
+    return PairedDifference(figure["diff"], figure["ci_low"], figure["ci_high"], figure["p_value"],
+                            figure["n"], figure["m"])

@@ -78,16 +78,18 @@ def trained_reranker_use(run: RunRecord) -> TrainedRerankerUse | None:
 def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
     """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone)."""
     rows = card.get("heldout", {}).get("cross_encoder_alone" if alone else "figures", [])
-    columns = ["Strategy", "Metric", "Base", "Reranked", "Change", "CI low", "CI high", "p (Holm)",
+    columns = ["Strategy", "Metric", "Base", "Reranked", "Change", "CI low", "CI high", "p (adjusted)",
                "Verdict", "Queries improved", "Queries hurt"]
     out = []
     for f in rows:
         out.append({
             "Strategy": label(f["strategy"]), "Metric": f"{f['metric'].upper()}@{f['k']}",
             "Base": f["base"], "Reranked": f["reranked"], "Change": f["diff"], "CI low": f["ci_low"],
-            "CI high": f["ci_high"], "p (Holm)": f["p_holm"],
+            # Cards before the one procedure (issue 22) kept a Holm-adjusted p beside an unadjusted
+            # interval; their stored verdict is shown as it was decided.
+            "CI high": f["ci_high"], "p (adjusted)": f.get("p_holm", f["p_value"]),
             "Verdict": ("significant gain" if f["diff"] > 0 else "significant loss")
-            if f["p_holm"] < 0.05 else "not distinguishable",
+            if f["significant"] else "not distinguishable",
             "Queries improved": f["improved"], "Queries hurt": f["hurt"],
         })
     return pd.DataFrame(out, columns=columns)

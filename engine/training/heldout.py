@@ -2,7 +2,9 @@
 
 Pure: takes the base strategies' ranked candidates, the cross-encoder's scores of (query,
 document), the blend weight of the model that scored each query, and the judgments, and returns
-per-strategy means with paired tests. The reranked list is what the reranked strategy returns:
+per-strategy means with paired differences from the one procedure (engine/statistics/paired.py):
+per metric, the strategies compared form one family, so each interval is adjusted for their number
+and a figure is significant exactly when its interval excludes 0. The reranked list is what the reranked strategy returns:
 the base's top ``depth`` ordered by the blended score (indexes.rerank.trained.blend), ties in
 base order. ``fit_blend_weight`` picks a model's weight on queries it did not train on.
 """
@@ -10,7 +12,7 @@ base order. ``fit_blend_weight`` picks a model's weight on queries it did not tr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -75,11 +77,13 @@ class HeldOutFigure:
     base: float
     reranked: float
     diff: float
+    #: The paired bootstrap interval of diff at level 1 - 0.05/m (m: strategies on this metric).
     ci_low: float
     ci_high: float
+    #: Two-sided, adjusted for the m comparisons, from the same resamples as the interval.
     p_value: float
-    #: p_value adjusted (Holm) over the strategies compared on the same metric.
-    p_holm: float
+    #: Comparisons in the family the interval and p-value are adjusted for.
+    m: int
     improved: int
     hurt: int
     #: Share of the reranked top k that holds a grade (1.0 with complete labels).
@@ -87,8 +91,8 @@ class HeldOutFigure:
 
     @property
     def significant(self) -> bool:
-        """A difference at the 5% level after the correction over the strategies compared."""
-        return self.p_holm < 0.05
+        """The adjusted interval excludes 0 (equivalently, p_value < 0.05)."""
+        return bool(self.ci_low > 0 or self.ci_high < 0)
 
     def to_json(self) -> dict[str, object]:
         return {**self.__dict__, "significant": self.significant}
@@ -107,8 +111,8 @@ def heldout_figures(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> tuple[list[HeldOutFigure], dict[str, dict[str, dict[str, float]]]]:
-    """Per base strategy and metric: base vs reranked means, with a paired test over the queries
-    and its p-value adjusted (Holm) over the strategies.
+    """Per base strategy and metric: base vs reranked means, and their paired difference over the
+    queries with its interval and p-value adjusted over the strategies compared on that metric.
 
     Args:
         candidates: strategy -> query id -> ranked doc ids (at least max(depth, k) deep).
@@ -121,10 +125,9 @@ def heldout_figures(
     Returns:
         The figures, and per_query[strategy][query id] -> {"base:<metric>": v, "reranked:<metric>": v}.
     """
-    from searchgrade.engine.statistics.multiple import holm
-    from searchgrade.engine.statistics.sign_flip import paired_test
+    from searchgrade.engine.statistics.paired import paired_differences
 
-    figures: list[HeldOutFigure] = []
+    measured: list[tuple[str, int, dict[str, list[float]], dict[str, list[float]], float]] = []
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     for strategy, lists in candidates.items():
         query_ids = sorted(q for q in lists if q in scores)
@@ -150,17 +153,20 @@ def heldout_figures(
                 new_values[m].append(r[m])
                 row[f"base:{m}"], row[f"reranked:{m}"] = b[m], r[m]
             judged.append(r["judged"])
-        for m in metrics:
-            a, b = np.array(new_values[m]), np.array(base_values[m])
-            test = paired_test(a, b, n_resamples=n_resamples, seed=seed)
-            diff = a - b
+        measured.append((strategy, len(query_ids), base_values, new_values, float(np.mean(judged))))
+    # Per metric, the strategies compared are one family: each interval is adjusted for their number.
+    tests = {metric: paired_differences([(np.array(new[metric]), np.array(base[metric]))
+                                         for _, _, base, new, _ in measured],
+                                        n_resamples=n_resamples, seed=seed) if measured else []
+             for metric in metrics}
+    figures: list[HeldOutFigure] = []
+    for i, (strategy, n, base, new, judged) in enumerate(measured):
+        for metric in metrics:
+            test = tests[metric][i]
+            diff = np.array(new[metric]) - np.array(base[metric])
             figures.append(HeldOutFigure(
-                strategy, m, k, len(query_ids), float(b.mean()), float(a.mean()), test.diff,
-                test.ci_low, test.ci_high, test.p_value, test.p_value, int((diff > 1e-12).sum()),
-                int((diff < -1e-12).sum()), float(np.mean(judged)),
+                strategy, metric, k, n, float(np.mean(base[metric])), float(np.mean(new[metric])),
+                test.diff, test.ci_low, test.ci_high, test.p_value, test.m,
+                int((diff > 1e-12).sum()), int((diff < -1e-12).sum()), judged,
             ))
-    for m in metrics:
-        family = [i for i, f in enumerate(figures) if f.metric == m]
-        for i, p in zip(family, holm([figures[i].p_value for i in family]), strict=True):
-            figures[i] = replace(figures[i], p_holm=p)
     return figures, per_query

@@ -15,7 +15,7 @@ from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 
 FIGURE = {"strategy": "ann", "metric": "ndcg", "k": 3, "n": 2, "base": 0.5, "reranked": 0.75,
-          "diff": 0.25, "ci_low": 0.1, "ci_high": 0.4, "p_value": 0.01, "p_holm": 0.02,
+          "diff": 0.25, "ci_low": 0.1, "ci_high": 0.4, "p_value": 0.02, "m": 2,
           "improved": 2, "hurt": 0, "judged_reranked": 1.0, "significant": True}
 
 

@@ -32,11 +32,18 @@ def test_a_reranker_that_lifts_the_relevant_document_shows_as_a_gain():
                                        "base:dcg": pytest.approx(0.5), "reranked:dcg": 1.0}
 
 
-def test_only_queries_with_scores_are_evaluated_and_holm_adjusts_over_strategies():
+def test_only_queries_with_scores_are_evaluated_and_the_interval_is_adjusted_over_strategies():
     lists = {"q1": ["r", "x"], "q2": ["x", "r"], "q3": ["r", "x"]}
     candidates = {"a": lists, "b": lists}
     scores = {"q1": {"r": 1, "x": 0}, "q2": {"r": 1, "x": 0}}  # q3 not held out
-    figures, _ = heldout_figures(candidates, scores, {q: {"r": 1} for q in lists}, 1, depth=2, k=2,
-                                 metrics=("ndcg",), n_resamples=100)
+    figures, per_query = heldout_figures(candidates, scores, {q: {"r": 1} for q in lists}, 1, depth=2,
+                                         k=2, metrics=("ndcg",), n_resamples=100)
     assert [f.n for f in figures] == [2, 2]
-    assert all(f.p_holm == pytest.approx(min(1.0, 2 * f.p_value)) for f in figures)
+    # One family of two comparisons: the one procedure's figures, each adjusted for m = 2.
+    from searchgrade.engine.statistics.paired import paired_differences
+    pairs = [([row["reranked:ndcg"] for row in per_query[s].values()],
+              [row["base:ndcg"] for row in per_query[s].values()]) for s in ("a", "b")]
+    expected = paired_differences(pairs, n_resamples=100)
+    assert expected[0].m == 2
+    assert [(f.m, f.diff, f.p_value) for f in figures] == [(d.m, d.diff, d.p_value) for d in expected]
+    assert all(f.significant == d.significant for f, d in zip(figures, expected, strict=True))
