@@ -70,11 +70,5 @@ def cmd_mcp(args: argparse.Namespace) -> int:
               f"{'runs allowed' if settings.allow_runs else 'read-only'})", file=sys.stderr, flush=True)
         serve(server, args.host, args.port, token)
         return 0
-    from searchgrade.server.mcp.runs import wait_for_jobs
-
-    server.run("stdio")
-    # The session ended; a run it started goes on until it ends (its result is in the store).
-    waited = wait_for_jobs()
-    if waited:
-        print(f"searchgrade mcp: the session ended; run {waited} finished in the background", file=sys.stderr)
+    server.run("stdio")  # until the agent closes the session; a run it started goes on in its worker
     return 0

@@ -1,9 +1,9 @@
 """The tools that start work or watch it: start_evaluation, run_progress, estimate_cost.
 
-A started run runs as the app's runs do: a background job of this server process
-(server/jobs.py), with the run created in the store before any work and a heartbeat while it
-works, so it outlives the MCP session that started it (over stdio the server waits for it before
-exiting; a killed server leaves it ``interrupted``, and `searchgrade resume RUN` finishes it).
+A started run runs as the app's runs do, a background job (server/jobs.py) with the run created
+in the store before any work and a heartbeat while it works, in a worker process of its own
+(worker.py) so that it outlives the MCP session that started it, and the server too. One run at
+a time per store: a start while a run is running is refused.
 
 Bounds (the operator's, McpSettings): nothing starts without --allow-runs; a run samples at most
 --max-queries queries (an LLM run generates at most that many); an LLM run is estimated first
@@ -15,6 +15,10 @@ key anywhere.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -25,8 +29,8 @@ from searchgrade.core.records import Collection, SearchGradeError
 from searchgrade.engine.paths import DEMO_DIR, DEMO_NAME
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.store import Store
-from searchgrade.server import jobs
 from searchgrade.server.mcp.settings import McpSettings
+from searchgrade.server.mcp.worker import PROGRESS_DIR, progress_path
 
 #: Grading modes an agent may start: the collection's judgments, the LLM judge, or both.
 MODES = ("qrels", "llm", "qrels_llm")
@@ -35,8 +39,8 @@ RUN_ID_WAIT_S = 120.0
 #: Run statuses after which nothing more happens to a run.
 FINAL = ("complete", "failed", "cancelled", "interrupted")
 
-#: Run id -> the job of this process that works on it (for stage progress).
-_JOB_OF_RUN: dict[str, str] = {}
+#: Run id -> the worker process this server started for it (reaped when it ends).
+_WORKERS: dict[str, subprocess.Popen] = {}
 _LOCK = threading.Lock()
 
 
@@ -180,53 +184,57 @@ def start_evaluation(settings: McpSettings, store: Store, collection: str, mode:
             return out
     else:
         out["queries_at_most"] = config.max_queries
-    job, started = jobs.start_job(lambda: _load(target), config, store, settings.data_dir, label=target.name)
-    if not started:
-        raise RefusedError(f"a run is already in progress in this server (run {job.run_id or 'being created'}); "
-                           "poll run_progress until it ends, then start again")
-    deadline = time.monotonic() + RUN_ID_WAIT_S
-    snap = jobs.snapshot(job.job_id)
-    while snap is not None and snap.run_id is None and snap.active and time.monotonic() < deadline:
-        time.sleep(0.1)
-        snap = jobs.snapshot(job.job_id)
-    if snap is None or snap.run_id is None:
-        raise SearchGradeError(f"the run did not start: {(snap.error if snap else None) or 'no run was created'}")
-    with _LOCK:
-        _JOB_OF_RUN[snap.run_id] = job.job_id
-    out.update(started=True, run_id=snap.run_id, next="poll run_progress(run_id) until done, then run_summary")
+    running = [r.run_id for r in store.list_runs() if r.status == "running"]
+    if running:
+        raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it ends, "
+                           "then start again (one run at a time)")
+    out.update(started=True, run_id=_spawn(settings, target, config),
+               next="poll run_progress(run_id) until done, then run_summary")
     return out
 
 
-def run_progress(store: Store, run_id: str) -> dict[str, Any]:
+def _spawn(settings: McpSettings, target: Target, config: RunConfig) -> str:
+    """Start the run in a worker process of its own (server/mcp/worker.py); its run id."""
+    request = json.dumps({"data_dir": str(settings.data_dir), "collection_path": str(target.path),
+                          "label": target.name, "config": config.to_json()})
+    logs = settings.data_dir / PROGRESS_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    log = open(logs / f"worker-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log", "w")  # noqa: SIM115 - the child's
+    worker = subprocess.Popen([sys.executable, "-m", "searchgrade.server.mcp.worker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+    log.close()
+    worker.stdin.write(request)
+    worker.stdin.close()
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(worker.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(RUN_ID_WAIT_S)
+    line = json.loads(first[0]) if first and first[0].strip() else {}
+    if "run_id" not in line:
+        why = line.get("error") or f"the worker wrote nothing (its log: {log.name})"
+        raise SearchGradeError(f"the run did not start: {why}")
+    with _LOCK:
+        _WORKERS[line["run_id"]] = worker
+    return line["run_id"]
+
+
+def run_progress(settings: McpSettings, store: Store, run_id: str) -> dict[str, Any]:
     """A run's status from the store, and its stages when this server's job works on it."""
     run = store.get_run(run_id)
     out: dict[str, Any] = {"run_id": run.run_id, "status": run.status, "stage": run.stage,
                            "done": run.status in FINAL, "error": run.error,
                            "queries": run.stats.get("queries")}
     with _LOCK:
-        job_id = _JOB_OF_RUN.get(run.run_id)
-    job = jobs.snapshot(job_id) if job_id else None
+        worker = _WORKERS.get(run.run_id)
+    if worker is not None:
+        worker.poll()  # reaps a worker that ended (no zombie)
+    try:
+        job = json.loads(progress_path(settings.data_dir, run.run_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        job = None  # not started through MCP, or its worker has not written yet
     if job is not None:
-        out["job"] = {"state": job.state, "elapsed_s": round(job.elapsed_s, 1),
-                      "stages": [{"stage": s.stage, "done": s.done, "total": s.total,
-                                  "fraction": round(s.fraction, 3),
-                                  "remaining_s": None if s.remaining_s is None else round(s.remaining_s, 1)}
-                                 for s in job.stages.values()],
-                      "llm_tokens": {stage: int(c.get("prompt_tokens", 0) + c.get("completion_tokens", 0))
-                                     for stage, c in job.usage.items()}}
-        if job.error:
-            out["error"] = out["error"] or job.error
+        out["job"] = {k: v for k, v in job.items() if k not in ("error", "pid")}
+        out["error"] = out["error"] or job.get("error")
     if out["done"]:
         out["next"] = "run_summary(run_id)" if run.status == "complete" else f"`searchgrade resume {run.run_id}`"
     return out
-
-
-def wait_for_jobs(poll_s: float = 1.0) -> str | None:
-    """Block while a job of this process is active (a stdio session ended: its run goes on).
-    Returns the run id waited for, or None when nothing was running."""
-    job = jobs.active_job()
-    if job is None:
-        return None
-    while (active := jobs.active_job()) is not None:
-        jobs.wait(active.job_id, poll_s)
-    return job.run_id

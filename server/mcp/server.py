@@ -183,7 +183,7 @@ def build_server(settings: McpSettings) -> Any:
                 again with true to start it (refused above the server's token ceiling).
 
         Needs the server started with --allow-runs. One run at a time; it goes on after this
-        session ends. Poll run_progress(run_id), then run_summary.
+        session (and this server) ends. Poll run_progress(run_id), then run_summary.
         """
         return _answer(lambda: runs.start_evaluation(settings, store, collection, mode, strategies,
                                                      max_queries, name, k, accept_estimate))
@@ -192,7 +192,7 @@ def build_server(settings: McpSettings) -> Any:
     def run_progress(run_id: str) -> str:
         """A run's status (running, complete, failed, cancelled, interrupted), its stages with the
         share done, and done=true when nothing more will happen."""
-        return _answer(lambda: runs.run_progress(store, run_id))
+        return _answer(lambda: runs.run_progress(settings, store, run_id))
 
     resources.register(server, store)
     return server

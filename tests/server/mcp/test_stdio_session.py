@@ -8,6 +8,7 @@ import asyncio
 import csv
 import io
 import json
+import time
 
 import pytest
 
@@ -60,6 +61,9 @@ async def session_over_stdio(data_dir, errlog) -> dict:
         seen["query"] = await tools.call("query_results", run_id=runs[0], query_id=query_id, limit=3)
         seen["templates"] = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
         seen["texts"] = tools.texts
+        # A run started just before the agent closes the session goes on without it.
+        seen["left_running"] = (await tools.call("start_evaluation", collection="demo", strategies=["fulltext"],
+                                                 max_queries=2, name="left running"))["run_id"]
     return seen
 
 
@@ -146,6 +150,14 @@ def test_the_csv_resource_is_what_searchgrade_export_writes(seen, tmp_path):
     assert seen["csv_resource"] == path.read_text(encoding="utf-8")
     assert next(csv.reader(io.StringIO(seen["csv_resource"])))[0] == "run_id"
     assert {"searchgrade://runs/{run_id}/summary", "searchgrade://runs/{run_id}/metrics.csv"} <= seen["templates"]
+
+
+def test_a_run_goes_on_after_the_session_that_started_it_ended(seen):
+    store = Store(seen["data_dir"])
+    deadline = time.monotonic() + 300
+    while (run := store.get_run(seen["left_running"])).status == "running" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert run.status == "complete" and run.stats["queries"] == 2, (run.status, run.error)
 
 
 def test_no_secret_of_the_servers_environment_is_in_any_result(seen):
