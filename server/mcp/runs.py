@@ -16,11 +16,11 @@ key anywhere.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ FINAL = ("complete", "failed", "cancelled", "interrupted")
 #: Run id -> the worker process this server started for it (reaped when it ends).
 _WORKERS: dict[str, subprocess.Popen] = {}
 _LOCK = threading.Lock()
+#: Held from the check that no run is running to the new run's id.
+_START = threading.Lock()
 
 
 class RefusedError(SearchGradeError):
@@ -184,12 +186,13 @@ def start_evaluation(settings: McpSettings, store: Store, collection: str, mode:
             return out
     else:
         out["queries_at_most"] = config.max_queries
-    running = [r.run_id for r in store.list_runs() if r.status == "running"]
-    if running:
-        raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it ends, "
-                           "then start again (one run at a time)")
-    out.update(started=True, run_id=_spawn(settings, target, config),
-               next="poll run_progress(run_id) until done, then run_summary")
+    with _START:  # two sessions of one HTTP server starting at once: one of them waits, then is refused
+        running = [r.run_id for r in store.list_runs() if r.status == "running"]
+        if running:
+            raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it "
+                               "ends, then start again (one run at a time)")
+        run_id = _spawn(settings, target, config)
+    out.update(started=True, run_id=run_id, next="poll run_progress(run_id) until done, then run_summary")
     return out
 
 
@@ -199,7 +202,7 @@ def _spawn(settings: McpSettings, target: Target, config: RunConfig) -> str:
                           "label": target.name, "config": config.to_json()})
     logs = settings.data_dir / PROGRESS_DIR
     logs.mkdir(parents=True, exist_ok=True)
-    log = open(logs / f"worker-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log", "w")  # noqa: SIM115 - the child's
+    log = open(logs / f"worker-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115
     worker = subprocess.Popen([sys.executable, "-m", "searchgrade.server.mcp.worker"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     log.close()
@@ -211,7 +214,8 @@ def _spawn(settings: McpSettings, target: Target, config: RunConfig) -> str:
     reader.join(RUN_ID_WAIT_S)
     line = json.loads(first[0]) if first and first[0].strip() else {}
     if "run_id" not in line:
-        why = line.get("error") or f"the worker wrote nothing (its log: {log.name})"
+        why = line.get("error") or (f"no run was created within {RUN_ID_WAIT_S:g} s (the worker's log: {log.name}; "
+                                    "list_runs shows the run if it appears later)")
         raise SearchGradeError(f"the run did not start: {why}")
     with _LOCK:
         _WORKERS[line["run_id"]] = worker

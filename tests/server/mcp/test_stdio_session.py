@@ -64,6 +64,7 @@ async def session_over_stdio(data_dir, errlog) -> dict:
         # A run started just before the agent closes the session goes on without it.
         seen["left_running"] = (await tools.call("start_evaluation", collection="demo", strategies=["fulltext"],
                                                  max_queries=2, name="left running"))["run_id"]
+        seen["second_at_once"] = await tools.error("start_evaluation", collection="demo", strategies=["fulltext"])
     return seen
 
 
@@ -150,6 +151,10 @@ def test_the_csv_resource_is_what_searchgrade_export_writes(seen, tmp_path):
     assert seen["csv_resource"] == path.read_text(encoding="utf-8")
     assert next(csv.reader(io.StringIO(seen["csv_resource"])))[0] == "run_id"
     assert {"searchgrade://runs/{run_id}/summary", "searchgrade://runs/{run_id}/metrics.csv"} <= seen["templates"]
+
+
+def test_one_run_at_a_time(seen):
+    assert f"run {seen['left_running']} is still running" in seen["second_at_once"]
 
 
 def test_a_run_goes_on_after_the_session_that_started_it_ended(seen):
