@@ -13,8 +13,9 @@ from searchgrade.engine.run.scoring import summarise
 from searchgrade.engine.run.strategies import known_strategies
 from searchgrade.engine.store import Store
 from searchgrade.server.mcp import reads, runs
+from searchgrade.server.mcp.http import required_token
 from searchgrade.server.mcp.payload import REDACTED, scrub, to_json
-from searchgrade.server.mcp.settings import McpSettings
+from searchgrade.server.mcp.settings import ENV_TOKEN, McpSettings
 from tests.pages.synthetic import random_spec, write_run
 
 #: What the synthetic run stores per query: the summary's metrics and those beside judged@k.
@@ -115,3 +116,33 @@ def test_secret_values_of_the_environment_are_redacted_wherever_they_appear(monk
     text = to_json({"error": "GET https://x/?key=abcdefgh12345678 failed", "note": "abc"})
     assert "abcdefgh12345678" not in text and REDACTED in text and '"note":"abc"' in text
     assert scrub("nothing secret") == "nothing secret"
+
+
+def test_a_run_without_metrics_yet_says_so_instead_of_failing(tmp_path):
+    store = Store(tmp_path)
+    run_id = store.create_run(name="just started", collection_name="c", collection_path="/tmp/c", mode="qrels",
+                              label_source="human", grade_min=0, grade_max=3, threshold=2, k=10, depth=10,
+                              config={"k": 10, "mode": "qrels"})
+    summary = reads.run_summary(store, run_id)
+    assert summary["run"]["status"] == "running" and "no metrics yet" in summary["note"]
+    assert "headline" not in summary
+
+
+@pytest.mark.parametrize(("host", "environ", "expected"), [
+    ("127.0.0.1", {}, None),
+    ("localhost", {}, None),
+    ("127.0.0.1", {ENV_TOKEN: "t" * 16}, "t" * 16),  # set: required on loopback too
+    ("0.0.0.0", {ENV_TOKEN: "t" * 16}, "t" * 16),
+])
+def test_the_token_http_requires(host, environ, expected):
+    assert required_token(host, environ) == expected
+
+
+@pytest.mark.parametrize(("host", "environ", "message"), [
+    ("0.0.0.0", {}, "reachable from other machines: set SEARCHGRADE_MCP_TOKEN"),
+    ("192.168.1.20", {ENV_TOKEN: "  "}, "reachable from other machines"),
+    ("0.0.0.0", {ENV_TOKEN: "short"}, "at least 16"),
+])
+def test_beyond_loopback_without_a_good_token_the_server_does_not_start(host, environ, message):
+    with pytest.raises(SearchGradeError, match=message):
+        required_token(host, environ)
