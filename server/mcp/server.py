@@ -174,7 +174,9 @@ def build_server(settings: McpSettings) -> Any:
                 server's collections root.
             mode: "qrels" (the collection's human judgments), "llm" (an LLM writes queries and
                 grades), or "qrels_llm" (human judgments, judge agreement).
-            strategies: Strategy names, e.g. ["fulltext", "ann", "hybrid"] (default: all).
+            strategies: Strategy names: the built-ins ann, fulltext, hybrid, ann_rerank,
+                fulltext_rerank, hybrid_rerank, and those the operator's strategies file declares
+                (an unknown name is answered with the list); default: all.
             max_queries: A seeded sample of this many queries (capped by the server's --max-queries;
                 the same number gives the same queries, so two runs can be compared).
             name: A name for the run.
