@@ -24,6 +24,7 @@ from searchgrade.cli import (
     index,
     judge_pool,
     labels,
+    mcp,
     queries,
     show,
     train_reranker,
@@ -44,6 +45,7 @@ COMMANDS = {
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker
     "app": app,  # app
+    "mcp": mcp,  # mcp
 }
 
 

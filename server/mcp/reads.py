@@ -1,0 +1,243 @@
+"""The read-only tools: runs and collections, a run's summary, two runs compared, one query's
+results, the failed queries, the gate.
+
+Each figure comes from the view model that shows it elsewhere, never from a second computation:
+the summary is `searchgrade show`'s (stored metrics with their CIs, the Results page's paired
+comparisons, judged@k from engine/report/holes.py), the comparison is the Compare screen's
+(engine/report/compare.py), the gate is `searchgrade gate`'s (engine/gate.py); all their
+intervals and p-values come from engine/statistics/paired.py. What is added here is only the
+shape: compact JSON with lists cut to a size an agent's context can hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.report.common import PRIMARY_METRIC, best_row, metric_label, primary_k
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.store import RunRecord, Store
+from searchgrade.server.mcp.payload import DATA_NOTE, capped, untrusted, untrusted_query
+
+#: The metrics a summary gives per strategy (`searchgrade show`'s table), then source found when stored.
+SUMMARY_METRICS = ("dcg", "ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged", "source_found")
+#: Lists are cut to these lengths; each cut list says how many were left out.
+MAX_RUNS = 50
+MAX_NOTES = 5
+MAX_CHANGED = 10
+MAX_ROWS = 50
+
+
+def run_brief(run: RunRecord) -> dict[str, Any]:
+    """A run's identity and state: what a list or a summary says about it (no configuration:
+    it may name endpoints and files, and an agent needs none of it)."""
+    return {"run_id": run.run_id, "name": run.name, "collection": run.collection_name,
+            "status": run.status, "mode": run.mode, "labels": run.label_source,
+            "created_at": run.created_at.isoformat(timespec="seconds"),
+            "finished_at": run.finished_at.isoformat(timespec="seconds") if run.finished_at else None,
+            "queries": run.stats.get("queries"), "k": run.k, "depth": run.depth}
+
+
+def list_runs(store: Store, collection: str | None = None, limit: int = 20) -> dict[str, Any]:
+    """Stored runs newest first (at most ``limit``), and every collection with its runs."""
+    limit = max(1, min(int(limit), MAX_RUNS))
+    runs = store.list_runs()
+    collections: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        c = collections.setdefault(run.collection_name, {"collection": run.collection_name, "runs": 0,
+                                                        "latest_complete_run": None})
+        c["runs"] += 1
+        if run.status == "complete" and c["latest_complete_run"] is None:
+            c["latest_complete_run"] = run.run_id
+    chosen = [r for r in runs if collection is None or r.collection_name == collection]
+    shown, left_out = capped(chosen, limit)
+    return {"runs": [run_brief(r) for r in shown], "runs_left_out": left_out,
+            "collections": list(collections.values()),
+            "startable_collections": "'demo', a collection listed here, or a folder inside the server's "
+                                     "--collections-root (start_evaluation)"}
+
+
+def _metrics(store: Store, run: RunRecord, k: int) -> list[dict[str, Any]]:
+    from searchgrade.engine.report.recompute import Figures
+
+    table = Figures(store, run, k).summary()
+    by_strategy: dict[str, dict[str, Any]] = {}
+    for r in table.to_dict("records"):
+        if r["metric"] not in SUMMARY_METRICS:
+            continue
+        row = by_strategy.setdefault(r["strategy"], {"strategy": r["strategy"], "label": label(r["strategy"]),
+                                                      "queries": int(r["n"])})
+        row[f"{r['metric']}@{k}"] = {"value": r["value"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+    return [by_strategy[s] for s in strategy_order(by_strategy)]
+
+
+def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, Any]:
+    """A run's headline, per-strategy metrics with 95% CIs, paired comparisons, judged@k and
+    failures: the same figures as `searchgrade show RUN --format json`, in a size that does not
+    grow with the number of queries."""
+    from searchgrade.engine.report.holes import holes_panel
+    from searchgrade.engine.report.results import failed_counts
+    from searchgrade.engine.report.significance import comparison_record, results_family, significance
+    from searchgrade.engine.run.stored_metrics import check_cutoff
+
+    with store.session():
+        run = store.get_run(run_id)
+        out: dict[str, Any] = {"run": run_brief(run)}
+        notes, left = capped(run.notes, MAX_NOTES)
+        out["run"].update(error=run.error, skipped=run.skipped, notes=notes, notes_left_out=left)
+        k = k or run.k
+        check_cutoff(run, k)
+        if not store.stored_cutoffs(run.run_id):
+            out["note"] = (f"run {run.run_id} is {run.status} and has no metrics yet"
+                           + ("; poll run_progress" if run.status == "running" else ""))
+            return out
+        hk = primary_k(run)
+        rows, tested = results_family(store, run, PRIMARY_METRIC, hk)
+        if not rows.empty:
+            best = best_row(rows, PRIMARY_METRIC)
+            out["headline"] = {"metric": metric_label(PRIMARY_METRIC, hk), "value": best["value"],
+                               "ci_low": best["ci_low"], "ci_high": best["ci_high"],
+                               "strategy": best["strategy"], "label": best["label"],
+                               "queries": store.query_count(run.run_id)}
+        out["k"] = k
+        out["strategies"] = _metrics(store, run, k)
+        out["comparisons"] = {
+            "metric": metric_label(PRIMARY_METRIC, hk),
+            "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()],
+            "findings": [s.text for s in significance(rows, PRIMARY_METRIC, hk, tested)] if not rows.empty else []}
+        holes = holes_panel(store, run.run_id, k=k)
+        out["judged"] = {"k": k, "warning": holes.warning, "judged_gap": holes.gap,
+                         "strategies": {r.strategy: {"judged": r.judged, "ndcg_judged": r.condensed.value,
+                                                     "bpref": r.bpref, "rbp": r.rbp, "rbp_residual": r.residual}
+                                        for r in holes.rows}}
+        backend = store.failed_query_counts(run.run_id)
+        out["failures"] = {
+            "top1_not_relevant": {r["strategy"]: {"failed": int(r["failed"]), "unjudged": int(r["unjudged"]),
+                                                  "judge_failed": int(r["judge_failed"]), "queries": int(r["n"])}
+                                  for r in failed_counts(store, run).to_dict("records")},
+            "backend_errors": backend,
+            "how": "failed_queries lists them"}
+    return out
+
+
+def _metric(metric: str, default_k: int = 10) -> tuple[str, int]:
+    spec = parse_metric(metric)
+    return spec.key, spec.k or default_k
+
+
+def compare_runs(store: Store, run_a: str, run_b: str, metric: str = "dcg@10") -> dict[str, Any]:
+    """Run B against run A per strategy (the Compare screen): each change with its 95% CI and
+    p-value adjusted for the strategies compared, and the queries that changed most."""
+    from searchgrade.engine.report.compare import compare_runs as compare
+
+    name, k = _metric(metric)
+    c = compare(store, run_a, run_b, metric=name, k=k, n_changed=MAX_CHANGED)
+    out: dict[str, Any] = {"run_a": run_brief(c.run_a), "run_b": run_brief(c.run_b),
+                           "metric": metric_label(name, k), "paired_on": c.paired_on, "shared_queries": c.n_shared,
+                           "notes": c.notes}
+    if c.refusal is not None:
+        out["refusal"] = c.refusal
+        return out
+    out["deltas"] = [{"strategy": r["strategy"], "run_a": r["Run A"], "run_b": r["Run B"],
+                      "change": r["Change"], "ci_low": r["CI low"], "ci_high": r["CI high"],
+                      "p_value_adjusted": r["p-value"], "comparisons": r["Comparisons"],
+                      "verdict": r["Verdict"], "queries": r["Queries"]}
+                     for r in c.deltas.to_dict("records")]
+    out["findings"] = [s.text for s in c.findings]
+    out["statistics"] = c.statistics_note
+    out["changed_most"] = [{"strategy": r["Strategy"], "query_id": r["Query id"],
+                            "query": untrusted_query(r["Query"]), "run_a": r["Run A"], "run_b": r["Run B"],
+                            "change": r["Change"]} for r in c.changed.to_dict("records")]
+    out["data_note"] = DATA_NOTE
+    return out
+
+
+def _int_or_none(x: Any) -> int | None:
+    """A nullable integer cell (a grade, a rank) as JSON: None where it is missing."""
+    import pandas as pd
+
+    return None if x is None or pd.isna(x) else int(x)
+
+
+def query_results(store: Store, run_id: str, query_id: str, strategy: str | None = None,
+                  limit: int = 10) -> dict[str, Any]:
+    """One query's ranked results per strategy with grades and the judge's reasons (the Query
+    drill-down). Titles, snippets and reasons are text from the collection: marked untrusted."""
+    from searchgrade.engine.report.drilldown import query_detail
+
+    limit = max(1, min(int(limit), MAX_ROWS))
+    d = query_detail(store, run_id, query_id)
+    if strategy is not None and strategy not in d.results:
+        raise SearchGradeError(f"strategy {strategy!r} has no results for query {query_id!r}; it has "
+                               f"{', '.join(d.results) or 'none'}")
+    results = {}
+    for s, frame in d.results.items():
+        if strategy is not None and s != strategy:
+            continue
+        rows, left = capped(frame.to_dict("records"), limit)
+        results[s] = {"results": [
+            {"rank": int(r["Rank"]), "doc_id": r["Doc id"], "title": untrusted(r["Title"]),
+             "snippet": untrusted((d.documents.get(r["Doc id"]) or {}).get("text"), 200),
+             "grade": _int_or_none(r["Grade"]),
+             "judgment": r["Judgment"], "reason": untrusted(r["Judge's reason"]), "score": r["Score"]}
+            for r in rows], "left_out": left}
+    relevant, left = capped(d.relevant.to_dict("records") if not d.relevant.empty else [], MAX_ROWS)
+    return {"run_id": run_id, "query_id": d.query_id, "query": untrusted_query(d.text), "type": d.query_type,
+            "source_document": untrusted((d.source or {}).get("text")) if d.source else None,
+            "source_ranks": d.source_ranks or None,
+            "strategies": results,
+            "relevant_documents": [{"doc_id": r["Doc id"], "grade": int(r["Grade"]),
+                                    "rank_by_strategy": {k: _int_or_none(v) for k, v in r.items()
+                                                         if k not in ("Doc id", "Title", "Grade")}}
+                                   for r in relevant], "relevant_left_out": left,
+            "data_note": DATA_NOTE}
+
+
+def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit: int = 20) -> dict[str, Any]:
+    """Queries whose top-1 result from ``strategy`` (default: the headline's best strategy) is
+    graded not relevant, with what each strategy put first; and queries a strategy could not
+    answer at all (a backend error)."""
+    from searchgrade.engine.report.results import failed_queries as failed_table
+    from searchgrade.engine.report.significance import results_family
+
+    limit = max(1, min(int(limit), MAX_ROWS))
+    run = store.get_run(run_id)
+    if strategy is None:
+        rows, _ = results_family(store, run, PRIMARY_METRIC, primary_k(run))
+        if rows.empty:
+            raise SearchGradeError(f"run {run.run_id} has no metrics yet ({run.status}): nothing failed yet")
+        strategy = str(best_row(rows, PRIMARY_METRIC)["strategy"])
+    known = store.result_strategies(run.run_id)
+    if strategy not in known:
+        raise SearchGradeError(f"strategy {strategy!r} is not in run {run.run_id}; it has {', '.join(known)}")
+    table = failed_table(store, run.run_id, strategy).to_dict("records")
+    shown, left = capped(table, limit)
+    tops = [c for c in (table[0] if table else {}) if c not in ("Query id", "Query", "Type")]
+    backend, backend_left = capped(store.failed_queries(run.run_id), limit)
+    return {"run_id": run.run_id, "strategy": strategy,
+            "rule": "top-1 result graded below the relevance threshold, or unjudged (counted as 0)",
+            "failed": [{"query_id": r["Query id"], "query": untrusted_query(r["Query"]), "type": r["Type"],
+                        "top1": {t: untrusted(r[t]) for t in tops}} for r in shown],
+            "failed_total": len(table), "failed_left_out": left,
+            "backend_errors": [{"strategy": f["strategy"], "query_id": f["query_id"],
+                                "error": untrusted(f["error"]), "attempts": f["attempts"]} for f in backend],
+            "backend_errors_left_out": backend_left, "data_note": DATA_NOTE}
+
+
+def gate(store: Store, baseline: str, candidate: str, metric: str = "ndcg@10", margin: float = 0.01,
+         alpha: float = 0.05, strategies: list[str] | None = None) -> dict[str, Any]:
+    """`searchgrade gate` on two runs: FAIL when a strategy's change, its CI adjusted for the
+    strategies checked, lies entirely beyond -margin."""
+    from searchgrade.engine.gate import run_gate
+
+    result = run_gate(store, baseline, candidate, metric=metric, strategies=strategies or None,
+                      margin=margin, alpha=alpha)
+    return {"verdict": "FAIL" if result.failed else "PASS", "exit_code": 1 if result.failed else 0,
+            "baseline": result.baseline.run_id, "candidate": result.candidate.run_id,
+            "metric": result.metric_label, "margin": result.margin, "alpha": result.alpha, "rule": result.rule,
+            "strategies": [{"strategy": line.strategy, "baseline": line.baseline, "candidate": line.candidate,
+                            "change": line.change, "ci_low": line.ci_low, "ci_high": line.ci_high,
+                            "p_value_adjusted": line.p_value, "queries": line.n, "comparisons": line.comparisons,
+                            "failed": line.failed, "line": result.describe(line)} for line in result.lines],
+            "notes": result.notes}

@@ -1,0 +1,244 @@
+"""The tools that start work or watch it: start_evaluation, run_progress, estimate_cost.
+
+A started run runs as the app's runs do, a background job (server/jobs.py) with the run created
+in the store before any work and a heartbeat while it works, in a worker process of its own
+(worker.py) so that it outlives the MCP session that started it, and the server too. One run at
+a time per store: a start while a run is running is refused.
+
+Bounds (the operator's, McpSettings): nothing starts without --allow-runs; a run samples at most
+--max-queries queries (an LLM run generates at most that many); an LLM run is estimated first
+(engine/run/estimate.py, the numbers of `searchgrade evaluate --dry-run`), the estimate is
+returned before it starts, and a run above --max-tokens is refused. The LLM's model and endpoint
+are the server's environment's (SEARCHGRADE_LLM_MODEL, OPENAI_BASE_URL): an agent cannot point the
+key anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from searchgrade.core.records import Collection, SearchGradeError
+from searchgrade.engine.paths import DEMO_DIR, DEMO_NAME
+from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.store import Store
+from searchgrade.server.mcp.settings import McpSettings
+from searchgrade.server.mcp.worker import PROGRESS_DIR, progress_path
+
+#: Grading modes an agent may start: the collection's judgments, the LLM judge, or both.
+MODES = ("qrels", "llm", "qrels_llm")
+#: How long start_evaluation waits for the job to create its run (loading the collection first).
+RUN_ID_WAIT_S = 120.0
+#: Run statuses after which nothing more happens to a run.
+FINAL = ("complete", "failed", "cancelled", "interrupted")
+
+#: Run id -> the worker process this server started for it (reaped when it ends).
+_WORKERS: dict[str, subprocess.Popen] = {}
+_LOCK = threading.Lock()
+#: Held from the check that no run is running to the new run's id.
+_START = threading.Lock()
+
+
+class RefusedError(SearchGradeError):
+    """A start the server's limits do not allow (read-only, over the token ceiling)."""
+
+
+READ_ONLY = ("this MCP server is read-only: start_evaluation needs the server started with "
+             "`searchgrade mcp --allow-runs` (ask its operator); every read tool works")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A collection an agent may evaluate: where it is and the name runs record."""
+
+    name: str
+    path: Path
+
+
+def resolve_collection(settings: McpSettings, store: Store, collection: str) -> Target:
+    """'demo', the collection of a stored run (by name), or a folder inside --collections-root."""
+    text = (collection or "").strip()
+    if text == DEMO_NAME:
+        return Target(DEMO_NAME, DEMO_DIR)
+    for run in store.list_runs(text):
+        if Path(run.collection_path).exists():
+            return Target(text, Path(run.collection_path))
+    root = settings.collections_root
+    if root is not None and text:
+        candidate = (root / text).resolve()
+        if candidate.is_relative_to(root.resolve()) and candidate.exists():
+            return Target(candidate.name, candidate)
+    where = f", or a folder inside {root}" if root is not None else ""
+    raise SearchGradeError(f"collection {collection!r} is not one this server may read: use 'demo', the name of "
+                           f"a collection of a stored run (list_runs){where}")
+
+
+def _declared(settings: McpSettings, names: list[str] | None) -> dict[str, dict]:
+    """The operator's strategies file, and strategies added in the app that ``names`` asks for."""
+    from searchgrade.engine.run.strategies import (
+        base_of,
+        declared_from_file,
+        known_strategies,
+        saved_declarations,
+        strategies_file_from_env,
+    )
+
+    found = declared_from_file(strategies_file_from_env(settings.strategies_file))
+    wanted = {base_of(n) or n for n in names or []} - set(found) - set(known_strategies())
+    if wanted:
+        found.update(saved_declarations(settings.data_dir, wanted))
+    return found
+
+
+def run_config(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
+               name: str | None, k: int) -> RunConfig:
+    """The run an agent asks for, within the operator's bounds (validated)."""
+    from searchgrade.engine.run.strategies import registry_for_declared
+
+    if mode not in MODES:
+        raise SearchGradeError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if max_queries is not None and max_queries < 1:
+        raise SearchGradeError(f"max_queries of {max_queries} must be at least 1")
+    bound = min(max_queries or settings.max_queries, settings.max_queries)
+    declared = _declared(settings, strategies)
+    registry = registry_for_declared(declared)
+    names = tuple(dict.fromkeys(strategies)) if strategies else registry.defaults()
+    fields: dict[str, Any] = {}
+    if mode in ("llm", "qrels_llm"):
+        from searchgrade.engine.llm.env import require_endpoint, require_model
+        from searchgrade.engine.llm.settings import LLMSettings
+
+        fields["llm"] = LLMSettings(model=require_model(None), base_url=require_endpoint(None))
+    if mode == "llm":
+        from searchgrade.engine.llm.querygen import QueryGenSettings
+
+        qg = QueryGenSettings()
+        per_doc = qg.n_natural + qg.n_keyword
+        docs = bound // per_doc
+        if docs < 1:
+            raise SearchGradeError(f"max_queries of {bound} is below the {per_doc} queries an LLM run writes per "
+                                   "document: ask for more")
+        fields["querygen"] = replace(qg, n_docs=min(qg.n_docs, docs))
+    config = RunConfig(name=name, mode="llm" if mode == "llm" else "qrels", k=k, strategies=names,
+                       declared=declared, max_queries=None if mode == "llm" else bound, **fields)
+    config.validate()
+    config.check_environment()
+    return config
+
+
+def _load(target: Target) -> Collection:
+    from searchgrade.engine.collections import load_collection
+
+    return load_collection(target.path)
+
+
+def _estimate(collection: Collection, config: RunConfig, store: Store) -> dict[str, Any]:
+    from searchgrade.engine.report.evaluate import cost_estimate
+
+    e = cost_estimate(collection, config, store)
+
+    def stage(s: Any) -> dict[str, Any] | None:
+        return None if s is None else {"calls": s.calls, "cached": s.cached, "prompt_tokens": s.prompt_tokens,
+                                       "completion_tokens": s.completion_tokens, "upper_bound": s.upper_bound}
+    return {"queries": e.queries, "calls": e.calls, "tokens": e.tokens, "query_generation": stage(e.generation),
+            "judge": stage(e.judge), "lines": e.lines(), "notes": e.notes}
+
+
+def estimate_cost(settings: McpSettings, store: Store, collection: str, mode: str = "llm",
+                  strategies: list[str] | None = None, max_queries: int | None = None) -> dict[str, Any]:
+    """The dry-run estimate of a run (calls and tokens), and whether the server's ceiling allows it."""
+    target = resolve_collection(settings, store, collection)
+    config = run_config(settings, mode, strategies, max_queries, None, 10)
+    out = _estimate(_load(target), config, store)
+    out.update(collection=target.name, mode=mode, max_tokens=settings.max_tokens,
+               within_ceiling=out["tokens"] <= settings.max_tokens or not config.uses_llm,
+               dry_run="nothing was indexed, searched, prompted or stored")
+    return out
+
+
+def start_evaluation(settings: McpSettings, store: Store, collection: str, mode: str = "qrels",
+                     strategies: list[str] | None = None, max_queries: int | None = None,
+                     name: str | None = None, k: int = 10, accept_estimate: bool = False) -> dict[str, Any]:
+    """Start a run in the background and return its id (an LLM run: its estimate first)."""
+    if not settings.allow_runs:
+        raise RefusedError(READ_ONLY)
+    target = resolve_collection(settings, store, collection)
+    config = run_config(settings, mode, strategies, max_queries, name, k)
+    out: dict[str, Any] = {"collection": target.name, "mode": mode, "strategies": list(config.strategies)}
+    if config.uses_llm:
+        estimate = _estimate(_load(target), config, store)
+        out["estimate"] = estimate
+        if estimate["tokens"] > settings.max_tokens:
+            raise RefusedError(f"refused: the estimate is ~{estimate['tokens']:,} tokens, above this server's "
+                               f"ceiling of {settings.max_tokens:,} (--max-tokens); ask for fewer queries "
+                               f"(max_queries) or ask the operator to raise it. Estimate: "
+                               + "; ".join(estimate["lines"]))
+        if not accept_estimate:
+            out.update(started=False, next="the run is within the ceiling: call start_evaluation again with "
+                                           "accept_estimate=true to start it")
+            return out
+    else:
+        out["queries_at_most"] = config.max_queries
+    with _START:  # two sessions of one HTTP server starting at once: one of them waits, then is refused
+        running = [r.run_id for r in store.list_runs() if r.status == "running"]
+        if running:
+            raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it "
+                               "ends, then start again (one run at a time)")
+        run_id = _spawn(settings, target, config)
+    out.update(started=True, run_id=run_id, next="poll run_progress(run_id) until done, then run_summary")
+    return out
+
+
+def _spawn(settings: McpSettings, target: Target, config: RunConfig) -> str:
+    """Start the run in a worker process of its own (server/mcp/worker.py); its run id."""
+    request = json.dumps({"data_dir": str(settings.data_dir), "collection_path": str(target.path),
+                          "label": target.name, "config": config.to_json()})
+    logs = settings.data_dir / PROGRESS_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    log = open(logs / f"worker-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115
+    worker = subprocess.Popen([sys.executable, "-m", "searchgrade.server.mcp.worker"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
+    log.close()
+    worker.stdin.write(request)
+    worker.stdin.close()
+    first: list[str] = []
+    reader = threading.Thread(target=lambda: first.append(worker.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(RUN_ID_WAIT_S)
+    line = json.loads(first[0]) if first and first[0].strip() else {}
+    if "run_id" not in line:
+        why = line.get("error") or (f"no run was created within {RUN_ID_WAIT_S:g} s (the worker's log: {log.name}; "
+                                    "list_runs shows the run if it appears later)")
+        raise SearchGradeError(f"the run did not start: {why}")
+    with _LOCK:
+        _WORKERS[line["run_id"]] = worker
+    return line["run_id"]
+
+
+def run_progress(settings: McpSettings, store: Store, run_id: str) -> dict[str, Any]:
+    """A run's status from the store, and its stages when this server's job works on it."""
+    run = store.get_run(run_id)
+    out: dict[str, Any] = {"run_id": run.run_id, "status": run.status, "stage": run.stage,
+                           "done": run.status in FINAL, "error": run.error,
+                           "queries": run.stats.get("queries")}
+    with _LOCK:
+        worker = _WORKERS.get(run.run_id)
+    if worker is not None:
+        worker.poll()  # reaps a worker that ended (no zombie)
+    try:
+        job = json.loads(progress_path(settings.data_dir, run.run_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        job = None  # not started through MCP, or its worker has not written yet
+    if job is not None:
+        out["job"] = {k: v for k, v in job.items() if k not in ("error", "pid")}
+        out["error"] = out["error"] or job.get("error")
+    if out["done"]:
+        out["next"] = "run_summary(run_id)" if run.status == "complete" else f"`searchgrade resume {run.run_id}`"
+    return out
