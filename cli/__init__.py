@@ -26,7 +26,9 @@ from searchgrade.cli import (
     labels,
     queries,
     show,
+    suite,
     train_reranker,
+    worker,
 )
 from searchgrade.core.records import SearchGradeError
 
@@ -43,6 +45,8 @@ COMMANDS = {
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker
+    "suite": suite,  # suite create|list|show|run|delete|update|schedule|alert|note
+    "worker": worker,  # worker
     "app": app,  # app
 }
 
