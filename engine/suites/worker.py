@@ -45,18 +45,28 @@ class Handled:
 
 
 def _busy_slot(store: Store, suite_name: str) -> datetime | None:
-    """The slot of this suite a live worker is running, if any; stale leases are released."""
+    """The slot of this suite a live worker holds, if any; stale leases are released.
+
+    A lease is live while its run is running (a stale heartbeat reads interrupted), and for a
+    heartbeat timeout after the lease was taken (no run yet) or after its run ended (the worker
+    is still comparing and alerting).
+    """
     entries = {e["entry_id"]: e for e in store.suite_entries(suite_name)}
     timeout = heartbeat_timeout_s()
+    now = now_utc()
     for row in store.suite_slots(suite_name):
         if row["status"] != "running":
             continue
         entry = entries.get(row["entry_id"]) if row["entry_id"] else None
+        since = row["leased_at"]
         if entry is not None and entry["run_id"] is not None:
-            alive = store.get_run(entry["run_id"]).status == "running"  # a stale heartbeat reads interrupted
-        else:
-            alive = (now_utc() - row["leased_at"]).total_seconds() < timeout
-        if alive:
+            run = store.get_run(entry["run_id"])
+            if run.status == "running":
+                return row["slot"]
+            since = entry["finished_at"] or run.finished_at or since
+            if run.status == "interrupted":
+                since = None
+        if since is not None and (now - since).total_seconds() < timeout:
             return row["slot"]
         store.finish_slot(suite_name, row["slot"], "interrupted",
                           note="its worker stopped mid-run (no heartbeat); the run can be resumed with "
@@ -88,8 +98,9 @@ def work_once(store: Store, data_dir: str | Path, worker: str, *,
         if not store.lease_slot(suite.name, slot, worker):
             continue  # another worker took this slot
         missed = slots_between(kind, expression, anchor, last if last is not None else anchor, slot)
-        note = (f"{missed} earlier slot{'s' if missed != 1 else ''} came due while no worker ran: run once "
-                "for them" if missed else None)
+        note = (f"{missed} earlier slot{'s' if missed != 1 else ''} passed with no worker free to run "
+                f"{'them' if missed != 1 else 'it'}: this run stands for {'them' if missed != 1 else 'it'}"
+                if missed else None)
         say(f"suite {suite.name}: running the slot of {slot:%Y-%m-%d %H:%M:%S} UTC" + (f" ({note})" if note else ""))
         try:
             outcome = run_suite(store, data_dir, suite.name, trigger="schedule", slot=slot, on_complete=on_complete,
