@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from searchgrade.core.records import SearchGradeError, collection_fingerprint
+from searchgrade.core.records import Collection, SearchGradeError, collection_fingerprint
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import outage_text, recovered_text, regression_text
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
@@ -77,9 +77,12 @@ def _down_strategies(store: Store, run_id: str) -> dict[str, int]:
 def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "manual",
               slot: datetime | None = None, progress: Callable[..., None] | None = None,
               on_complete: Callable[[Store, str], None] | None = None,
-              on_entry: Callable[[str], None] | None = None, note: str | None = None) -> SuiteRunOutcome:
+              on_entry: Callable[[str], None] | None = None, note: str | None = None,
+              on_run_created: Callable[[str], None] | None = None,
+              collection: Collection | None = None) -> SuiteRunOutcome:
     """A new run of suite ``name``, compared and alerted on (module docstring).
 
+    ``collection`` is the suite's collection when the caller loaded it already (``suite_collection``).
     ``note`` is a person's note on the run ("synonyms v3 deployed"), shown on the trend and in
     the alert. Never raises for a failed evaluation (it is recorded "could not evaluate" and alerted);
     raises SearchGradeError for an unknown suite, and re-raises Ctrl-C / a cancel from the app.
@@ -95,7 +98,10 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
     outcome = SuiteRunOutcome(entry_id, None, COULD_NOT_EVALUATE)
     snap = None
     try:
-        collection, outcome.notes = suite_collection(suite, store)
+        if collection is None:
+            collection, outcome.notes = suite_collection(suite, store)
+        else:
+            outcome.notes = list(collection.notes)
         config = suite_config(suite)
         snap = snapshot(config.to_json(), fingerprint=collection_fingerprint(collection),
                         documents=len(collection.documents))
@@ -103,6 +109,8 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
         def created(run_id: str) -> None:
             outcome.run_id = run_id
             store.update_suite_entry(entry_id, run_id=run_id)
+            if on_run_created is not None:
+                on_run_created(run_id)
 
         evaluation = run_evaluation(collection, config, store, data_dir, progress=progress,
                                     on_run_created=created, on_complete=on_complete)

@@ -1,0 +1,57 @@
+"""The Suites page: a suite's runs as one series, the significant drop marked, what changed and the
+note on the point; "Run now" only where suites may be changed; alert targets never shown in full."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from searchgrade.engine.suites.definition import suite_from_run
+from searchgrade.engine.suites.regression import compare_runs
+from tests.pages.conftest import bound_to, chart, open_page
+from tests.pages.synthetic import tiny_spec, write_run
+
+WORSE_FULLTEXT = {"q1": ["d6", "d2", "d1"], "q2": ["d6", "d4", "d2"]}
+
+
+def _suite_with_a_drop(store) -> tuple[str, str]:
+    a = write_run(store, tiny_spec(name="run A"))
+    spec = tiny_spec(name="run B")
+    spec.rankings = {**spec.rankings, "fulltext": WORSE_FULLTEXT}
+    b = write_run(store, spec)
+    suite_from_run(store, "nightly", a, metric="dcg@3")
+    entry = store.start_suite_entry("nightly", "schedule")
+    changes = compare_runs(store, a, b, "dcg@3", 0.0)
+    # Two queries can reach no verdict; the page shows what the store says: here, a drop of fulltext.
+    verdict = [replace(c, verdict="drop") if c.strategy == "fulltext" else c for c in changes]
+    store.update_suite_entry(entry, run_id=b, status="compared", baseline_run_id=a,
+                             verdict=[c.to_json() for c in verdict], changes=["index.rerank_depth: 50 -> 100"],
+                             note="synonyms v3 deployed")
+    store.update_suite("nightly", webhook="https://hooks.example.com/services/T0/SECRET-TOKEN")
+    return a, b
+
+
+def test_the_suite_trend_marks_the_drop_and_names_what_changed(store):
+    a, b = _suite_with_a_drop(store)
+    at = open_page("views/suites.py")
+    spec = chart(at, "suite_trend")
+    lines = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
+    assert len(lines["Full-text (BM25)"]["y"]) == 2
+    drop = next(t for t in spec["data"] if t["name"] == "Full-text (BM25): significant drop")
+    assert drop["marker"]["symbol"] == "triangle-down" and len(drop["y"]) == 1
+    assert drop["y"][0] == lines["Full-text (BM25)"]["y"][1]
+    hover = lines["Full-text (BM25)"]["text"][1]
+    # Chart text is escaped (no HTML from stored text): "->" reads "-&gt;".
+    assert "changed: index.rerank_depth: 50 -&gt; 100" in hover and "note: synonyms v3 deployed" in hover
+    assert [b.label for b in at.button if b.key == "suites_run_now"] == ["Run now"]
+    page = (" ".join(str(e.value) for e in at.caption) + " ".join(str(e.value) for e in at.markdown)).replace("\\", "")
+    assert "SECRET-TOKEN" not in page
+    assert "https://hooks.example.com/…" in page
+
+
+def test_an_exposed_app_without_login_shows_suites_but_cannot_change_them(store, monkeypatch):
+    _suite_with_a_drop(store)
+    monkeypatch.setenv("SEARCHGRADE_APP_NO_AUTH", "1")
+    with bound_to("0.0.0.0"):
+        at = open_page("views/suites.py")
+    assert not [b for b in at.button if b.key in ("suites_run_now", "suites_alert_save", "suites_note_save")]
+    assert chart(at, "suite_trend")
