@@ -87,3 +87,10 @@ def test_worker_once_runs_a_missed_schedule_once_with_a_note(scheduled, capsys):
     # Due again only at the next slot: at once, nothing (or, if 2 s passed, that one slot).
     assert main(["worker", "--once", "--data-dir", str(scheduled)]) == 0
     assert len([e for e in store.suite_entries("tick") if e["trigger"] == "schedule"]) <= 2
+
+
+def test_a_worker_beside_an_app_stops_when_the_app_is_gone(tmp_path):
+    # `searchgrade app --worker` starts the worker with --stop-with the app's pid: not its parent here.
+    done = subprocess.run([sys.executable, "-m", "searchgrade.cli", "worker", "--stop-with", "1", "--data-dir",
+                           str(tmp_path / "d")], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "worker stopped" in done.stderr
