@@ -207,6 +207,13 @@ class SuitesMixin(StoreConnection):
                 [suite_name, slot, worker, status, note, now_utc()]).fetchall()
         return bool(rows)
 
+    def take_over_slot(self, suite_name: str, slot: datetime, old_worker: str, worker: str) -> bool:
+        """Take a dead worker's running slot for ``worker``: True for exactly one caller."""
+        with self.connect() as con:
+            return bool(con.execute(
+                "UPDATE suite_slots SET worker = ?, leased_at = ? WHERE suite_name = ? AND slot = ? AND worker = ? "
+                "AND status = 'running' RETURNING slot", [worker, now_utc(), suite_name, slot, old_worker]).fetchall())
+
     def finish_slot(self, suite_name: str, slot: datetime, status: str, *, entry_id: str | None = None,
                     note: str | None = None) -> None:
         with self.connect() as con:

@@ -26,7 +26,7 @@ from searchgrade.core.records import Collection, SearchGradeError, collection_fi
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import outage_text, recovered_text, regression_text
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
-from searchgrade.engine.store import Store
+from searchgrade.engine.store import Store, SuiteRecord
 from searchgrade.engine.store.connection import now_utc
 from searchgrade.engine.suites.changes import config_changes, snapshot
 from searchgrade.engine.suites.definition import suite_collection, suite_config
@@ -105,6 +105,7 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
         config = suite_config(suite)
         snap = snapshot(config.to_json(), fingerprint=collection_fingerprint(collection),
                         documents=len(collection.documents))
+        store.update_suite_entry(entry_id, snapshot=snap)  # a resume of this entry reads it
 
         def created(run_id: str) -> None:
             outcome.run_id = run_id
@@ -121,6 +122,12 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
     except Exception as exc:  # any failure of the evaluation is recorded, never a crash of the worker
         outcome.error = f"{type(exc).__name__ if not isinstance(exc, SearchGradeError) else 'error'}: " \
                         f"{(str(exc).splitlines() or [''])[0]}"
+    return _conclude(store, suite, outcome, snap)
+
+
+def _conclude(store: Store, suite: SuiteRecord, outcome: SuiteRunOutcome, snap: dict[str, Any] | None) -> SuiteRunOutcome:
+    """The entry's end: outage or comparison with the previous complete run, stored, alerted."""
+    entry_id = outcome.entry_id
     # A backend that answered no query is the outage to report, whatever failed after it.
     down = _down_strategies(store, outcome.run_id) if outcome.run_id else {}
     if down:
@@ -140,6 +147,33 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
                              finished_at=now_utc())
     outcome.alerts = _alert(store, suite.name, outcome)
     return outcome
+
+
+def resume_suite_entry(store: Store, data_dir: str | Path, entry_id: str, *,
+                       on_complete: Callable[[Store, str], None] | None = None) -> SuiteRunOutcome:
+    """Continue the interrupted run of a suite's entry (its worker was killed mid-run): only the
+    missing work is done (engine/run/pipeline.py ``resume_run``), then it is compared and alerted
+    on as a new run is.
+    """
+    from searchgrade.engine.run.pipeline import resume_run
+
+    entry = store.suite_entry(entry_id)
+    suite = store.get_suite(entry["suite_name"])
+    outcome = SuiteRunOutcome(entry_id, entry["run_id"], COULD_NOT_EVALUATE)
+    snap = entry["snapshot"]
+    try:
+        collection, outcome.notes = suite_collection(suite, store)
+        if snap is None:
+            snap = snapshot(store.get_run(entry["run_id"]).config, fingerprint=collection_fingerprint(collection),
+                            documents=len(collection.documents))
+        resume_run(entry["run_id"], store, data_dir, collection=collection, on_complete=on_complete)
+        outcome.notes.append(f"resumed run {entry['run_id']} after its worker stopped")
+    except (KeyboardInterrupt, RunCancelled, RunTakenOver):
+        raise
+    except Exception as exc:  # recorded, as for a new run
+        outcome.error = f"{type(exc).__name__ if not isinstance(exc, SearchGradeError) else 'error'}: " \
+                        f"{(str(exc).splitlines() or [''])[0]}"
+    return _conclude(store, suite, outcome, snap)
 
 
 def _alert(store: Store, name: str, outcome: SuiteRunOutcome) -> list[Delivery]:

@@ -8,8 +8,9 @@ workers that look at once exactly one gets it) and run (engine/suites/runner.py)
   stands for, never once per missed slot;
 - a slot that comes due while the suite is running (in this worker or another) is recorded
   ``skipped`` with a note, and not run late;
-- a slot whose worker died (its run's heartbeat went stale: the run is ``interrupted``) is
-  released: it is recorded ``interrupted``, and the run can be resumed (`searchgrade resume`).
+- a slot whose worker died (its run's heartbeat went stale: the run is ``interrupted``) is taken
+  over by the next worker, which resumes the run (only the missing work) and then compares and
+  alerts on it as on any run.
 
 ``serve`` calls ``work_once`` until stopped, sleeping until the next slot (at most ``POLL_S``).
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from searchgrade.engine.run.lifecycle import RunCancelled
 from searchgrade.engine.store import Store, heartbeat_timeout_s
 from searchgrade.engine.store.connection import now_utc
-from searchgrade.engine.suites.runner import COULD_NOT_EVALUATE, run_suite
+from searchgrade.engine.suites.runner import COULD_NOT_EVALUATE, resume_suite_entry, run_suite
 from searchgrade.engine.suites.schedule import latest_slot, next_slot, slots_between
 
 POLL_S = 1.0
@@ -44,8 +45,8 @@ class Handled:
     note: str | None = None
 
 
-def _busy_slot(store: Store, suite_name: str) -> datetime | None:
-    """The slot of this suite a live worker holds, if any; stale leases are released.
+def _busy_slot(store: Store, suite_name: str) -> tuple[datetime | None, list[dict]]:
+    """The slot of this suite a live worker holds, if any, and the leases of dead workers.
 
     A lease is live while its run is running (a stale heartbeat reads interrupted), and for a
     heartbeat timeout after the lease was taken (no run yet) or after its run ended (the worker
@@ -54,6 +55,7 @@ def _busy_slot(store: Store, suite_name: str) -> datetime | None:
     entries = {e["entry_id"]: e for e in store.suite_entries(suite_name)}
     timeout = heartbeat_timeout_s()
     now = now_utc()
+    dead = []
     for row in store.suite_slots(suite_name):
         if row["status"] != "running":
             continue
@@ -62,16 +64,35 @@ def _busy_slot(store: Store, suite_name: str) -> datetime | None:
         if entry is not None and entry["run_id"] is not None:
             run = store.get_run(entry["run_id"])
             if run.status == "running":
-                return row["slot"]
+                return row["slot"], dead
             since = entry["finished_at"] or run.finished_at or since
             if run.status == "interrupted":
                 since = None
         if since is not None and (now - since).total_seconds() < timeout:
-            return row["slot"]
-        store.finish_slot(suite_name, row["slot"], "interrupted",
-                          note="its worker stopped mid-run (no heartbeat); the run can be resumed with "
-                               "`searchgrade resume`")
-    return None
+            return row["slot"], dead
+        dead.append({**row, "entry": entry})
+    return None, dead
+
+
+def _take_over(store: Store, data_dir: str | Path, worker: str, row: dict,
+               on_complete: Callable[[Store, str], None] | None, say: Callable[[str], None]) -> Handled | None:
+    """A dead worker's slot: its interrupted run resumed (only the missing work), or the slot
+    recorded interrupted when there is no run to resume."""
+    name, slot, entry = row["suite_name"], row["slot"], row["entry"]
+    if not store.take_over_slot(name, slot, row["worker"], worker):
+        return None  # another worker took it over
+    if entry is None or entry["run_id"] is None or store.get_run(entry["run_id"]).status != "interrupted":
+        store.finish_slot(name, slot, "interrupted", note="its worker stopped before its run started")
+        return Handled(name, slot, "interrupted")
+    say(f"suite {name}: resuming run {entry['run_id']} of the slot of {slot:%Y-%m-%d %H:%M:%S} UTC "
+        "(its worker stopped mid-run)")
+    outcome = resume_suite_entry(store, data_dir, entry["entry_id"], on_complete=on_complete)
+    failed = outcome.status == COULD_NOT_EVALUATE
+    store.finish_slot(name, slot, "failed" if failed else "done",
+                      note=f"resumed by worker {worker} after its first worker stopped")
+    say(f"suite {name}: run {outcome.run_id} {outcome.status}" + (f": {outcome.error}" if outcome.error else ""))
+    return Handled(name, slot, COULD_NOT_EVALUATE if failed else "ran", outcome.entry_id, outcome.run_id,
+                   "resumed")
 
 
 def work_once(store: Store, data_dir: str | Path, worker: str, *,
@@ -86,9 +107,15 @@ def work_once(store: Store, data_dir: str | Path, worker: str, *,
         kind, expression, anchor = suite.schedule_kind, suite.schedule_expr or "", suite.schedule_anchor
         slot = latest_slot(kind, expression, anchor, now_utc())
         last = store.last_slot(suite.name)
+        busy, dead = _busy_slot(store, suite.name)
+        for row in dead:
+            handled = _take_over(store, data_dir, worker, row, on_complete, say)
+            if handled is not None:
+                done.append(handled)
         if slot is None or (last is not None and slot <= last):
             continue
-        busy = _busy_slot(store, suite.name)
+        if dead:
+            busy, _ = _busy_slot(store, suite.name)
         if busy is not None:
             note = f"came due while the suite was running its slot of {busy:%Y-%m-%d %H:%M:%S} UTC: skipped"
             if store.lease_slot(suite.name, slot, worker, status="skipped", note=note):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -21,16 +22,25 @@ from tests.conftest import write_beir
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def scheduled(tmp_path):
-    """A suite over the tiny collection (fulltext), scheduled every 2 s."""
-    data = tmp_path / "d"
-    folder = write_beir(tmp_path / "tiny")
+@pytest.fixture(scope="module")
+def _scheduled_once(tmp_path_factory):
+    """A suite over the tiny collection (fulltext), made once per module."""
+    data = tmp_path_factory.mktemp("scheduled") / "d"
+    folder = write_beir(tmp_path_factory.mktemp("beir") / "tiny")
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         assert main(["evaluate", str(folder), "--qrels", "--strategies", "fulltext", "--data-dir", str(data)]) == 0
         run_id = out.getvalue().strip().splitlines()[-1]
         assert main(["suite", "create", "tick", "--from", run_id, "--data-dir", str(data)]) == 0
+    return data
+
+
+@pytest.fixture
+def scheduled(_scheduled_once, tmp_path):
+    """A copy of that data directory with the suite scheduled every 2 s from now."""
+    data = tmp_path / "d"
+    shutil.copytree(_scheduled_once, data)
+    with contextlib.redirect_stdout(io.StringIO()):
         assert main(["suite", "schedule", "tick", "--every", "2s", "--data-dir", str(data)]) == 0
     return data
 
@@ -94,3 +104,32 @@ def test_a_worker_beside_an_app_stops_when_the_app_is_gone(tmp_path):
     done = subprocess.run([sys.executable, "-m", "searchgrade.cli", "worker", "--stop-with", "1", "--data-dir",
                            str(tmp_path / "d")], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "worker stopped" in done.stderr
+
+
+def test_a_worker_killed_mid_run_leaves_the_run_interrupted_and_the_next_worker_resumes_it(scheduled, monkeypatch):
+    import signal
+
+    store = Store(scheduled)
+    monkeypatch.setenv("SEARCHGRADE_HEARTBEAT_TIMEOUT_S", "3")
+    worker = subprocess.Popen([sys.executable, "-m", "searchgrade.cli", "worker", "--data-dir", str(scheduled)],
+                              cwd=REPO, env={**os.environ}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        running = None
+        while time.monotonic() < deadline and running is None:
+            running = next((e for e in store.suite_entries("tick")
+                            if e["trigger"] == "schedule" and e["run_status"] == "running"), None)
+            time.sleep(0.1)
+        assert running is not None
+    finally:
+        worker.send_signal(signal.SIGKILL)  # no handler runs: as a machine losing power would
+        worker.wait(30)
+    deadline = time.monotonic() + 30
+    while store.get_run(running["run_id"]).status != "interrupted" and time.monotonic() < deadline:
+        time.sleep(0.2)  # the heartbeat going stale is what marks it
+    assert store.get_run(running["run_id"]).status == "interrupted"
+    assert main(["worker", "--once", "--data-dir", str(scheduled)]) == 0
+    entry = store.suite_entry(running["entry_id"])
+    assert store.get_run(running["run_id"]).status == "complete" and entry["status"] == "compared"
+    slot = next(r for r in store.suite_slots("tick") if r["entry_id"] == running["entry_id"])
+    assert slot["status"] == "done" and "resumed" in slot["note"]
