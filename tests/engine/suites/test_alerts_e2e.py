@@ -172,3 +172,13 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, tmp_pa
     assert (failed["channel"], failed["status"], failed["attempts"]) == ("webhook", "failed", 3)
     assert "SECRET-TOKEN" not in failed["target"]
     assert store.suite_alerts("prod")[-1]["status"] == "sent"  # the email went
+
+    # The declaration changed (another query template for the same server): `suite update` takes it,
+    # and the next run names what changed.
+    strategies.write_text(strategies.read_text(encoding="utf-8").replace(
+        "{\"text\": {{query}}}", "{\"text\": {\"query\": {{query}}}}"), encoding="utf-8")
+    assert _run(capsys, "suite", "update", "prod", "--strategies-file", str(strategies), "--data-dir", data)[0] == 0
+    code, _, err = _run(capsys, "suite", "run", "prod", "--data-dir", data)
+    assert code == 0 and "changed since the previous run: declared.es." in err
+    changed = store.suite_entries("prod")[-1]["changes"]
+    assert any(line.startswith("declared.es.") and "{{query}}" in line for line in changed), changed
