@@ -226,7 +226,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def cmd_alert(args: argparse.Namespace) -> int:
-    from searchgrade.engine.alerts.channels import check_email_address, check_webhook_url, mask, smtp_settings
+    from searchgrade.engine.alerts.channels import (
+        check_email_address,
+        check_smtp_server,
+        check_webhook_url,
+        mask,
+    )
     from searchgrade.engine.alerts.deliver import deliver
     from searchgrade.engine.alerts.text import trial_text
 
@@ -239,7 +244,7 @@ def cmd_alert(args: argparse.Namespace) -> int:
     if args.email is not None:
         if args.email.strip():
             fields["email"] = check_email_address(args.email)
-            smtp_settings()  # no SMTP host set: one line now, not a failed alert later
+            check_smtp_server()  # no SMTP host set, or none answers: one line now, not a failed alert later
         else:
             fields["email"] = None
     if fields:

@@ -96,6 +96,21 @@ def smtp_settings(environ: Mapping[str, str] | None = None) -> dict[str, object]
     return {"host": host, "port": int(raw_port), "user": user, "password": password, "sender": sender}
 
 
+def check_smtp_server(environ: Mapping[str, str] | None = None) -> None:
+    """The SMTP server of the environment answers (a greeting and EHLO), or one line naming it.
+
+    Raises:
+        SearchGradeError: the settings are incomplete, or the server does not answer.
+    """
+    settings = smtp_settings(environ)
+    try:
+        with smtplib.SMTP(str(settings["host"]), int(settings["port"]), timeout=TIMEOUT_S) as smtp:
+            smtp.ehlo()
+    except (OSError, smtplib.SMTPException) as exc:
+        raise SearchGradeError(f"the SMTP server {settings['host']}:{settings['port']} does not answer "
+                               f"({exc}); check {ENV_SMTP_HOST} and {ENV_SMTP_PORT}") from None
+
+
 def send_email(address: str, subject: str, text: str, environ: Mapping[str, str] | None = None) -> None:
     """Send one message over SMTP (STARTTLS when offered); raises on any failure."""
     settings = smtp_settings(environ)

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.alerts.channels import check_email_address, check_webhook_url, mask, smtp_settings
+from searchgrade.engine.alerts.channels import check_email_address, check_smtp_server, check_webhook_url, mask
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import trial_text
 from searchgrade.engine.metrics import parse_metric
@@ -140,7 +140,7 @@ def set_alerts(store: Store, name: str, *, webhook: str | None, email: str | Non
     if email is not None:
         if email.strip():
             fields["email"] = check_email_address(email)
-            smtp_settings()
+            check_smtp_server()
         else:
             fields["email"] = None
     if fields:

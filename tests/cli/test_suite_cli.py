@@ -93,6 +93,22 @@ def test_bad_input_is_one_line_with_the_fix_and_stores_nothing(source_run, capsy
     assert [s.name for s in Store(data).list_suites()] == ["s"]
 
 
+def test_an_smtp_server_that_does_not_answer_is_named_and_nothing_is_stored(source_run, capsys, monkeypatch):
+    import socket
+
+    data, _ = source_run
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("SEARCHGRADE_SMTP_HOST", "127.0.0.1")
+    monkeypatch.setenv("SEARCHGRADE_SMTP_PORT", str(port))
+    capsys.readouterr()
+    assert main(["suite", "alert", "s", "--email", "team@example.com", "--data-dir", str(data)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"the SMTP server 127.0.0.1:{port} does not answer" in err
+    assert Store(data).get_suite("s").email is None
+
+
 def test_an_llm_suite_run_of_an_unchanged_system_makes_no_llm_call(tmp_path, tiny_beir, capsys, monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SEARCHGRADE_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
