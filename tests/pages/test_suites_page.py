@@ -55,3 +55,24 @@ def test_an_exposed_app_without_login_shows_suites_but_cannot_change_them(store,
         at = open_page("views/suites.py")
     assert not [b for b in at.button if b.key in ("suites_run_now", "suites_alert_save", "suites_note_save")]
     assert chart(at, "suite_trend")
+
+
+def test_run_now_runs_the_suite_in_the_background_worker(store, home, tiny_beir, clean_jobs):
+    import contextlib
+    import io
+
+    from searchgrade.cli import main
+    from searchgrade.server import jobs
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["evaluate", str(tiny_beir), "--qrels", "--strategies", "fulltext", "--data-dir", str(home)]) == 0
+    source = out.getvalue().strip().splitlines()[-1]
+    suite_from_run(store, "nightly", source)
+    at = open_page("views/suites.py")
+    next(b for b in at.button if b.key == "suites_run_now").click().run()
+    job = jobs.wait(at.session_state["evaluate_job_id"], timeout_s=120)
+    assert job.state == "complete", job.error
+    entries = store.suite_entries("nightly")
+    assert [e["trigger"] for e in entries] == ["source", "app"] and entries[-1]["run_id"] == job.run_id
+    assert entries[-1]["status"] == "compared" and entries[-1]["baseline_run_id"] == source
