@@ -76,3 +76,20 @@ def test_run_now_runs_the_suite_in_the_background_worker(store, home, tiny_beir,
     entries = store.suite_entries("nightly")
     assert [e["trigger"] for e in entries] == ["source", "app"] and entries[-1]["run_id"] == job.run_id
     assert entries[-1]["status"] == "compared" and entries[-1]["baseline_run_id"] == source
+
+
+def test_alert_channels_typed_in_the_app_are_checked_and_shown_back_only_in_part(store):
+    _suite_with_a_drop(store)
+    store.update_suite("nightly", webhook=None)
+    at = open_page("views/suites.py")
+    at.text_input(key="suites_alert_webhook").set_value("ftp://hooks.example.com/x")
+    next(b for b in at.button if b.key == "suites_alert_save").click().run()
+    assert any("is not an http(s) URL" in e.value.replace("\\", "") for e in at.error)
+    assert store.get_suite("nightly").webhook is None
+    # Resolved and checked by the outbound guard (a loopback app: any address is the operator's).
+    at.text_input(key="suites_alert_webhook").set_value("http://127.0.0.1:9/services/T1/OTHER-TOKEN")
+    next(b for b in at.button if b.key == "suites_alert_save").click().run()
+    suite = store.get_suite("nightly")
+    assert suite.webhook.endswith("OTHER-TOKEN") and suite.alerts_declared_in == "app"
+    shown = " ".join(str(e.value) for e in at.caption).replace("\\", "")
+    assert "http://127.0.0.1:9/…" in shown and "OTHER-TOKEN" not in shown
