@@ -36,7 +36,7 @@ def check_webhook_url(url: str) -> str:
     """An http(s) URL with a host, or one line naming the fix."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SearchGradeError(f"--webhook {url!r} is not an http(s) URL; give the incoming webhook's full "
+        raise SearchGradeError(f"webhook URL {url!r} is not an http(s) URL; give the incoming webhook's full "
                                "address, e.g. https://hooks.slack.com/services/...")
     return url.strip()
 
@@ -45,7 +45,7 @@ def check_email_address(address: str) -> str:
     text = address.strip()
     local, _, domain = text.partition("@")
     if not local or not domain or " " in text:
-        raise SearchGradeError(f"--email {address!r} is not an email address; give one like team@example.com")
+        raise SearchGradeError(f"email address {address!r} is not an email address; give one like team@example.com")
     return text
 
 

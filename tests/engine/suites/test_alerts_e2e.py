@@ -182,3 +182,15 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, tmp_pa
     assert code == 0 and "changed since the previous run: declared.es." in err
     changed = store.suite_entries("prod")[-1]["changes"]
     assert any(line.startswith("declared.es.") and "{{query}}" in line for line in changed), changed
+
+
+def test_a_webhook_typed_in_an_exposed_app_is_sent_only_under_the_outbound_guard(world):
+    from searchgrade.core.outbound import OutboundRefused
+    from searchgrade.engine.alerts.channels import send_webhook
+
+    _, _, listener, _ = world
+    before = len(listener.bodies)
+    with pytest.raises(OutboundRefused):
+        send_webhook(listener.url, "hello", declared_in="exposed app")  # loopback: not for an exposed app's typing
+    send_webhook(listener.url, "hello", declared_in="app")  # typed on a loopback app: the operator's
+    assert len(listener.bodies) == before + 1 and listener.texts()[-1] == "hello"
