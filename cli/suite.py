@@ -25,7 +25,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=cmd_create)
 
-    p = verbs.add_parser("list", help="the suites, with their schedule and last run")
+    p = verbs.add_parser("list", help="the suites, with their schedule and how many runs they have")
     add_common(p)
     p.set_defaults(handler=cmd_list)
 
