@@ -18,6 +18,7 @@ navigation = st.navigation([
     st.Page("views/trends.py", title="Trends", icon=":material/trending_up:"),
     st.Page("views/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("views/review.py", title="Review", icon=":material/rate_review:"),
+    st.Page("views/suites.py", title="Suites", icon=":material/event_repeat:"),
 ])
 # One open database for every read of this rerun (the file is free for other processes after).
 with get_store().session():

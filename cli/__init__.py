@@ -27,7 +27,9 @@ from searchgrade.cli import (
     mcp,
     queries,
     show,
+    suite,
     train_reranker,
+    worker,
 )
 from searchgrade.core.records import SearchGradeError
 
@@ -44,6 +46,8 @@ COMMANDS = {
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker
+    "suite": suite,  # suite create|list|show|run|delete|update|schedule|alert|note
+    "worker": worker,  # worker
     "app": app,  # app
     "mcp": mcp,  # mcp
 }

@@ -50,6 +50,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--collections-root", metavar="DIR",
                    help="read collections by path only inside DIR (links out of it refused); without it, "
                    "an app bound beyond loopback reads no path at all")
+    p.add_argument("--worker", action="store_true",
+                   help="also run `searchgrade worker` beside the app (scheduled suites), stopping with it")
     add_strategies_file(p)
     add_common(p)
     p.set_defaults(handler=cmd_app)
@@ -83,6 +85,16 @@ def check_login(host: str, no_auth: bool, environ: dict[str, str]) -> str:
     if method is None and is_exposed(host) and not no_auth:
         raise SearchGradeError(auth.exposed_without_login_message(host))
     return method or "none"
+
+
+def start_worker(env: dict[str, str]) -> None:
+    """`searchgrade worker` as a child of this process: the exec that follows keeps the process id,
+    so the worker stops when the app's process ends (``--stop-with``)."""
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-m", "searchgrade.cli", "worker", "--stop-with", str(os.getpid()),
+                      "--data-dir", env["SEARCHGRADE_HOME"]], env=env)
+    print("searchgrade worker started beside the app (scheduled suites; times in UTC)", file=sys.stderr)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -119,5 +131,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     sys.stderr.flush()
     sys.stdout.flush()
     command = streamlit_command(args)
+    if args.worker:
+        start_worker(env)
     os.execve(command[0], command, env)
     return 1  # not reached: exec replaced this process

@@ -52,10 +52,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         print("no runs yet; start one with `searchgrade evaluate COLLECTION --qrels` (or --llm)")
         return 0
-    print(f"{'run id':<24} {'status':<11} {'created (UTC)':<19} {'queries':>7}  name")
+    suites = open_store(args).suite_of_runs()
+    print(f"{'run id':<24} {'status':<11} {'created (UTC)':<19} {'queries':>7}  {'suite':<16} name")
     for run in runs:
         n = run.stats.get("queries", "")
-        print(f"{run.run_id:<24} {run.status:<11} {run.created_at:%Y-%m-%d %H:%M:%S} {n!s:>7}  {run.name}")
+        print(f"{run.run_id:<24} {run.status:<11} {run.created_at:%Y-%m-%d %H:%M:%S} {n!s:>7}  "
+              f"{suites.get(run.run_id, '-'):<16} {run.name}")
     return 0
 
 

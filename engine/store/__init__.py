@@ -17,6 +17,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - holes: the judgments a run's qrels mark as pooled but not judged, and the reads of the metrics
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 - strategies: strategies added from the browser ("Add your search").
+- suites: evaluation suites, their runs, schedule slots (the lease) and alerts.
 """
 
 from __future__ import annotations
@@ -39,14 +40,15 @@ from searchgrade.engine.store.runs import (
     new_run_id,
 )
 from searchgrade.engine.store.strategies import SavedStrategiesMixin
+from searchgrade.engine.store.suites import SuiteRecord, SuitesMixin
 from searchgrade.engine.store.traffic import TrafficMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, StoreConnection):
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 
 __all__ = ["DB_FILENAME", "MIGRATIONS", "RUN_STATUSES", "STOPPED_STATUSES", "Beat", "RunRecord", "Store",
-           "heartbeat_timeout_s", "new_owner", "new_run_id"]
+           "SuiteRecord", "heartbeat_timeout_s", "new_owner", "new_run_id"]

@@ -294,6 +294,78 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         """,
     ),
     (
+        12,
+        # Evaluation suites (issue 23, engine/store/suites.py): a suite is a saved, repeatable
+        # evaluation (the source run's configuration and frozen query ids), with its schedule
+        # (UTC), its alert channels (typed targets, never secrets) and whether its backend is in an
+        # outage. suite_runs: one row per evaluation of a suite (manual or a schedule's slot), with
+        # the configuration snapshot it ran with, what changed since the previous one, the paired
+        # verdict against the previous complete run, and a person's note. suite_slots: the lease of
+        # a schedule's due slot (one row per slot: two workers cannot both insert it). suite_alerts:
+        # every alert sent or failed, per channel.
+        """
+        CREATE TABLE suites (
+            name VARCHAR PRIMARY KEY,
+            collection_name VARCHAR NOT NULL,
+            collection_path VARCHAR NOT NULL,
+            source_run_id VARCHAR NOT NULL,
+            mode VARCHAR NOT NULL,
+            config JSON NOT NULL,
+            query_ids JSON NOT NULL,
+            metric VARCHAR NOT NULL,
+            margin DOUBLE NOT NULL,
+            schedule_kind VARCHAR,
+            schedule_expr VARCHAR,
+            schedule_anchor TIMESTAMP,
+            webhook VARCHAR,
+            email VARCHAR,
+            alerts_declared_in VARCHAR,
+            outage BOOLEAN NOT NULL DEFAULT false,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE suite_runs (
+            entry_id VARCHAR PRIMARY KEY,
+            suite_name VARCHAR NOT NULL,
+            run_id VARCHAR,
+            slot TIMESTAMP,
+            trigger VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            baseline_run_id VARCHAR,
+            snapshot JSON,
+            changes JSON,
+            verdict JSON,
+            error VARCHAR,
+            note VARCHAR,
+            created_at TIMESTAMP NOT NULL,
+            finished_at TIMESTAMP
+        );
+        CREATE TABLE suite_slots (
+            suite_name VARCHAR NOT NULL,
+            slot TIMESTAMP NOT NULL,
+            worker VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            entry_id VARCHAR,
+            note VARCHAR,
+            leased_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (suite_name, slot)
+        );
+        CREATE TABLE suite_alerts (
+            alert_id VARCHAR PRIMARY KEY,
+            suite_name VARCHAR NOT NULL,
+            entry_id VARCHAR,
+            kind VARCHAR NOT NULL,
+            channel VARCHAR NOT NULL,
+            target VARCHAR NOT NULL,
+            status VARCHAR NOT NULL,
+            attempts INTEGER NOT NULL,
+            error VARCHAR,
+            text VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        )
+        """,
+    ),
+    (
         13,
         # Query logs and clicks (issue 26). A log is kept as its distinct normalised queries with
         # their counts (never its rows, never a query below the privacy floor); a query set is a
