@@ -103,6 +103,9 @@ def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queri
             )
             reranker = search.reranker_counts()
     ctx.stats.update(searched.stats)
+    declared_rerankers = built.context.declared_reranker_counts()
+    if declared_rerankers:  # per declared reranker: pairs scored / reused, calls (this process's)
+        ctx.stats["declared_rerankers"] = declared_rerankers
     if reranker is not None:
         ctx.stats["reranker_pairs"] = {"scored": reranker.scored, "reused": reranker.reused}
         if reranker.summary is not None:  # which model scored each query (engine/report/reranker.py)

@@ -1,0 +1,46 @@
+"""``kind = "llm"``: the LLM reranker's keys and checks (engine/llm/reranker.py scores).
+
+The LLM reranker asks the run's OpenAI-compatible endpoint (``--llm-base-url``, its key policy,
+its accounting and cache); indexes/ never imports engine/, so the run gives the build a factory for
+it (``BuildContext.services["llm_reranker"]``): a run without the LLM settings cannot build it, and
+says so in one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.declared.declaration import Key
+from searchgrade.indexes.declared.rerankers import MissingService, RerankerKind, RerankerSpec, register_kind
+
+MODES = ("pointwise",)
+
+KEYS: dict[str, Key] = {
+    "mode": Key((str,), "pointwise", example='"pointwise" (the judge-style prompt scores each document)'),
+    "model": Key((str,), None, example='"gpt-4o-mini" (default: the run\'s --llm-model)'),
+    "depth": Key((int,), 20, example="20 (candidates rescored per query: one LLM call each)"),
+    "concurrency": Key((int,), None, example="4 (default: the run's --llm-concurrency)"),
+}
+
+
+def check(spec: RerankerSpec) -> RerankerSpec:
+    o, where = spec.options, spec.where
+    if o["mode"] not in MODES:
+        raise SearchGradeError(f"{where}: mode {o['mode']!r} is not supported: use {', '.join(MODES)} "
+                               "(listwise is not built yet)")
+    for key in ("depth", "concurrency"):
+        if o.get(key) is not None and o[key] < 1:
+            raise SearchGradeError(f"{where}: {key} must be >= 1, got {o[key]!r}")
+    return spec
+
+
+def build(spec: RerankerSpec, ctx: Any) -> Any:
+    factory = (getattr(ctx, "services", None) or {}).get("llm_reranker")
+    if factory is None:
+        raise MissingService(f"{spec.where}: the LLM reranker needs the run's LLM: run with --llm (or "
+                           "--qrels --llm) and --llm-model / --llm-base-url")
+    return factory(spec)
+
+
+register_kind(RerankerKind("llm", KEYS, check, build))
