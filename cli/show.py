@@ -92,6 +92,10 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
               f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
               f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
+        if calls["rerank"] or hits["rerank"]:
+            tokens = llm["tokens"]["rerank"]
+            print(f"  LLM reranker: {calls['rerank']} calls, {hits['rerank']} cache hits, "
+                  f"{tokens['prompt'] + tokens['completion']:,} tokens", file=out)
         prompt = run.stats.get("llm", {}).get("prompt_version")
         if prompt:
             custom = (run.config.get("judge") or {}).get("prompt_text") is not None
@@ -149,7 +153,7 @@ def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
     completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
     """
     usage = store.llm_usage(run.run_id)
-    stages = ("querygen", "judge")
+    stages = ("querygen", "judge", "rerank")  # rerank: the LLM reranker (engine/llm/reranker.py)
     failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
     if not failures and run.status != "complete":
         failures = int(run.stats.get("llm", {}).get("judge_failures", 0))

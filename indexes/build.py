@@ -146,6 +146,10 @@ class BuildContext:
             self._query_scores[reranker] = QueryScores(scorer)
         return self._query_scores[reranker]
 
+    def declared_scorers(self) -> dict[str, Any]:
+        """The declared rerankers built so far (QueryReranker by name)."""
+        return {name: q.reranker for name, q in self._query_scores.items()}
+
     def declared_reranker_counts(self) -> dict[str, dict[str, Any]]:
         """Per declared reranker used: its kind, pairs scored and reused, and calls made."""
         return {name: {"kind": self.registry.rerankers[name].kind, "scored": q.scored, "reused": q.reused,

@@ -1,0 +1,84 @@
+"""The LLM reranker (``kind = "llm"``) through `searchgrade evaluate` against the real llama.cpp
+server (a 270M model: its scores are meaningless, only the protocol, the cache and the accounting
+are checked), and the self-grading warning."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from searchgrade.cli import main
+from searchgrade.engine.llm.reranker import RerankScore, self_graded
+from searchgrade.engine.run.stages import search_notes
+from searchgrade.engine.store import Store
+from tests.conftest import write_beir
+
+DOCS = {
+    "rust": ("Rust", "Rust is iron oxide. It forms when iron reacts with oxygen and water over time."),
+    "bread": ("Bread", "Bread is made from flour, water and yeast; the yeast makes the dough rise."),
+    "tides": ("Tides", "Tides are the rise and fall of sea levels caused by the gravity of the moon."),
+}
+QUERIES = {"q1": "why does iron rust in water", "q2": "how does bread dough rise with yeast"}
+QRELS = [("q1", "rust", 2), ("q2", "bread", 2)]
+
+
+def _run_json(capsys, run_id: str, data_dir) -> dict:
+    assert main(["show", run_id, "--format", "json", "--data-dir", str(data_dir)]) == 0
+    return json.loads(capsys.readouterr().out)["run"]
+
+
+@pytest.mark.llm_server
+@pytest.mark.slow
+def test_llm_reranker_over_a_real_server_is_cached_and_counted(counting_proxy, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    collection = write_beir(tmp_path / "mini", docs=DOCS, queries=QUERIES, qrels=QRELS)
+    strategies = tmp_path / "s.toml"
+    strategies.write_text('[reranker.llm]\nkind = "llm"\ndepth = 2\n', encoding="utf-8")
+    data_dir = tmp_path / "d"
+    args = ["evaluate", str(collection), "--qrels", "--llm", "--model", "gemma-3-270m", "--base-url",
+            counting_proxy.base_url, "--concurrency", "2", "--timeout", "120", "--strategies", "fulltext",
+            "--rerankers", "llm", "--k", "2", "--strategies-file", str(strategies), "--data-dir", str(data_dir)]
+    assert main(args) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    store = Store(data_dir)
+    (run,) = store.list_runs()
+    hits = store.stored_hits(run.run_id)
+    failed = {f["query_id"] for f in store.failed_queries(run.run_id, "fulltext_llm")}
+    pairs = 0
+    for qid in QUERIES:
+        base = [d.doc_id for d in hits[("fulltext", qid)].docs]
+        pairs += len(base)
+        if qid in failed:  # a reply the 270M model got wrong after its retries: the query failed, recorded
+            continue
+        reranked = hits[("fulltext_llm", qid)]
+        assert sorted(d.doc_id for d in reranked.docs) == sorted(base)
+        assert all(0 <= d.score <= 10 and float(d.score).is_integer() for d in reranked.docs)
+        assert reranked.latency_s > 0
+    shown = _run_json(capsys, run.run_id, data_dir)
+    # Every HTTP request the server received is in the run's accounting, the reranker's under "rerank".
+    assert shown["llm_calls"]["rerank"] >= pairs - len(failed) and shown["llm_calls"]["rerank"] >= 1
+    assert shown["llm_calls"]["judge"] + shown["llm_calls"]["rerank"] == counting_proxy.posts
+    assert shown["tokens"]["rerank"]["prompt"] > 0
+    assert run.stats["declared_rerankers"]["llm"]["kind"] == "llm"
+    if not failed:  # the same evaluation again: every score and grade from the cache, no call
+        posts = counting_proxy.posts
+        assert main(args) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        assert counting_proxy.posts == posts
+        second = max(store.list_runs(), key=lambda r: r.created_at)
+        assert _run_json(capsys, second.run_id, data_dir)["cache_hits"]["rerank"] == pairs
+
+
+def test_a_reranker_judged_by_its_own_model_is_a_warning_and_a_field():
+    found = self_graded({"llm": "gpt-4o-mini", "other": "qwen"}, "gpt-4o-mini")
+    assert found["rerankers"] == ["llm"] and found["model"] == "gpt-4o-mini"
+    assert self_graded({"llm": "qwen"}, "gpt-4o-mini") is None
+    [note] = search_notes("r1", {"self_graded": found})
+    assert note.startswith("warning: reranker llm and the judge are the same model (gpt-4o-mini)")
+
+
+@pytest.mark.parametrize("value", [True, "7", 11, -1, 3.5])
+def test_a_score_that_is_no_whole_number_0_to_10_is_invalid(value):
+    with pytest.raises(ValueError):
+        RerankScore(score=value)
