@@ -19,8 +19,8 @@ DOCS = {
     "bread": ("Bread", "Bread is made from flour, water and yeast; the yeast makes the dough rise."),
     "tides": ("Tides", "Tides are the rise and fall of sea levels caused by the gravity of the moon."),
 }
-QUERIES = {"q1": "why does iron rust in water", "q2": "how does bread dough rise with yeast"}
-QRELS = [("q1", "rust", 2), ("q2", "bread", 2)]
+QUERIES = {"q1": "why does iron rust in water"}
+QRELS = [("q1", "rust", 2), ("q1", "bread", 0)]
 
 
 def _run_json(capsys, run_id: str, data_dir) -> dict:
