@@ -19,6 +19,10 @@ No index is built, nothing is searched and no prompt is sent. The numbers:
   the reused run's, or a stand-in of typical length), counted at about 4 characters per token
   (the usual figure for English with GPT-style tokenizers; a model's own tokenizer differs by
   tens of percent), times the number of calls. Replies are estimated from the reply format.
+- The LLM reranker (a declared ``kind = "llm"`` reranker, engine/llm/reranker.py): one call per
+  unique (query, candidate) pair it rescores, an upper bound of queries x min(the candidates of the
+  strategies it reranks, corpus size); cached pairs are not subtracted (they are known only after
+  searching).
 """
 
 from __future__ import annotations
@@ -62,14 +66,20 @@ class CostEstimate:
     #: Queries the run will evaluate (before the generator's filters in LLM mode).
     queries: int
     notes: list[str] = field(default_factory=list)
+    #: The LLM reranker's calls (engine/llm/reranker.py), None when the run has none.
+    rerank: StageEstimate | None = None
+
+    @property
+    def stages(self) -> tuple[StageEstimate, ...]:
+        return tuple(s for s in (self.generation, self.judge, self.rerank) if s is not None)
 
     @property
     def calls(self) -> int:
-        return sum(s.calls for s in (self.generation, self.judge) if s is not None)
+        return sum(s.calls for s in self.stages)
 
     @property
     def tokens(self) -> int:
-        return sum(s.prompt_tokens + s.completion_tokens for s in (self.generation, self.judge) if s is not None)
+        return sum(s.prompt_tokens + s.completion_tokens for s in self.stages)
 
     def lines(self) -> list[str]:
         """The estimate in words, one line per stage."""
@@ -84,10 +94,14 @@ class CostEstimate:
             out.append(f"judge: {'at most ' if j.upper_bound else ''}{j.calls:,} calls "
                        f"({j.cached:,} pairs known to be cached); ~{j.prompt_tokens:,} prompt + "
                        f"~{j.completion_tokens:,} completion tokens{' at most' if j.upper_bound else ''}")
+        if self.rerank is not None:
+            r = self.rerank
+            out.append(f"LLM reranker: at most {r.calls:,} calls (one per query and candidate); "
+                       f"~{r.prompt_tokens:,} prompt + ~{r.completion_tokens:,} completion tokens at most")
         if not out:
             out.append("no LLM call: this run grades with the collection's qrels only")
         else:
-            measured = max(s.sampled_prompts for s in (self.generation, self.judge) if s is not None)
+            measured = max(s.sampled_prompts for s in self.stages)
             out.append(f"total: {'at most ' if self.judge and self.judge.upper_bound else ''}{self.calls:,} "
                        f"calls, ~{self.tokens:,} tokens (measured on {measured} real prompts per stage at "
                        f"~{CHARS_PER_TOKEN:g} characters per token)")
@@ -173,7 +187,42 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
         else:
             bound = sum(min(len(graded[q.query_id]), per_query) for q in queries)
     judge = _judge(collection, queries, judge_settings, bound, cached_pairs, rng)
-    return CostEstimate(generation, judge, n_queries, notes)
+    return CostEstimate(generation, judge, n_queries, notes, _rerank(collection, config, queries, n_queries, rng))
+
+
+#: Reply tokens of the LLM reranker: {"score": 7}.
+RERANK_REPLY_TOKENS = 8
+
+
+def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_queries: int,
+            rng: random.Random) -> StageEstimate | None:
+    """The LLM rerankers' calls: per query, every candidate of every strategy they rerank (an upper bound)."""
+    from searchgrade.engine.llm.prompts import load_prompt
+    from searchgrade.engine.llm.prompts import neutralise_tags as neutralise
+    from searchgrade.engine.llm.reranker import MAX_DOC_CHARS, PROMPTS
+
+    registry = config.registry()
+    default = config.index.reranker_model if config.index is not None else None
+    candidates = 0
+    prompt = None
+    for name in config.strategies:
+        info = registry.info(name)
+        reranker = info.reranker or (default if info.reranks and default in registry.rerankers else None)
+        spec = registry.rerankers.get(reranker) if reranker else None
+        if spec is None or spec.kind != "llm":
+            continue
+        depth = spec.depth or (config.index.rerank_depth if config.index is not None else 50)
+        candidates += max(depth, config.retrieval_depth)
+        prompt = load_prompt(PROMPTS[spec.options.get("mode") or "pointwise"])
+    if prompt is None:
+        return None
+    calls = n_queries * min(candidates, len(collection.documents))
+    picked = rng.sample(collection.documents, min(SAMPLE, len(collection.documents)))
+    texts = [q.text for q in queries] or [STAND_IN_QUERY]
+    tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
+                                              document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
+    return StageEstimate(calls, 0, round(_mean(tokens) * calls), RERANK_REPLY_TOKENS * calls, len(tokens),
+                         upper_bound=True)
 
 
 def _generation(collection, config, store, cache, model, rng, notes):

@@ -82,3 +82,24 @@ def test_a_reranker_judged_by_its_own_model_is_a_warning_and_a_field():
 def test_a_score_that_is_no_whole_number_0_to_10_is_invalid(value):
     with pytest.raises(ValueError):
         RerankScore(score=value)
+
+
+def test_the_dry_run_estimate_counts_the_llm_rerankers_calls(tiny_beir):
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.estimate import estimate_cost
+    from searchgrade.indexes.declared.spec import parse_reranker
+    from searchgrade.indexes.settings import IndexSettings
+
+    collection = load_collection(tiny_beir)
+    spec = parse_reranker("llm", {"kind": "llm", "depth": 3})
+    config = RunConfig(mode="qrels", k=2, strategies=("fulltext", "fulltext_llm"), rerankers={"llm": spec.to_json()},
+                       llm=LLMSettings(model="m", base_url="http://127.0.0.1:9/v1"), index=IndexSettings())
+    estimate = estimate_cost(collection, config)
+    assert estimate.rerank.calls == len(collection.queries) * 3  # queries x max(depth 3, run depth 2)
+    assert estimate.rerank.prompt_tokens > estimate.rerank.calls * 100  # the prompt alone is ~250 tokens
+    assert estimate.calls == estimate.judge.calls + estimate.rerank.calls
+    assert any(line.startswith("LLM reranker: at most 15 calls") for line in estimate.lines())
+    without = RunConfig(mode="qrels", k=2, strategies=("fulltext",), llm=config.llm, index=IndexSettings())
+    assert estimate_cost(collection, without).rerank is None
