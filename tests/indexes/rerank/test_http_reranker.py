@@ -154,3 +154,24 @@ def test_the_node_reorders_by_the_reranker_fails_only_its_queries_and_scores_a_p
     assert "reranker tei: HTTP 500" in execution.failures["base_tei"]["q3"].error
     assert isinstance(execution.failures["other_tei"]["q3"], Failure)
     assert shared.reused == 5 and shared.scored == 5  # other_tei's pairs were base_tei's
+
+
+def test_a_reranker_typed_in_the_app_is_held_to_the_outbound_policy(rerank_server):
+    from searchgrade.core.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS, OutboundRefused
+    from searchgrade.indexes.declared.rerankers import RerankerSpec
+
+    spec = parse_reranker("co", {"kind": "cohere", "url": rerank_server.url, "model": "m",
+                                 "api_key": "env:SG_RERANK_KEY", "retries": 0})
+
+    def typed(declared_in: str) -> RerankerSpec:
+        return RerankerSpec(spec.name, spec.kind, spec.options, spec.source, declared_in)
+
+    secret = {"SG_RERANK_KEY": "sk-1"}
+    with pytest.raises(OutboundRefused, match="url: 127.0.0.1 is a loopback address"):
+        HttpReranker(typed("exposed app"), environ=secret)
+    with pytest.raises(OutboundRefused, match="api_key: env:SG_RERANK_KEY may not be sent to 127.0.0.1"):
+        HttpReranker(typed("exposed app"), environ={**secret, ENV_ALLOWED_HOSTS: "127.0.0.1"})
+    bound = {**secret, ENV_ALLOWED_HOSTS: "127.0.0.1", ENV_SECRETS: "SG_RERANK_KEY=127.0.0.1"}
+    assert HttpReranker(typed("exposed app"), environ=bound).rerank(QUERY, TEXTS[:2]) == pytest.approx(
+        [known_score(QUERY, t) for t in TEXTS[:2]])
+    assert rerank_server.requests[-1]["authorization"] == "Bearer sk-1"
