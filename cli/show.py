@@ -14,7 +14,7 @@ from searchgrade.engine.report.holes import holes_lines, holes_panel
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.strategies import base_of, strategy_order
+from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store
@@ -140,7 +140,8 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
     for (a, b), d in tested.items():
         if base_of(a) == b:
             queries = f"; {d.n} queries" if d.estimable else ""
-            print(f"  reranker on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
+            by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
                   f"{'significant' if d.significant else 'not distinguishable'}", file=out)
     print(f"  {family_note(family_size(tested))}", file=out)
 

@@ -28,6 +28,7 @@ from searchgrade.indexes.registry import (
     label,
     pairs,
     reranked_of,
+    reranker_of,
     strategy_order,
     unknown_strategies,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "rerankers_from_file",
     "with_rerankers",
     "reranked_of",
+    "reranker_of",
     "strategies_file_from_env",
     "strategy_order",
     "unknown_strategies",

@@ -50,6 +50,7 @@ def test_declared_rerankers_give_the_expected_order_fail_only_their_queries_and_
     assert any("reranker tei: HTTP 500" in e and "(after 3 attempts)" in e for e in errors)
     assert any("reranker cohere: the reply from" in e and "is not JSON" in e for e in errors)
     assert "fulltext_tei failed on 2 queries" in err and "searchgrade resume" in err
+    assert "reranker tei on fulltext" in err and "reranker cohere on fulltext" in err  # show says which
 
     server.faults = {}
     assert main(["resume", run.run_id, "--data-dir", str(data)]) == 0, capsys.readouterr().err
