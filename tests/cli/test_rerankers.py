@@ -68,6 +68,8 @@ def test_declared_rerankers_give_the_expected_order_fail_only_their_queries_and_
     tei_requests = [r for r in server.requests if r["path"] == "/rerank"]
     assert tei_requests and max(r["n"] for r in tei_requests) <= 4  # batch_size
     assert {r["authorization"] for r in server.requests if r["path"] == "/v2/rerank"} == {"Bearer sk-test"}
+    latency = {r["strategy"]: r for r in store.latency_summary(run.run_id)}  # Results' latency table, show's
+    assert latency["fulltext_tei"]["n"] == latency["fulltext"]["n"] == len(TINY_QUERIES)
     # X_NAME is paired with X wherever X_rerank is: the bars' and tables' pairs and the paired tests.
     names = run.config["strategies"]
     assert pairs(names) == [("fulltext", "fulltext_cohere"), ("fulltext", "fulltext_tei")]
