@@ -199,11 +199,11 @@ def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_q
     """The LLM rerankers' calls: per query, every candidate of every strategy they rerank (an upper bound)."""
     from searchgrade.engine.llm.prompts import load_prompt
     from searchgrade.engine.llm.prompts import neutralise_tags as neutralise
-    from searchgrade.engine.llm.reranker import MAX_DOC_CHARS, PROMPTS
+    from searchgrade.engine.llm.reranker import MAX_DOC_CHARS, PROMPTS, windows
 
     registry = config.registry()
     default = config.index.reranker_model if config.index is not None else None
-    candidates = 0
+    candidates = listwise_calls = 0
     prompt = None
     for name in config.strategies:
         info = registry.info(name)
@@ -212,15 +212,26 @@ def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_q
         if spec is None or spec.kind != "llm":
             continue
         depth = spec.depth or (config.index.rerank_depth if config.index is not None else 50)
-        candidates += max(depth, config.retrieval_depth)
-        prompt = load_prompt(PROMPTS[spec.options.get("mode") or "pointwise"])
+        n = min(max(depth, config.retrieval_depth), len(collection.documents))
+        mode = spec.options.get("mode") or "pointwise"
+        if mode == "listwise":  # one call per window, each base's list on its own
+            listwise_calls += len(windows(n, int(spec.options.get("window") or 10), int(spec.options.get("step") or 5)))
+        else:  # one call per (query, candidate), shared by the strategies it reranks
+            candidates += n
+        prompt = load_prompt(PROMPTS[mode])
     if prompt is None:
         return None
-    calls = n_queries * min(candidates, len(collection.documents))
+    calls = n_queries * (min(candidates, len(collection.documents)) + listwise_calls)
     picked = rng.sample(collection.documents, min(SAMPLE, len(collection.documents)))
     texts = [q.text for q in queries] or [STAND_IN_QUERY]
-    tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
-                                              document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
+    if "passages" in prompt.placeholders:  # listwise: a window of 10 sampled passages per prompt
+        docs = collection.documents
+        tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)), n="10", passages="\n".join(
+            f"[{i}] <passage>\n{neutralise(d.content[:1000])}\n</passage>"
+            for i, d in enumerate(rng.sample(docs, min(10, len(docs))), 1)))) for _ in picked]
+    else:
+        tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
+                                                  document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
     return StageEstimate(calls, 0, round(_mean(tokens) * calls), RERANK_REPLY_TOKENS * calls, len(tokens),
                          upper_bound=True)
 

@@ -14,21 +14,25 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.declared.declaration import Key
 from searchgrade.indexes.declared.rerankers import MissingService, RerankerKind, RerankerSpec, register_kind
 
-MODES = ("pointwise",)
+MODES = ("pointwise", "listwise")
 
 KEYS: dict[str, Key] = {
     "mode": Key((str,), "pointwise", example='"pointwise" (the judge-style prompt scores each document)'),
     "model": Key((str,), None, example='"gpt-4o-mini" (default: the run\'s --llm-model)'),
     "depth": Key((int,), 20, example="20 (candidates rescored per query: one LLM call each)"),
     "concurrency": Key((int,), None, example="4 (default: the run's --llm-concurrency)"),
+    "window": Key((int,), 10, example="10 (listwise: passages per prompt)"),
+    "step": Key((int,), 5, example="5 (listwise: how far the window slides up)"),
 }
 
 
 def check(spec: RerankerSpec) -> RerankerSpec:
     o, where = spec.options, spec.where
     if o["mode"] not in MODES:
-        raise SearchGradeError(f"{where}: mode {o['mode']!r} is not supported: use {', '.join(MODES)} "
-                               "(listwise is not built yet)")
+        raise SearchGradeError(f"{where}: mode {o['mode']!r} is not supported: use {', '.join(MODES)}")
+    if not 1 <= o["step"] < o["window"]:
+        raise SearchGradeError(f"{where}: step ({o['step']}) must be at least 1 and below window ({o['window']}), "
+                               "so the windows overlap and the best candidates move up")
     for key in ("depth", "concurrency"):
         if o.get(key) is not None and o[key] < 1:
             raise SearchGradeError(f"{where}: {key} must be >= 1, got {o[key]!r}")

@@ -54,15 +54,21 @@ class QueryScores:
         self.calls = 0
         self._lock = threading.Lock()
 
-    def ensure(self, work: Sequence[tuple[str, str, Sequence[tuple[str, str]]]]) -> dict[str, str]:
+    def _key(self, scope: str, qid: str, doc_id: str) -> tuple[str, str, str]:
+        # A listwise reranker's scores depend on the whole list: each base's lists are its own.
+        return ("" if getattr(self.reranker, "pointwise", True) else scope, qid, doc_id)
+
+    def ensure(self, work: Sequence[tuple[str, str, Sequence[tuple[str, str]]]], scope: str = "") -> dict[str, str]:
         """Score every (doc id, content) of each (query id, query, candidates) not scored yet.
+
+        ``scope`` (the base strategy) keeps apart the lists of a reranker that is not pointwise.
 
         Returns:
             query id -> the one-line error of the queries that failed.
         """
         todo = []
         for qid, query, candidates in work:
-            missing = list({d: c for d, c in candidates if (qid, d) not in self.scores}.items())
+            missing = list({d: c for d, c in candidates if self._key(scope, qid, d) not in self.scores}.items())
             self.reused += len(candidates) - len(missing)
             if missing:
                 todo.append((qid, query, missing))
@@ -84,7 +90,7 @@ class QueryScores:
             with self._lock:
                 self.calls += 1
                 for (doc_id, _), value in zip(missing, values, strict=True):
-                    self.scores[(qid, doc_id)] = (float(value), cost)
+                    self.scores[self._key(scope, qid, doc_id)] = (float(value), cost)
                 self.scored += len(missing)
 
         workers = max(1, min(int(self.reranker.concurrency), len(todo)))
@@ -96,8 +102,8 @@ class QueryScores:
                 list(pool.map(one, todo))
         return errors
 
-    def get(self, query_id: str, doc_ids: Sequence[str]) -> tuple[np.ndarray, float]:
-        values = [self.scores[(query_id, d)] for d in doc_ids]
+    def get(self, query_id: str, doc_ids: Sequence[str], scope: str = "") -> tuple[np.ndarray, float]:
+        values = [self.scores[self._key(scope, query_id, d)] for d in doc_ids]
         return np.array([v for v, _ in values], dtype=np.float64), float(sum(c for _, c in values))
 
 
@@ -139,14 +145,14 @@ class ServiceRerankNode:
                     pairs.append((doc.doc_id, content))
             lists.append((candidates, unscored, outcome.documents))
             work.append((qid, text, pairs))
-        errors = self.shared.ensure(work)
+        errors = self.shared.ensure(work, self.base)
         out: list[Any] = []
         for qid, (candidates, unscored, described) in zip(batch.ids, lists, strict=True):
             if qid in errors:
                 out.append(Failure(errors[qid]))
                 continue
             start = time.perf_counter()
-            scores, cost = self.shared.get(qid, [d.doc_id for d in candidates])
+            scores, cost = self.shared.get(qid, [d.doc_id for d in candidates], self.base)
             docs = rerank_order(candidates, scores, depth)
             if unscored and len(docs) < depth:
                 floor = (min(d.score for d in docs) if docs else 0.0) - 1.0

@@ -103,3 +103,67 @@ def test_the_dry_run_estimate_counts_the_llm_rerankers_calls(tiny_beir):
     assert any(line.startswith("LLM reranker: at most 15 calls") for line in estimate.lines())
     without = RunConfig(mode="qrels", k=2, strategies=("fulltext",), llm=config.llm, index=IndexSettings())
     assert estimate_cost(collection, without).rerank is None
+
+
+def _listwise(respond, window=4, step=2):
+    from searchgrade.engine.llm.cache import MemoryCache
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.llm.reranker import ListwiseReranker
+    from searchgrade.engine.llm.settings import LLMSettings
+    from tests.engine.llm.stub import StubOpenAI
+
+    stub = StubOpenAI(respond)
+    client = LLMClient(LLMSettings(model="stub", base_url="http://stub.invalid/v1", backoff_s=0.0), client=stub)
+    client._identity = "stub|test"  # no GET /models to a stub
+    return ListwiseReranker("lw", client, MemoryCache(), window=window, step=step), stub
+
+
+def _by_length(kwargs, n):
+    """A window ranked by the passages' length, longest first (a known function of the text)."""
+    import re as _re
+
+    text = kwargs["messages"][-1]["content"]
+    passages = _re.findall(r"\[(\d+)\] <passage>\n(.*?)\n</passage>", text, _re.S)
+    ranked = sorted(passages, key=lambda p: -len(p[1]))
+    return json.dumps({"ranking": [int(i) for i, _ in ranked]})
+
+
+def test_listwise_slides_windows_from_the_bottom_caches_each_window_and_counts_its_calls():
+    from searchgrade.engine.llm.reranker import windows
+
+    assert windows(6, 4, 2) == [(2, 6), (0, 4)] and windows(3, 4, 2) == [(0, 3)]
+    texts = ["a" * 5, "b" * 1, "c" * 3, "d" * 9, "e" * 2, "f" * 7]
+    reranker, stub = _listwise(_by_length)
+    scores = reranker.rerank("q", texts)
+    order = sorted(range(len(texts)), key=lambda i: -scores[i])
+    # Bottom window (c, d, e, f) -> d, f, c, e; then the top window (a, b, d, f) -> d, f, a, b.
+    assert [texts[i][0] for i in order] == ["d", "f", "a", "b", "c", "e"]
+    assert len(stub.requests) == 2 and reranker.client.usage.snapshot()["rerank"]["ok"] == 2
+    assert reranker.rerank("q", texts) == scores and len(stub.requests) == 2  # both windows from the cache
+    assert reranker.client.usage.snapshot()["rerank"]["cache_hits"] == 2
+
+
+def test_a_ranking_that_is_no_permutation_of_the_window_fails_the_query_after_its_retries():
+    from searchgrade.indexes.rerank.service import RerankFailed
+
+    reranker, stub = _listwise(lambda kwargs, n: json.dumps({"ranking": [1, 1, 2]}))
+    with pytest.raises(RerankFailed, match="no valid ranking of a window of 3 documents.*each of the numbers 1 to 3"):
+        reranker.rerank("q", ["x", "yy", "zzz"])
+    assert len(stub.requests) == 1 + reranker.client.settings.invalid_reply_retries
+
+
+def test_the_dry_run_counts_one_call_per_listwise_window(tiny_beir):
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.estimate import estimate_cost
+    from searchgrade.indexes.declared.spec import parse_reranker
+    from searchgrade.indexes.settings import IndexSettings
+
+    collection = load_collection(tiny_beir)
+    spec = parse_reranker("lw", {"kind": "llm", "mode": "listwise", "depth": 6, "window": 4, "step": 2})
+    config = RunConfig(mode="qrels", k=2, strategies=("fulltext", "fulltext_lw"), rerankers={"lw": spec.to_json()},
+                       llm=LLMSettings(model="m", base_url="http://127.0.0.1:9/v1"), index=IndexSettings())
+    estimate = estimate_cost(collection, config)
+    assert estimate.rerank.calls == len(collection.queries) * 2  # windows (2, 6) and (0, 4) per query
+    assert estimate.rerank.prompt_tokens > estimate.rerank.calls * 150  # ten passages per prompt
