@@ -71,7 +71,7 @@ class LLMReranker:
     """A QueryReranker (indexes/rerank/service.py) asking the LLM for each candidate's score.
 
     Queries are taken one at a time (``concurrency`` 1); a query's pairs go out on the client's
-    threads (its ``--llm-concurrency``).
+    threads (its ``--concurrency``).
     """
 
     concurrency = 1

@@ -96,7 +96,8 @@ class CostEstimate:
                        f"~{j.completion_tokens:,} completion tokens{' at most' if j.upper_bound else ''}")
         if self.rerank is not None:
             r = self.rerank
-            out.append(f"LLM reranker: at most {r.calls:,} calls (one per query and candidate); "
+            out.append(f"LLM reranker: at most {r.calls:,} calls (one per query and candidate, or per listwise "
+                       "window); "
                        f"~{r.prompt_tokens:,} prompt + ~{r.completion_tokens:,} completion tokens at most")
         if not out:
             out.append("no LLM call: this run grades with the collection's qrels only")
@@ -204,7 +205,7 @@ def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_q
     registry = config.registry()
     default = config.index.reranker_model if config.index is not None else None
     candidates = listwise_calls = 0
-    prompt = None
+    modes: set[str] = set()
     for name in config.strategies:
         info = registry.info(name)
         reranker = info.reranker or (default if info.reranks and default in registry.rerankers else None)
@@ -214,26 +215,36 @@ def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_q
         depth = spec.depth or (config.index.rerank_depth if config.index is not None else 50)
         n = min(max(depth, config.retrieval_depth), len(collection.documents))
         mode = spec.options.get("mode") or "pointwise"
+        modes.add(mode)
         if mode == "listwise":  # one call per window, each base's list on its own
             listwise_calls += len(windows(n, int(spec.options.get("window") or 10), int(spec.options.get("step") or 5)))
         else:  # one call per (query, candidate), shared by the strategies it reranks
             candidates += n
-        prompt = load_prompt(PROMPTS[mode])
-    if prompt is None:
+    if not modes:
         return None
-    calls = n_queries * (min(candidates, len(collection.documents)) + listwise_calls)
-    picked = rng.sample(collection.documents, min(SAMPLE, len(collection.documents)))
+    pointwise_calls = n_queries * min(candidates, len(collection.documents))
+    listwise_calls *= n_queries
+    calls = pointwise_calls + listwise_calls
+    docs = collection.documents
+    picked = rng.sample(docs, min(SAMPLE, len(docs)))
     texts = [q.text for q in queries] or [STAND_IN_QUERY]
-    if "passages" in prompt.placeholders:  # listwise: a window of 10 sampled passages per prompt
-        docs = collection.documents
-        tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)), n="10", passages="\n".join(
+    prompt_tokens = 0
+    tokens: list[int] = []
+    if pointwise_calls:
+        prompt = load_prompt(PROMPTS["pointwise"])
+        measured = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
+                                                    document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
+        prompt_tokens += round(_mean(measured) * pointwise_calls)
+        tokens += measured
+    if listwise_calls:  # a window of 10 sampled passages per prompt
+        prompt = load_prompt(PROMPTS["listwise"])
+        measured = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)), n="10", passages="\n".join(
             f"[{i}] <passage>\n{neutralise(d.content[:1000])}\n</passage>"
             for i, d in enumerate(rng.sample(docs, min(10, len(docs))), 1)))) for _ in picked]
-    else:
-        tokens = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
-                                                  document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
-    return StageEstimate(calls, 0, round(_mean(tokens) * calls), RERANK_REPLY_TOKENS * calls, len(tokens),
-                         upper_bound=True)
+        prompt_tokens += round(_mean(measured) * listwise_calls)
+        tokens += measured
+    return StageEstimate(calls, 0, prompt_tokens, RERANK_REPLY_TOKENS * pointwise_calls + 40 * listwise_calls,
+                         len(tokens), upper_bound=True)
 
 
 def _generation(collection, config, store, cache, model, rng, notes):

@@ -1,6 +1,6 @@
 """``kind = "llm"``: the LLM reranker's keys and checks (engine/llm/reranker.py scores).
 
-The LLM reranker asks the run's OpenAI-compatible endpoint (``--llm-base-url``, its key policy,
+The LLM reranker asks the run's OpenAI-compatible endpoint (``--base-url``, its key policy,
 its accounting and cache); indexes/ never imports engine/, so the run gives the build a factory for
 it (``BuildContext.services["llm_reranker"]``): a run without the LLM settings cannot build it, and
 says so in one line.
@@ -18,9 +18,9 @@ MODES = ("pointwise", "listwise")
 
 KEYS: dict[str, Key] = {
     "mode": Key((str,), "pointwise", example='"pointwise" (the judge-style prompt scores each document)'),
-    "model": Key((str,), None, example='"gpt-4o-mini" (default: the run\'s --llm-model)'),
+    "model": Key((str,), None, example='"gpt-4o-mini" (default: the run\'s --model)'),
     "depth": Key((int,), 20, example="20 (candidates rescored per query: one LLM call each)"),
-    "concurrency": Key((int,), None, example="4 (default: the run's --llm-concurrency)"),
+    "concurrency": Key((int,), None, example="4 (default: the run's --concurrency)"),
     "window": Key((int,), 10, example="10 (listwise: passages per prompt)"),
     "step": Key((int,), 5, example="5 (listwise: how far the window slides up)"),
 }
@@ -43,7 +43,7 @@ def build(spec: RerankerSpec, ctx: Any) -> Any:
     factory = (getattr(ctx, "services", None) or {}).get("llm_reranker")
     if factory is None:
         raise MissingService(f"{spec.where}: the LLM reranker needs the run's LLM: run with --llm (or "
-                           "--qrels --llm) and --llm-model / --llm-base-url")
+                           "--qrels --llm) with --model and --base-url")
     return factory(spec)
 
 

@@ -100,7 +100,7 @@ def test_the_dry_run_estimate_counts_the_llm_rerankers_calls(tiny_beir):
     assert estimate.rerank.calls == len(collection.queries) * 3  # queries x max(depth 3, run depth 2)
     assert estimate.rerank.prompt_tokens > estimate.rerank.calls * 100  # the prompt alone is ~250 tokens
     assert estimate.calls == estimate.judge.calls + estimate.rerank.calls
-    assert any(line.startswith("LLM reranker: at most 15 calls") for line in estimate.lines())
+    assert any(line.startswith("LLM reranker: at most 15 calls (one per query and candidate") for line in estimate.lines())
     without = RunConfig(mode="qrels", k=2, strategies=("fulltext",), llm=config.llm, index=IndexSettings())
     assert estimate_cost(collection, without).rerank is None
 
