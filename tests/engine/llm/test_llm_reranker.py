@@ -34,17 +34,24 @@ def test_llm_reranker_over_a_real_server_is_cached_and_counted(counting_proxy, t
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     collection = write_beir(tmp_path / "mini", docs=DOCS, queries=QUERIES, qrels=QRELS)
     strategies = tmp_path / "s.toml"
-    strategies.write_text('[reranker.llm]\nkind = "llm"\ndepth = 2\n', encoding="utf-8")
+    strategies.write_text('[reranker.llm]\nkind = "llm"\ndepth = 2\n\n'
+                          '[reranker.lw]\nkind = "llm"\nmode = "listwise"\ndepth = 2\nwindow = 2\nstep = 1\n',
+                          encoding="utf-8")
     data_dir = tmp_path / "d"
     args = ["evaluate", str(collection), "--qrels", "--llm", "--model", "gemma-3-270m", "--base-url",
             counting_proxy.base_url, "--concurrency", "2", "--timeout", "120", "--strategies", "fulltext",
-            "--rerankers", "llm", "--k", "2", "--strategies-file", str(strategies), "--data-dir", str(data_dir)]
+            "--rerankers", "llm,lw", "--k", "2", "--strategies-file", str(strategies), "--data-dir", str(data_dir)]
     assert main(args) == 0, capsys.readouterr().err
     capsys.readouterr()
     store = Store(data_dir)
     (run,) = store.list_runs()
     hits = store.stored_hits(run.run_id)
     failed = {f["query_id"] for f in store.failed_queries(run.run_id, "fulltext_llm")}
+    failed_lw = {f["query_id"] for f in store.failed_queries(run.run_id, "fulltext_lw")}
+    for qid in QUERIES:  # listwise: one window of the two candidates, its ranking a permutation of them
+        if qid not in failed_lw:
+            listed = hits[("fulltext_lw", qid)].docs
+            assert sorted(d.doc_id for d in listed) == sorted(d.doc_id for d in hits[("fulltext", qid)].docs)
     pairs = 0
     for qid in QUERIES:
         base = [d.doc_id for d in hits[("fulltext", qid)].docs]
@@ -61,13 +68,13 @@ def test_llm_reranker_over_a_real_server_is_cached_and_counted(counting_proxy, t
     assert shown["llm_calls"]["judge"] + shown["llm_calls"]["rerank"] == counting_proxy.posts
     assert shown["tokens"]["rerank"]["prompt"] > 0
     assert run.stats["declared_rerankers"]["llm"]["kind"] == "llm"
-    if not failed:  # the same evaluation again: every score and grade from the cache, no call
+    if not failed and not failed_lw:  # the same evaluation again: every score and grade from the cache, no call
         posts = counting_proxy.posts
         assert main(args) == 0, capsys.readouterr().err
         capsys.readouterr()
         assert counting_proxy.posts == posts
         second = max(store.list_runs(), key=lambda r: r.created_at)
-        assert _run_json(capsys, second.run_id, data_dir)["cache_hits"]["rerank"] == pairs
+        assert _run_json(capsys, second.run_id, data_dir)["cache_hits"]["rerank"] == pairs + len(QUERIES)
 
 
 def test_a_reranker_judged_by_its_own_model_is_a_warning_and_a_field():
