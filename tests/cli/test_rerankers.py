@@ -70,7 +70,12 @@ def test_declared_rerankers_give_the_expected_order_fail_only_their_queries_and_
     assert {r["authorization"] for r in server.requests if r["path"] == "/v2/rerank"} == {"Bearer sk-test"}
     latency = {r["strategy"]: r for r in store.latency_summary(run.run_id)}  # Results' latency table, show's
     assert latency["fulltext_tei"]["n"] == latency["fulltext"]["n"] == len(TINY_QUERIES)
-    # X_NAME is paired with X wherever X_rerank is: the bars' and tables' pairs and the paired tests.
+    # X_NAME is paired with X wherever X_rerank is: the bars' and tables' pairs and the paired tests,
+    # also in a process that knows the rerankers only from the stored run (the app's Results page).
+    from searchgrade.indexes.declared.rerankers import KNOWN_RERANKERS
+
+    KNOWN_RERANKERS.clear()
+    [run] = store.list_runs()
     names = run.config["strategies"]
     assert pairs(names) == [("fulltext", "fulltext_cohere"), ("fulltext", "fulltext_tei")]
     assert label("fulltext_tei") == "Full-text (BM25) + tei"
