@@ -92,7 +92,7 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
               f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
               f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
-        if calls["rerank"] or hits["rerank"]:
+        if "rerank" in calls:
             tokens = llm["tokens"]["rerank"]
             print(f"  LLM reranker: {calls['rerank']} calls, {hits['rerank']} cache hits, "
                   f"{tokens['prompt'] + tokens['completion']:,} tokens", file=out)
@@ -149,12 +149,14 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
     """A run's LLM accounting for `show --format json` (zeros for a run without LLM calls).
 
-    llm_calls: HTTP requests sent per stage, retries included (over every process that worked on
+    llm_calls: HTTP requests sent per stage (querygen, judge; rerank for a run with the LLM
+    reranker), retries included (over every process that worked on
     the run, resumes included); cache_hits: items answered from the cache; tokens: prompt and
     completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
     """
     usage = store.llm_usage(run.run_id)
-    stages = ("querygen", "judge", "rerank")  # rerank: the LLM reranker (engine/llm/reranker.py)
+    # rerank: the LLM reranker (engine/llm/reranker.py), listed for the runs that used it
+    stages = ("querygen", "judge", *(("rerank",) if "rerank" in usage else ()))
     failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
     if not failures and run.status != "complete":
         failures = int(run.stats.get("llm", {}).get("judge_failures", 0))
