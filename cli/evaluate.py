@@ -16,6 +16,7 @@ from searchgrade.cli.options import (
     add_judgment_files,
     add_llm_options,
     declared,
+    declared_rerankers,
     index_settings,
     load,
     open_store,
@@ -179,13 +180,15 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
                                "queries with --docs and --queries-per-doc")
     llm = _llm_settings(args) if args.llm else None
     declarations = declared(args)
+    rerankers = declared_rerankers(args)
     from searchgrade.engine.run.strategies import registry_for_declared
 
     mode = "clicks" if args.clicks else "llm" if args.llm and not args.qrels else "qrels"
     return RunConfig(
         name=args.name, mode=mode, k=args.k,
         depth=args.depth, threshold=args.threshold,
-        strategies=strategies(args, registry_for_declared(declarations)), declared=declarations,
+        strategies=strategies(args, registry_for_declared(declarations, rerankers)), declared=declarations,
+        rerankers=rerankers,
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
         querygen=_querygen_settings(args) if mode == "llm" and args.query_set is None else None,
         judge=_judge_settings(args) if args.llm else None,

@@ -74,8 +74,12 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ann-index", default=d.ann_index,
                    help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
     g.add_argument("--reranker-model", default=d.reranker_model,
-                   help="cross-encoder name or local path, or trained:NAME for a reranker trained by "
-                   f"`searchgrade train-reranker` (default: {d.reranker_model})")
+                   help="the default reranker (of X_rerank): a cross-encoder name or local path, trained:NAME "
+                   "for a reranker trained by `searchgrade train-reranker`, or the NAME of a [reranker.NAME] "
+                   f"the strategies file declares (default: {d.reranker_model})")
+    g.add_argument("--rerankers", default=None, metavar="NAME,...",
+                   help="declared rerankers ([reranker.NAME] in the strategies file) that also rerank every "
+                   "retrieval strategy run: adds X_NAME beside X and X_rerank (see docs/reranker.md)")
     g.add_argument("--rerank-depth", type=int, default=d.rerank_depth,
                    help=f"candidates the reranker rescores (default: {d.rerank_depth})")
     g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")
@@ -178,14 +182,29 @@ def declared(args: argparse.Namespace) -> dict[str, dict]:
     return found
 
 
+def declared_rerankers(args: argparse.Namespace) -> dict[str, dict]:
+    """The rerankers --strategies-file (or $SEARCHGRADE_STRATEGIES_FILE) declares, as a run stores them."""
+    from searchgrade.engine.run.strategies import rerankers_from_file
+
+    return rerankers_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+
+
 def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tuple[str, ...]:
-    """--strategies as a tuple of registered strategy names (default: the registry's defaults)."""
-    registry = registry if registry is not None else registry_for_declared(declared(args))
+    """--strategies as a tuple of registered strategy names (default: the registry's defaults),
+    with ``X_NAME`` for every retrieval strategy X and every NAME of --rerankers."""
+    from searchgrade.engine.run.strategies import with_rerankers
+
+    registry = registry if registry is not None else registry_for_declared(declared(args), declared_rerankers(args))
+    extra = [n.strip() for n in (getattr(args, "rerankers", None) or "").split(",") if n.strip()]
     if args.strategies is None:
-        return registry.defaults()
+        return with_rerankers(registry.defaults(), extra, registry)
     names = tuple(dict.fromkeys(s.strip() for s in args.strategies.split(",") if s.strip()))
+    for name in names:  # X_NAME typed in --strategies: a declared reranker over X
+        base, _, reranker = name.rpartition("_")
+        if name not in registry.infos and reranker in registry.rerankers and base in registry.infos:
+            registry.add_reranked(base, reranker, "--strategies")
     unknown = registry.unknown(names)
     if unknown or not names:
         raise SearchGradeError(f"--strategies {args.strategies!r}: unknown {unknown or 'empty list'}; "
                                f"choose from {', '.join(registry.names())}")
-    return names
+    return with_rerankers(names, extra, registry)

@@ -14,7 +14,7 @@ from searchgrade.engine.report.holes import holes_lines, holes_panel
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.strategies import base_of, strategy_order
+from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store
@@ -94,6 +94,10 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  LLM {run.config.get('llm', {}).get('model')}: {calls['querygen']} query-generation "
               f"and {calls['judge']} judge calls, {hits['querygen'] + hits['judge']} cache hits, "
               f"{llm['judge_failures']} judge failures (counted as 0 in the rank metrics)", file=out)
+        if "rerank" in calls:
+            tokens = llm["tokens"]["rerank"]
+            print(f"  LLM reranker: {calls['rerank']} calls, {hits['rerank']} cache hits, "
+                  f"{tokens['prompt'] + tokens['completion']:,} tokens", file=out)
         prompt = run.stats.get("llm", {}).get("prompt_version")
         if prompt:
             custom = (run.config.get("judge") or {}).get("prompt_text") is not None
@@ -138,7 +142,8 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
     for (a, b), d in tested.items():
         if base_of(a) == b:
             queries = f"; {d.n} queries" if d.estimable else ""
-            print(f"  reranker on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
+            by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
                   f"{'significant' if d.significant else 'not distinguishable'}", file=out)
     print(f"  {family_note(family_size(tested))}", file=out)
 
@@ -146,12 +151,14 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
     """A run's LLM accounting for `show --format json` (zeros for a run without LLM calls).
 
-    llm_calls: HTTP requests sent per stage, retries included (over every process that worked on
+    llm_calls: HTTP requests sent per stage (querygen, judge; rerank for a run with the LLM
+    reranker), retries included (over every process that worked on
     the run, resumes included); cache_hits: items answered from the cache; tokens: prompt and
     completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
     """
     usage = store.llm_usage(run.run_id)
-    stages = ("querygen", "judge")
+    # rerank: the LLM reranker (engine/llm/reranker.py), listed for the runs that used it
+    stages = ("querygen", "judge", *(("rerank",) if "rerank" in usage else ()))
     failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
     if not failures and run.status != "complete":
         failures = int(run.stats.get("llm", {}).get("judge_failures", 0))

@@ -21,7 +21,7 @@ the reranked strategies share one CrossFittedScorer behind the shared scores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ class BuildContext:
 
     def __init__(self, collection: Collection, settings: IndexSettings, data_dir: Path,
                  fingerprint: str, progress: ProgressFn | None, built: BuiltIndexes,
-                 registry: registry_module.Registry) -> None:
+                 registry: registry_module.Registry, services: Mapping[str, Any] | None = None) -> None:
         self.collection = collection
         self.settings = settings
         self.data_dir = Path(data_dir)
@@ -80,6 +80,11 @@ class BuildContext:
         self._fulltext: fulltext.FulltextSearcher | None = None
         self._scores: SharedScores | None = None
         self._scorer_error: str | None = None
+        #: What the run gives rerankers that need more than indexes/ has (``"llm_reranker"``: a
+        #: factory of the LLM reranker over the run's endpoint, engine/llm/reranker.py).
+        self.services = dict(services or {})
+        #: Declared rerankers' shared scores (indexes/rerank/service.py), by reranker name.
+        self._query_scores: dict[str, Any] = {}
 
     def node(self, name: str) -> Node:
         """The node of strategy ``name``, built once, with every node it is built on."""
@@ -124,6 +129,31 @@ class BuildContext:
                     raise SkipStrategy(self._scorer_error) from None
             self._scores = SharedScores(scorer)
         return self._scores
+
+    def query_scores(self, reranker: str) -> Any:
+        """A declared reranker's shared scores (built once, shared by every ``X_NAME``)."""
+        if reranker not in self._query_scores:
+            from searchgrade.indexes.declared.rerankers import MissingService, reranker_kind
+            from searchgrade.indexes.rerank import http, llm_kind  # noqa: F401  (they register the kinds)
+            from searchgrade.indexes.rerank.service import QueryScores
+
+            spec = self.registry.rerankers[reranker]
+            with timed(self.built.timings, "reranker_load"):
+                try:
+                    scorer = reranker_kind(spec.kind, spec.where).build(spec, self)
+                except MissingService as exc:
+                    raise SkipStrategy(str(exc)) from None
+            self._query_scores[reranker] = QueryScores(scorer)
+        return self._query_scores[reranker]
+
+    def declared_scorers(self) -> dict[str, Any]:
+        """The declared rerankers built so far (QueryReranker by name)."""
+        return {name: q.reranker for name, q in self._query_scores.items()}
+
+    def declared_reranker_counts(self) -> dict[str, dict[str, Any]]:
+        """Per declared reranker used: its kind, pairs scored and reused, and calls made."""
+        return {name: {"kind": self.registry.rerankers[name].kind, "scored": q.scored, "reused": q.reused,
+                       "calls": q.calls} for name, q in self._query_scores.items()}
 
     def bind_queries(self, queries: Sequence[Any]) -> None:
         """Give the reranker the run's queries (``query_id``, ``text``, ``source_doc_id``) before
@@ -184,6 +214,7 @@ def build_searchers(
     progress: ProgressFn | None = None,
     collection_fingerprint: str | None = None,
     registry: registry_module.Registry | None = None,
+    services: Mapping[str, Any] | None = None,
 ) -> BuiltIndexes:
     """Build or reload what ``strategies`` need and return their executor nodes and searchers.
 
@@ -196,6 +227,7 @@ def build_searchers(
         collection_fingerprint: names the artifact folders; computed from the documents
             when not given.
         registry: the strategies that exist (default: the built-ins and Python plugins).
+        services: what rerankers that need the run get (``BuildContext.services``).
 
     Returns:
         BuiltIndexes with the nodes (requested strategies and those they are built on), a
@@ -216,9 +248,11 @@ def build_searchers(
     built = BuiltIndexes()
     built.stats.update(documents=len(collection.documents), collection_fingerprint=fingerprint,
                        ann_index=settings.ann_index)
-    ctx = BuildContext(collection, settings, Path(data_dir), fingerprint, progress, built, registry)
+    ctx = BuildContext(collection, settings, Path(data_dir), fingerprint, progress, built, registry, services)
     # The reranker first: when it cannot be loaded, its strategies are skipped before any work.
-    if any(registry.info(s).reranks is not None for s in requested):
+    default_declared = settings.reranker_model in registry.rerankers
+    if not default_declared and any(registry.info(s).reranks is not None and registry.info(s).reranker is None
+                                    for s in requested):
         try:
             ctx.scorer()
         except SkipStrategy:

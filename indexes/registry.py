@@ -52,7 +52,9 @@ class StrategyInfo:
             for a retrieval strategy).
         needs: Built-in components building it takes: "ann", "fulltext", "reranker".
         factory: Builds its executor node from the build's context (indexes.build.BuildContext).
-        kind: "builtin", or the kind of a declared strategy ("http", "elasticsearch", ...).
+        kind: "builtin", or the kind of a declared strategy ("http", "elasticsearch", ...); for
+            a strategy a declared reranker makes, the reranker's kind ("tei", "cohere", ...).
+        reranker: the declared reranker of ``X_NAME`` (None: the run's default reranker).
     """
 
     name: str
@@ -61,6 +63,12 @@ class StrategyInfo:
     needs: frozenset[str]
     factory: Factory = field(compare=False, repr=False)
     kind: str = "builtin"
+    reranker: str | None = None
+
+    def reranked_by(self, reranker: str, kind: str) -> StrategyInfo:
+        """``NAME_RERANKER``: a declared reranker (``[reranker.RERANKER]``) over this strategy."""
+        return StrategyInfo(f"{self.name}_{reranker}", f"{self.name} + {reranker}", self.name,
+                            self.needs, declared_rerank_factory(self.name, reranker), kind, reranker)
 
     def reranked(self, label: str | None = None) -> StrategyInfo:
         """``NAME_rerank``: our cross-encoder over this strategy's candidates."""
@@ -74,11 +82,29 @@ def rerank_factory(base: str) -> Factory:
     def build(ctx: Any) -> Node:
         from searchgrade.indexes.rerank.cross_encoder import RerankNode
 
+        default = ctx.settings.reranker_model
+        if default in getattr(getattr(ctx, "registry", None), "rerankers", {}):  # --reranker-model NAME: declared
+            return declared_rerank_factory(base, default, base + RERANK_SUFFIX)(ctx)
         shared = ctx.scorer()
         depth = ctx.settings.rerank_depth
         limit = getattr(shared.scorer, "max_depth", None)  # a trained reranker's measured depth
         return RerankNode(base + RERANK_SUFFIX, base, shared, min(depth, limit) if limit else depth,
                           ctx.contents, capped=bool(limit))
+
+    return build
+
+
+def declared_rerank_factory(base: str, reranker: str, name: str | None = None) -> Factory:
+    """The factory of ``base_RERANKER``: a declared reranker's node over base's candidates, at the
+    reranker's own depth (its ``depth`` key; the run's --rerank-depth when it has none)."""
+
+    def build(ctx: Any) -> Node:
+        from searchgrade.indexes.rerank.service import ServiceRerankNode
+
+        spec = ctx.registry.rerankers[reranker]
+        depth = spec.depth if spec.depth is not None else ctx.settings.rerank_depth
+        return ServiceRerankNode(name or f"{base}_{reranker}", base, ctx.query_scores(reranker), depth,
+                                 ctx.contents)
 
     return build
 
@@ -129,6 +155,8 @@ class Registry(Mapping[str, Factory]):
     declared: dict[str, StrategySpec] = field(default_factory=dict)
     #: Strategies known but left out of the default selection (plugins found by entry point).
     optional: set[str] = field(default_factory=set)
+    #: Declared rerankers by name (``[reranker.NAME]``, indexes/declared/rerankers.py).
+    rerankers: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Factory:
         return self.infos[name].factory
@@ -153,9 +181,41 @@ class Registry(Mapping[str, Factory]):
         self.register(info, optional=optional)
         if spec.rerank:
             self.register(info.reranked())
+        for reranker in spec.rerankers:
+            self.add_reranked(spec.name, reranker, spec.where)
+
+    def add_reranked(self, base: str, reranker: str, where: str = "") -> str:
+        """Register ``base_RERANKER`` (a declared reranker over ``base``) and return its name.
+
+        Raises:
+            SearchGradeError: the reranker is not declared, or base is no retrieval strategy.
+        """
+        if reranker not in self.rerankers:
+            known = f"one of {', '.join(self.rerankers)}" if self.rerankers else "a [reranker.NAME] table"
+            raise SearchGradeError(f"{where + ': ' if where else ''}reranker {reranker!r} is not declared: "
+                                   f"use {known} (declared in the strategies file)")
+        info = self.infos[base]
+        if info.reranks is not None:
+            raise SearchGradeError(f"{base} is a reranked strategy already: rerank its base {info.reranks}")
+        twin = info.reranked_by(reranker, self.rerankers[reranker].kind)
+        if twin.name in self.infos and self.infos[twin.name].reranker != reranker:
+            raise SearchGradeError(f"{twin.name} would be both a declared strategy and {base} reranked by "
+                                   f"{reranker}: rename [strategy.{twin.name}] or [reranker.{reranker}]")
+        self.register(twin)
+        return twin.name
+
+    def with_rerankers(self, specs: Mapping[str, Any]) -> Registry:
+        """This registry plus declared rerankers (``RerankerSpec`` by name), for declared strategies'
+        ``rerank = "NAME"`` and ``--rerankers``."""
+        from searchgrade.indexes.declared.rerankers import note_rerankers
+
+        out = self.copy()
+        out.rerankers.update(specs)
+        note_rerankers(specs)
+        return out
 
     def copy(self) -> Registry:
-        return Registry(dict(self.infos), dict(self.declared), set(self.optional))
+        return Registry(dict(self.infos), dict(self.declared), set(self.optional), dict(self.rerankers))
 
     def names(self) -> tuple[str, ...]:
         """Every registered name, in display order."""
@@ -214,13 +274,17 @@ def builtin_registry() -> Registry:
     return _BUILTINS
 
 
-def registry_for(specs: Mapping[str, StrategySpec] | None = None, *, plugins: bool = True) -> Registry:
-    """The built-ins, Python plugins found by entry point (optional), and ``specs`` declared.
+def registry_for(specs: Mapping[str, StrategySpec] | None = None, *, plugins: bool = True,
+                 rerankers: Mapping[str, Any] | None = None) -> Registry:
+    """The built-ins, Python plugins found by entry point (optional), declared ``rerankers``
+    (``RerankerSpec`` by name), and ``specs`` declared.
 
     An entry point whose name is no strategy name (or is a built-in's, or ends in ``_rerank``) is
     left out.
     """
     registry = builtin_registry()
+    if rerankers:
+        registry = registry.with_rerankers(rerankers)
     if plugins:
         found = {name: spec for name, spec in entry_point_specs().items()
                  if NAME_PATTERN.fullmatch(name) and not name.endswith(RERANK_SUFFIX)
@@ -259,6 +323,8 @@ def label(name: str) -> str:
     if info is not None:
         return info.label
     base = base_of(name)
+    if base is not None and reranker_of(name) is not None:
+        return f"{label(base)} + {reranker_of(name)}"
     return f"{base} + reranker" if base is not None else name
 
 
@@ -293,18 +359,39 @@ def base_of(name: str) -> str | None:
         return info.reranks
     if name.endswith(RERANK_SUFFIX) and len(name) > len(RERANK_SUFFIX):
         return name[: -len(RERANK_SUFFIX)]
+    base, _, reranker = name.rpartition("_")
+    if base and reranker_known(reranker):
+        return base
     return None
 
 
+def reranker_of(name: str) -> str | None:
+    """The declared reranker of ``X_NAME`` ("ann_cohere" -> "cohere"); None for ``X_rerank`` (the run's
+    default reranker) and for a retrieval strategy."""
+    if base_of(name) is None or name.endswith(RERANK_SUFFIX) or name in BUILTIN:
+        return None
+    return name.rpartition("_")[2]
+
+
+def reranker_known(name: str) -> bool:
+    """Whether ``name`` is a declared reranker this process has seen (a strategies file, a run's config)."""
+    from searchgrade.indexes.declared.rerankers import KNOWN_RERANKERS
+
+    return name in KNOWN_RERANKERS
+
+
 def pairs(names: Iterable[str]) -> list[tuple[str, str | None]]:
-    """(retrieval strategy, its reranked twin or None) for the strategies in ``names``, in display
-    order; a reranked strategy whose base is absent is listed under its base's name."""
+    """(retrieval strategy, a reranked twin or None) for the strategies in ``names``, in display
+    order; a reranked strategy whose base is absent is listed under its base's name. A base that
+    several rerankers rerank (``X_rerank``, ``X_cohere``, ...) has one pair per reranker."""
     present = set(names)
     bases = strategy_order({base_of(n) or n for n in present})
-    out = []
+    out: list[tuple[str, str | None]] = []
     for base in bases:
         twin = reranked_of(base)
-        out.append((base, twin if twin in present else None))
+        twins = ([twin] if twin in present else []) + sorted(
+            n for n in present if n != twin and base_of(n) == base)
+        out += [(base, t) for t in twins] or [(base, None)]
     return out
 
 

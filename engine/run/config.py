@@ -80,6 +80,14 @@ class RunConfig:
     #: The judging pool (engine/run/pool.py): how deep each strategy's list goes into what the judge
     #: grades (``PoolDepth.to_json``); None: every kept result.
     pool_depth: dict[str, Any] | None = None
+    #: Rerankers declared in the strategies file (``[reranker.NAME]``): name -> declaration as
+    #: written; ``X_NAME`` strategies of ``strategies`` rerank X with them.
+    rerankers: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from searchgrade.indexes.declared.rerankers import note_rerankers
+
+        note_rerankers(self.rerankers)  # X_NAME pairs with X wherever this run's names are read
 
     def check_environment(self) -> None:
         """Every ``env:NAME`` the chosen declared strategies read is set (SearchGradeError if not)."""
@@ -88,10 +96,27 @@ class RunConfig:
             spec = registry.declared.get(registry.info(name).reranks or name)
             if spec is not None:
                 spec_check_environment(spec)
+        for name in self.rerankers_used(registry):
+            spec_check_environment(registry.rerankers[name])
+
+    def rerankers_used(self, registry: Registry | None = None) -> list[str]:
+        """The declared rerankers this run's strategies use (``X_NAME``, and ``--reranker-model NAME``)."""
+        registry = registry or self.registry()
+        used = {registry.info(s).reranker for s in self.strategies if s in registry.infos}
+        default = self.index.reranker_model if self.index is not None else None
+        if default in registry.rerankers and any(registry.info(s).reranks and registry.info(s).reranker is None
+                                                 for s in self.strategies if s in registry.infos):
+            used.add(default)
+        return [n for n in registry.rerankers if n in used]
 
     def registry(self) -> Registry:
         """The strategies this run can use: the built-ins, plugins, and its declared ones."""
-        return registry_for_declared(self.declared)
+        registry = registry_for_declared(self.declared, self.rerankers)
+        for name in self.strategies:  # X_NAME added by --rerankers (not by a declaration's rerank)
+            base, _, reranker = name.rpartition("_")
+            if name not in registry.infos and reranker in registry.rerankers and base in registry.infos:
+                registry.add_reranked(base, reranker)
+        return registry
 
     @property
     def retrieval_depth(self) -> int:
@@ -199,5 +224,6 @@ class RunConfig:
                 values[key] = settings_cls(**{k: v for k, v in values[key].items() if k in names})
         values["collection_fields"] = dict(values.get("collection_fields") or {})
         values["declared"] = dict(values.get("declared") or {})
+        values["rerankers"] = dict(values.get("rerankers") or {})
         return cls(**values)
 

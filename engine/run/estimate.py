@@ -19,6 +19,10 @@ No index is built, nothing is searched and no prompt is sent. The numbers:
   the reused run's, or a stand-in of typical length), counted at about 4 characters per token
   (the usual figure for English with GPT-style tokenizers; a model's own tokenizer differs by
   tens of percent), times the number of calls. Replies are estimated from the reply format.
+- The LLM reranker (a declared ``kind = "llm"`` reranker, engine/llm/reranker.py): one call per
+  unique (query, candidate) pair it rescores, an upper bound of queries x min(the candidates of the
+  strategies it reranks, corpus size); cached pairs are not subtracted (they are known only after
+  searching).
 """
 
 from __future__ import annotations
@@ -62,14 +66,20 @@ class CostEstimate:
     #: Queries the run will evaluate (before the generator's filters in LLM mode).
     queries: int
     notes: list[str] = field(default_factory=list)
+    #: The LLM reranker's calls (engine/llm/reranker.py), None when the run has none.
+    rerank: StageEstimate | None = None
+
+    @property
+    def stages(self) -> tuple[StageEstimate, ...]:
+        return tuple(s for s in (self.generation, self.judge, self.rerank) if s is not None)
 
     @property
     def calls(self) -> int:
-        return sum(s.calls for s in (self.generation, self.judge) if s is not None)
+        return sum(s.calls for s in self.stages)
 
     @property
     def tokens(self) -> int:
-        return sum(s.prompt_tokens + s.completion_tokens for s in (self.generation, self.judge) if s is not None)
+        return sum(s.prompt_tokens + s.completion_tokens for s in self.stages)
 
     def lines(self) -> list[str]:
         """The estimate in words, one line per stage."""
@@ -84,10 +94,15 @@ class CostEstimate:
             out.append(f"judge: {'at most ' if j.upper_bound else ''}{j.calls:,} calls "
                        f"({j.cached:,} pairs known to be cached); ~{j.prompt_tokens:,} prompt + "
                        f"~{j.completion_tokens:,} completion tokens{' at most' if j.upper_bound else ''}")
+        if self.rerank is not None:
+            r = self.rerank
+            out.append(f"LLM reranker: at most {r.calls:,} calls (one per query and candidate, or per listwise "
+                       "window); "
+                       f"~{r.prompt_tokens:,} prompt + ~{r.completion_tokens:,} completion tokens at most")
         if not out:
             out.append("no LLM call: this run grades with the collection's qrels only")
         else:
-            measured = max(s.sampled_prompts for s in (self.generation, self.judge) if s is not None)
+            measured = max(s.sampled_prompts for s in self.stages)
             out.append(f"total: {'at most ' if self.judge and self.judge.upper_bound else ''}{self.calls:,} "
                        f"calls, ~{self.tokens:,} tokens (measured on {measured} real prompts per stage at "
                        f"~{CHARS_PER_TOKEN:g} characters per token)")
@@ -173,7 +188,63 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
         else:
             bound = sum(min(len(graded[q.query_id]), per_query) for q in queries)
     judge = _judge(collection, queries, judge_settings, bound, cached_pairs, rng)
-    return CostEstimate(generation, judge, n_queries, notes)
+    return CostEstimate(generation, judge, n_queries, notes, _rerank(collection, config, queries, n_queries, rng))
+
+
+#: Reply tokens of the LLM reranker: {"score": 7}.
+RERANK_REPLY_TOKENS = 8
+
+
+def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_queries: int,
+            rng: random.Random) -> StageEstimate | None:
+    """The LLM rerankers' calls: per query, every candidate of every strategy they rerank (an upper bound)."""
+    from searchgrade.engine.llm.prompts import load_prompt
+    from searchgrade.engine.llm.prompts import neutralise_tags as neutralise
+    from searchgrade.engine.llm.reranker import MAX_DOC_CHARS, PROMPTS, windows
+
+    registry = config.registry()
+    default = config.index.reranker_model if config.index is not None else None
+    candidates = listwise_calls = 0
+    modes: set[str] = set()
+    for name in config.strategies:
+        info = registry.info(name)
+        reranker = info.reranker or (default if info.reranks and default in registry.rerankers else None)
+        spec = registry.rerankers.get(reranker) if reranker else None
+        if spec is None or spec.kind != "llm":
+            continue
+        depth = spec.depth or (config.index.rerank_depth if config.index is not None else 50)
+        n = min(max(depth, config.retrieval_depth), len(collection.documents))
+        mode = spec.options.get("mode") or "pointwise"
+        modes.add(mode)
+        if mode == "listwise":  # one call per window, each base's list on its own
+            listwise_calls += len(windows(n, int(spec.options.get("window") or 10), int(spec.options.get("step") or 5)))
+        else:  # one call per (query, candidate), shared by the strategies it reranks
+            candidates += n
+    if not modes:
+        return None
+    pointwise_calls = n_queries * min(candidates, len(collection.documents))
+    listwise_calls *= n_queries
+    calls = pointwise_calls + listwise_calls
+    docs = collection.documents
+    picked = rng.sample(docs, min(SAMPLE, len(docs)))
+    texts = [q.text for q in queries] or [STAND_IN_QUERY]
+    prompt_tokens = 0
+    tokens: list[int] = []
+    if pointwise_calls:
+        prompt = load_prompt(PROMPTS["pointwise"])
+        measured = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)),
+                                                    document=neutralise(d.content[:MAX_DOC_CHARS]))) for d in picked]
+        prompt_tokens += round(_mean(measured) * pointwise_calls)
+        tokens += measured
+    if listwise_calls:  # a window of 10 sampled passages per prompt
+        prompt = load_prompt(PROMPTS["listwise"])
+        measured = [estimate_tokens(prompt.messages(query=neutralise(rng.choice(texts)), n="10", passages="\n".join(
+            f"[{i}] <passage>\n{neutralise(d.content[:1000])}\n</passage>"
+            for i, d in enumerate(rng.sample(docs, min(10, len(docs))), 1)))) for _ in picked]
+        prompt_tokens += round(_mean(measured) * listwise_calls)
+        tokens += measured
+    return StageEstimate(calls, 0, prompt_tokens, RERANK_REPLY_TOKENS * pointwise_calls + 40 * listwise_calls,
+                         len(tokens), upper_bound=True)
 
 
 def _generation(collection, config, store, cache, model, rng, notes):

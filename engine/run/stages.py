@@ -78,13 +78,39 @@ def index_stage(ctx: RunContext, registry: Registry, queries: list[Query]) -> Bu
         if any("ann" in registry.info(s).needs for s in config.strategies):
             ctx.runner.embed_corpus(collection, config.index, ctx.data_dir, fingerprint, ctx.report, ctx.stats)
         built = build_searchers(collection, config.index, ctx.data_dir, strategies=config.strategies,
-                                progress=ctx.report, collection_fingerprint=fingerprint, registry=registry)
+                                progress=ctx.report, collection_fingerprint=fingerprint, registry=registry,
+                                services=rerank_services(ctx))
         if built.ann is not None:
             ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
     ctx.stats.update({"queries": len(queries), "documents": len(collection.documents),
                       "index": built.stats, "index_timings": built.timings})
+    graded_by_itself = self_graded_stats(ctx, built)
+    if graded_by_itself is not None:
+        ctx.stats["self_graded"] = graded_by_itself
     ctx.store.update_run(ctx.run_id, timings=ctx.timings, skipped=built.skipped, stats=ctx.stats)
     return built
+
+
+def rerank_services(ctx: RunContext) -> dict[str, Any]:
+    """What declared rerankers get from the run: the LLM reranker over the run's endpoint, its
+    accounting and its cache (engine/llm/reranker.py), when the run has an LLM."""
+    if ctx.client is None:
+        return {}
+    from searchgrade.engine.llm.cache import StoreCache
+    from searchgrade.engine.llm.reranker import llm_reranker_factory
+
+    return {"llm_reranker": llm_reranker_factory(ctx.client, StoreCache(ctx.store))}
+
+
+def self_graded_stats(ctx: RunContext, built: BuiltIndexes) -> dict[str, Any] | None:
+    """The LLM rerankers whose model is the judge's, when the judge's grades are the run's."""
+    from searchgrade.engine.llm.reranker import LLMReranker, self_graded
+
+    config = ctx.config
+    if config.llm is None or not (config.mode == "llm" or config.judge_unjudged):
+        return None
+    models = {name: r.model for name, r in built.context.declared_scorers().items() if isinstance(r, LLMReranker)}
+    return self_graded(models, config.llm.model)
 
 
 def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queries: list[Query]) -> SearchResults:
@@ -103,6 +129,9 @@ def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queri
             )
             reranker = search.reranker_counts()
     ctx.stats.update(searched.stats)
+    declared_rerankers = built.context.declared_reranker_counts()
+    if declared_rerankers:  # per declared reranker: pairs scored / reused, calls (this process's)
+        ctx.stats["declared_rerankers"] = declared_rerankers
     if reranker is not None:
         ctx.stats["reranker_pairs"] = {"scored": reranker.scored, "reused": reranker.reused}
         if reranker.summary is not None:  # which model scored each query (engine/report/reranker.py)
@@ -190,6 +219,8 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
 def search_notes(run_id: str, stats: dict[str, Any]) -> list[str]:
     """One line per strategy that failed on queries or returned ids the collection lacks."""
     notes = []
+    if stats.get("self_graded"):
+        notes.append("warning: " + stats["self_graded"]["note"])
     for strategy, n in sorted(stats.get("failed_queries", {}).items()):
         notes.append(f"{strategy} failed on {n} quer{'y' if n == 1 else 'ies'} (recorded as failed, "
                      f"not scored); retry them with `searchgrade resume {run_id}`")

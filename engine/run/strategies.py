@@ -28,6 +28,7 @@ from searchgrade.indexes.registry import (
     label,
     pairs,
     reranked_of,
+    reranker_of,
     strategy_order,
     unknown_strategies,
 )
@@ -46,7 +47,10 @@ __all__ = [
     "load_strategies_file",
     "pairs",
     "registry_for_declared",
+    "rerankers_from_file",
+    "with_rerankers",
     "reranked_of",
+    "reranker_of",
     "strategies_file_from_env",
     "strategy_order",
     "unknown_strategies",
@@ -60,12 +64,41 @@ def declared_from_file(path: str | None) -> dict[str, dict[str, Any]]:
     return {name: spec.to_json() for name, spec in load_strategies_file(path).items()}
 
 
-def registry_for_declared(declared: Mapping[str, Mapping[str, Any]] | None) -> Registry:
-    """The built-ins, installed plugins, and the declarations a run stored."""
+def registry_for_declared(declared: Mapping[str, Mapping[str, Any]] | None,
+                          rerankers: Mapping[str, Mapping[str, Any]] | None = None) -> Registry:
+    """The built-ins, installed plugins, and the declarations (strategies, rerankers) a run stored."""
+    from searchgrade.indexes.declared.rerankers import RerankerSpec
     from searchgrade.indexes.registry import registry_for
 
     specs = {name: StrategySpec.from_json(name, d) for name, d in (declared or {}).items()}
-    return registry_for(specs)
+    found = {name: RerankerSpec.from_json(name, d) for name, d in (rerankers or {}).items()}
+    return registry_for(specs, rerankers=found)
+
+
+def rerankers_from_file(path: str | None) -> dict[str, dict[str, Any]]:
+    """The rerankers (``[reranker.NAME]``) of a strategies file as a run stores them; {} for None."""
+    from searchgrade.indexes.declared.spec import load_rerankers_file
+
+    if not path:
+        return {}
+    return {name: spec.to_json() for name, spec in load_rerankers_file(path).items()}
+
+
+def with_rerankers(strategies: Iterable[str], rerankers: Iterable[str], registry: Registry) -> tuple[str, ...]:
+    """``strategies`` plus ``X_NAME`` for every retrieval strategy X among them and every reranker
+    NAME (``--rerankers a,b``), registered in ``registry`` as they are added.
+
+    Raises:
+        SearchGradeError: a reranker that is not declared.
+    """
+    names = list(dict.fromkeys(strategies))
+    bases = [n for n in names if registry.info(n).reranks is None]
+    for reranker in rerankers:
+        for base in bases:
+            twin = registry.add_reranked(base, reranker, "--rerankers")
+            if twin not in names:
+                names.append(twin)
+    return tuple(names)
 
 
 def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:

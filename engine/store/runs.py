@@ -121,6 +121,9 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
     for key, default in _JSON_DEFAULTS.items():
         raw = values[key]
         values[key] = json.loads(raw) if raw else default
+    from searchgrade.indexes.declared.rerankers import note_rerankers
+
+    note_rerankers(values["config"].get("rerankers"))  # its X_NAME pair with X wherever its names are read
     return RunRecord(**values)
 
 

@@ -54,7 +54,9 @@ class Key:
 #: Keys every kind takes.
 COMMON_KEYS: dict[str, Key] = {
     "kind": Key((str,), required=True, example='"http"'),
-    "rerank": Key((bool,), False, example="true (also grade NAME_rerank: our cross-encoder on its top candidates)"),
+    "rerank": Key((bool, str, list), False,
+                  example='true (also grade NAME_rerank: the run\'s default reranker on its top candidates), '
+                          'or "cohere" / ["cohere", "tei"] (NAME_cohere ...: declared [reranker.cohere])'),
 }
 
 
@@ -70,6 +72,7 @@ class StrategySpec:
         source: where it was declared ("strategies.toml", "entry point ..."), for messages.
         declared_in: "" for the operator's declarations; "app" or "exposed app" for one typed in
             the browser (core/outbound.py: its targets are checked wherever it runs).
+        rerankers: declared rerankers (``[reranker.NAME]``) that also grade ``NAME_RERANKER``.
     """
 
     name: str
@@ -78,6 +81,7 @@ class StrategySpec:
     rerank: bool = False
     source: str = ""
     declared_in: str = ""
+    rerankers: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -86,13 +90,14 @@ class StrategySpec:
     def to_json(self) -> dict[str, Any]:
         """The declaration as stored with a run: ``env:`` values stay ``env:NAME``."""
         typed = {"declared_in": self.declared_in} if self.declared_in else {}
-        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **typed, **self.options}
+        by = {"rerankers": list(self.rerankers)} if self.rerankers else {}
+        return {"kind": self.kind, "rerank": self.rerank, "source": self.source, **typed, **by, **self.options}
 
     @classmethod
     def from_json(cls, name: str, d: Mapping[str, Any]) -> StrategySpec:
-        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source", "declared_in")}
+        options = {k: v for k, v in d.items() if k not in ("kind", "rerank", "source", "declared_in", "rerankers")}
         return cls(name, str(d["kind"]), options, bool(d.get("rerank")), str(d.get("source") or ""),
-                   str(d.get("declared_in") or ""))
+                   str(d.get("declared_in") or ""), tuple(d.get("rerankers") or ()))
 
 
 def outbound_policy(spec: StrategySpec, environ: Mapping[str, str] | None = None) -> OutboundPolicy | None:

@@ -17,6 +17,7 @@ strategy, the key and the fix. ``env:NAME`` values are kept as written until the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping
@@ -26,10 +27,18 @@ from typing import Any
 from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.declared.declaration import COMMON_KEYS, StrategySpec, is_env, resolve_env
 from searchgrade.indexes.declared.kinds import KINDS
+from searchgrade.indexes.declared.rerankers import (
+    RERANKER_KINDS,
+    RerankerSpec,
+    check_reranker_name,
+    note_rerankers,
+)
 from searchgrade.indexes.registry import BUILTIN, NAME_PATTERN, RERANK_SUFFIX
+from searchgrade.indexes.rerank import http as _http_rerankers  # noqa: F401  (registers its kinds)
+from searchgrade.indexes.rerank import llm_kind as _llm_reranker  # noqa: F401  (registers "llm")
 
-__all__ = ["ENV_STRATEGIES_FILE", "StrategySpec", "check_environment", "load_strategies_file",
-           "parse_spec", "strategies_file_from_env"]
+__all__ = ["ENV_STRATEGIES_FILE", "RerankerSpec", "StrategySpec", "check_environment", "load_rerankers_file",
+           "load_strategies_file", "parse_spec", "strategies_file_from_env"]
 
 #: The environment variable naming a strategies file when --strategies-file is not given.
 ENV_STRATEGIES_FILE = "SEARCHGRADE_STRATEGIES_FILE"
@@ -65,8 +74,22 @@ def parse_spec(name: str, table: Any, source: str = "") -> StrategySpec:
         raise SearchGradeError(f"{where}: missing key 'kind': add kind = one of {', '.join(KINDS)}")
     if kind not in KINDS:
         raise SearchGradeError(f"{where}: unknown kind {kind!r}: use one of {', '.join(KINDS)}")
-    keys = KINDS[kind].keys
-    allowed = {**COMMON_KEYS, **keys}
+    options = check_keys(where, kind, table, {**COMMON_KEYS, **KINDS[kind].keys}, KINDS[kind].keys)
+    options.pop("kind")
+    rerank, rerankers = _rerank_value(where, options.pop("rerank", False))
+    checked = KINDS[kind].check(StrategySpec(name, kind, options, rerank, source))
+    return dataclasses.replace(checked, rerankers=rerankers) if rerankers else checked
+
+
+def check_keys(where: str, kind: str, table: Mapping[str, Any], allowed: Mapping[str, Any],
+               keys: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A declaration's keys checked against ``allowed`` (name -> Key: type, default, required),
+    with the defaults of ``keys`` (default: ``allowed``) filled in.
+
+    Raises:
+        SearchGradeError: an unknown key, a value of the wrong type, a missing required key.
+    """
+    keys = allowed if keys is None else keys
     options: dict[str, Any] = {}
     for key, value in table.items():
         rule = allowed.get(key)
@@ -83,9 +106,51 @@ def parse_spec(name: str, table: Any, source: str = "") -> StrategySpec:
             if rule.required:
                 raise SearchGradeError(f"{where}: missing key {key!r}: add {key} = {rule.example}")
             options[key] = rule.default
-    options.pop("kind")
-    rerank = bool(options.pop("rerank", False))
-    return KINDS[kind].check(StrategySpec(name, kind, options, rerank, source))
+    return options
+
+
+def _rerank_value(where: str, value: Any) -> tuple[bool, tuple[str, ...]]:
+    """``rerank``: true (the run's default reranker, NAME_rerank), a declared reranker's name, or a
+    list of them ("default" in a list: the run's default one too)."""
+    if isinstance(value, bool):
+        return value, ()
+    names = [value] if isinstance(value, str) else value
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise SearchGradeError(f"{where}: rerank must be true, a reranker's name or a list of names, got "
+                               f"{value!r}; e.g. rerank = [\"cohere\", \"tei\"]")
+    default = "default" in names or "rerank" in names
+    return default, tuple(dict.fromkeys(n for n in names if n not in ("default", "rerank")))
+
+
+def parse_reranker(name: Any, table: Any, source: str = "") -> RerankerSpec:
+    """Check one ``[reranker.NAME]`` table against its kind's keys and rules
+    (indexes/declared/rerankers.py).
+
+    Raises:
+        SearchGradeError: one line naming the reranker, the key and the fix.
+    """
+    check_reranker_name(name, source)
+    where = f"{source}: [reranker.{name}]" if source else f"[reranker.{name}]"
+    if not isinstance(table, dict):
+        raise SearchGradeError(f"{where} must be a table of keys (kind = \"tei\", url = ...), got {table!r}")
+    kind = table.get("kind")
+    if kind is None:
+        raise SearchGradeError(f"{where}: missing key 'kind': add kind = one of {', '.join(RERANKER_KINDS)}")
+    if kind not in RERANKER_KINDS:
+        raise SearchGradeError(f"{where}: unknown kind {kind!r}: use one of {', '.join(RERANKER_KINDS)}")
+    options = check_keys(where, kind, {k: v for k, v in table.items() if k != "kind"}, RERANKER_KINDS[kind].keys)
+    spec = RERANKER_KINDS[kind].check(RerankerSpec(name, kind, options, source))
+    note_rerankers([name])
+    return spec
+
+
+def parse_rerankers(tables: Any, source: str = "") -> dict[str, RerankerSpec]:
+    """Every ``[reranker.NAME]`` of a strategies file (``{}`` when it declares none)."""
+    if tables is None:
+        return {}
+    if not isinstance(tables, dict):
+        raise SearchGradeError(f"{source}: reranker must hold [reranker.NAME] tables, got {tables!r}")
+    return {name: parse_reranker(name, table, source) for name, table in tables.items()}
 
 
 def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec]:
@@ -111,15 +176,43 @@ def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec
         raise SearchGradeError(f"{source} is not valid TOML ({exc}): fix the file; see the "
                                "README's 'Grading your own search' for the form") from None
     tables = data.get("strategy")
-    others = sorted(set(data) - {"strategy"})
+    others = sorted(set(data) - {"strategy", "reranker"})
     if others:
         raise SearchGradeError(f"{source}: unknown top-level key {others[0]!r}: declare each "
-                               "strategy as [strategy.NAME]")
-    if not isinstance(tables, dict) or not tables:
+                               "strategy as [strategy.NAME] (and each reranker as [reranker.NAME])")
+    if tables is None and data.get("reranker"):
+        tables = {}  # a file of rerankers only (for --rerankers over the built-ins)
+    elif not isinstance(tables, dict) or not tables:
         first, *rest = KINDS
         raise SearchGradeError(f"{source} declares no strategy: add a [strategy.NAME] table with "
                                f"kind = \"{first}\" (or {', '.join(rest)})")
-    return {name: parse_spec(name, table, source) for name, table in tables.items()}
+    specs = {name: parse_spec(name, table, source) for name, table in tables.items()}
+    rerankers = parse_rerankers(data.get("reranker"), source)
+    for spec in specs.values():
+        for name in spec.rerankers:
+            if name not in rerankers:
+                raise SearchGradeError(f"{spec.where}: rerank names {name!r}, which the file does not declare: "
+                                       f"add a [reranker.{name}] table"
+                                       + (f" or use one of {', '.join(rerankers)}" if rerankers else ""))
+    return specs
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SearchGradeError(f"cannot read strategies file {path} ({exc})") from None
+
+
+def load_rerankers_file(path: str | os.PathLike[str]) -> dict[str, RerankerSpec]:
+    """Every reranker a strategies file declares (``[reranker.NAME]``), checked, in file order.
+
+    Raises:
+        SearchGradeError: as load_strategies_file (which checks the whole file first).
+    """
+    load_strategies_file(path)
+    path = Path(path).expanduser()
+    return parse_rerankers(_read_toml(path).get("reranker"), path.name)
 
 
 def strategies_file_from_env(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
@@ -130,7 +223,7 @@ def strategies_file_from_env(explicit: str | None, environ: Mapping[str, str] | 
     return value or None
 
 
-def check_environment(spec: StrategySpec, environ: Mapping[str, str] | None = None) -> None:
+def check_environment(spec: StrategySpec | RerankerSpec, environ: Mapping[str, str] | None = None) -> None:
     """Every ``env:NAME`` value of a declaration is set (before a run starts, not half-way).
 
     Raises:
