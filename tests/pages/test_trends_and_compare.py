@@ -99,3 +99,38 @@ def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
 def test_compare_needs_two_runs(tiny_run):
     at = open_page("views/compare.py")
     assert "needs two complete runs" in at.info[0].value
+
+
+def test_compare_opens_on_one_collection_lists_one_sided_strategies_and_the_settings(store):
+    a, b = _two_runs(store)
+    spec = tiny_spec(name="run C", collection_name="other")
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    c = write_run(store, spec)
+    at = open_page("views/compare.py")
+    # The newest run (other) has no earlier run of its collection: the next newest is A.
+    assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (b, c)
+    at.selectbox(key="compare_a").set_value(a).run()
+    at.selectbox(key="compare_b").set_value(b).run()
+    at.number_input(key="compare_k").set_value(3).run()
+    assert not at.exception
+    spec = chart(at, "compare")
+    low, high = spec["layout"]["yaxis"]["range"]
+    assert low == -high and high >= 0.05 * 4.0
+    assert [t["text"] for t in spec["data"]][0][1] == f"{(4.0 - 2.8927892) / 2:+.3f}"
+
+
+def test_compare_of_runs_with_no_changed_query_says_so_and_shows_what_differs(store):
+    a = write_run(store, tiny_spec(name="run A"))
+    spec = tiny_spec(name="run B")
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    spec.k = 2
+    b = write_run(store, spec)
+    at = open_page("views/compare.py")
+    assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (a, b)
+    at.number_input(key="compare_k").set_value(2).run()
+    assert not at.exception
+    assert any(i.value.startswith("No query changed") for i in at.info)
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert "Only in run A, so not compared: ANN + reranker." in warnings
+    settings = next(df.value for df in at.dataframe if "Setting" in df.value.columns)
+    assert settings.set_index("Setting").loc["k"].tolist() == ["3", "2"]
