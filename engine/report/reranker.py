@@ -76,7 +76,12 @@ def trained_reranker_use(run: RunRecord) -> TrainedRerankerUse | None:
 
 
 def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
-    """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone)."""
+    """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone).
+
+    The verdict is the interval's, as everywhere on the page: "significant" exactly when the
+    interval shown beside it excludes 0 (the card's Holm-adjusted p, from its own test, is shown as
+    the card states it; a card trained before the one paired procedure may disagree with its CI).
+    """
     rows = card.get("heldout", {}).get("cross_encoder_alone" if alone else "figures", [])
     columns = ["Strategy", "Metric", "Base", "Reranked", "Change", "CI low", "CI high", "p (Holm)",
                "Verdict", "Queries improved", "Queries hurt"]
@@ -87,7 +92,7 @@ def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
             "Base": f["base"], "Reranked": f["reranked"], "Change": f["diff"], "CI low": f["ci_low"],
             "CI high": f["ci_high"], "p (Holm)": f["p_holm"],
             "Verdict": ("significant gain" if f["diff"] > 0 else "significant loss")
-            if f["p_holm"] < 0.05 else "not distinguishable",
+            if f["ci_low"] > 0 or f["ci_high"] < 0 else "not distinguishable",
             "Queries improved": f["improved"], "Queries hurt": f["hurt"],
         })
     return pd.DataFrame(out, columns=columns)
