@@ -13,7 +13,6 @@ quality.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import pandas as pd
@@ -42,20 +41,14 @@ class TrendSeries:
     query_set_breaks: int = 0
 
 
-def query_set_key(queries: pd.DataFrame) -> str:
-    """A run's query set as a short key: the same queries (ids and texts) give the same key."""
-    pairs = sorted(zip(queries["query_id"].astype(str), queries["text"].astype(str), strict=True))
-    return hashlib.sha256("\n".join(f"{q}\t{t}" for q, t in pairs).encode()).hexdigest()[:12]
-
-
 @one_session
 def trend(store: Store, metric: str, k: int, collection_name: str | None = None) -> pd.DataFrame:
     """One metric across complete runs, oldest first: run_id, name, created_at, collection_name,
-    strategy, value, CI, n, label, query_set (``query_set_key``)."""
+    strategy, value, CI, n, label, query_set (``Store.query_set_keys``: equal exactly when two runs hold
+    the same queries), in one read for every run."""
     frame = pd.DataFrame(store.trend(metric, k, collection_name), columns=TREND_COLUMNS[:-2])
     frame["label"] = frame["strategy"].map(label)
-    keys = {run_id: query_set_key(store.query_table(run_id)) for run_id in frame["run_id"].unique()}
-    frame["query_set"] = frame["run_id"].map(keys)
+    frame["query_set"] = frame["run_id"].map(store.query_set_keys(frame["run_id"].unique().tolist()))
     return frame[TREND_COLUMNS]
 
 
