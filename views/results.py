@@ -166,7 +166,9 @@ overlap_table(run_id, k)
 # holes: the panel shows NDCG then, and its table names it).
 results_holes(run_id, "ndcg" if metric == SOURCE_FOUND else metric, k)
 
-# -- the other findings, and the paired tests behind the decision
+# -- the other findings (the skipped strategies are said under the chart's title already), and the
+# paired tests behind the decision
+findings = [f for f in findings if state.ran or f.text not in state.why_not]
 if findings:
     st.subheader("What else the results say")
     for sentence in findings:
