@@ -42,8 +42,8 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
                 f"No clear winner on {name}: {best['label']} is the {highest} ({figure}), but "
                 f"{len(head.ties)} other strateg{'y is' if len(head.ties) == 1 else 'ies are'} not "
                 f"distinguishable from it on these queries ({', '.join(head.ties)}): this run cannot "
-                "rank them against it. More queries could; until then the cheapest of them does as well on "
-                "these queries.", "info"))
+                "rank them against it. More queries could; meanwhile cost or speed can choose between them.",
+                "info"))
         else:
             out.append(Sentence(f"Use {best['label']}: the {highest} {name} ({figure}), significantly "
                                 f"better than every other strategy evaluated.", "good"))

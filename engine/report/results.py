@@ -13,9 +13,9 @@ import pandas as pd
 from searchgrade.engine.report.ann_index import ann_index_text
 from searchgrade.engine.report.common import (
     PRIMARY_METRIC,
-    Sentence,
     WITH,
     WITHOUT,
+    Sentence,
     best_row,
     is_llm_run,
     metric_label,
@@ -29,6 +29,7 @@ from searchgrade.engine.report.llm_panel import llm_panel
 from searchgrade.engine.report.recommendations import recommendations
 from searchgrade.engine.report.recompute import Figures
 from searchgrade.engine.report.results_view import Headline, ResultsView
+from searchgrade.engine.report.runs import skipped_messages
 from searchgrade.engine.report.significance import (
     family_note,
     family_size,
@@ -37,7 +38,6 @@ from searchgrade.engine.report.significance import (
     results_comparisons,
     significance,
 )
-from searchgrade.engine.report.runs import skipped_messages
 from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store

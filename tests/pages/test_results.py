@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from tests.pages.conftest import chart, open_page
 from searchgrade.core.records import Document, Query
+from tests.pages.conftest import chart, open_page
 from tests.pages.synthetic import RunSpec, tiny_spec, write_run
 
 
