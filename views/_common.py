@@ -14,14 +14,45 @@ from searchgrade.engine.report import evaluate as evaluate_model
 from searchgrade.engine.report import results as results_model
 from searchgrade.engine.report import runs as runs_model
 from searchgrade.engine.report import trends as trends_model
-from searchgrade.engine.report.common import WITH, WITHOUT
 from searchgrade.engine.report.results_view import ResultsView
 from searchgrade.engine.store import STOPPED_STATUSES, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
 
-#: The two series of the with/without reranker bars.
-SERIES_COLORS = {WITHOUT: "#9db8d2", WITH: "#1f5f99"}
+#: The words of the dashboard a newcomer may not know, as the pages' tooltips and glossary say them.
+GLOSSARY = {
+    "qrels": "Human relevance judgments that come with a collection: a grade per (query, document) pair. "
+             "A document the qrels do not grade counts as not relevant.",
+    "judged@k": "The share of a strategy's top k that holds a grade (from qrels, people or the LLM judge). "
+                "An unjudged result counts as not relevant, so a low judged@k makes the figures lower bounds.",
+    "RRF": "Reciprocal rank fusion: the hybrid strategy's way of merging the ANN and full-text lists; a "
+           "document scores the sum of 1 / (RRF k + its rank) over the lists that hold it.",
+    "Jaccard": "Jaccard@k: the documents two top-k lists share, over the documents either holds (1 = the same "
+               "set, order ignored).",
+    "RBO": "Rank-biased overlap: how alike two rankings are, agreement at the top weighing most (1 = the same "
+           "ranking).",
+    "Holm": "A multiple-testing correction that some tools apply to p-values. This app adjusts the intervals "
+            "instead (Bonferroni, level 1 - 0.05/m for m comparisons), so that a verdict is significant "
+            "exactly when the interval shown beside it excludes 0.",
+    "Paired test": "Two strategies (or runs) compared on the same queries, the difference per query "
+                   "resampled (bootstrap): the interval of the mean difference, adjusted for the comparisons "
+                   "the page makes.",
+    "Mean relevance@k": "The grades of the top k summed and divided by k: a place a strategy left empty "
+                        "(it returned fewer than k) counts 0, as in Precision@k.",
+}
+
+
+def glossary() -> None:
+    """The glossary, folded: the words the charts and tables use."""
+    with st.expander("Glossary: RRF, RBO, Jaccard, Holm, qrels, judged@k"):
+        for word, meaning in GLOSSARY.items():
+            st.markdown(f"**{word}**: {plain(meaning)}")
+
+
+def run_label(run) -> str:
+    """The one label of a run on every page: "name · collection · date" (and the status when not
+    complete); engine/report/runs.py says it, for the pages' dropdowns and titles alike."""
+    return runs_model.run_label(run)
 
 
 def home() -> str:

@@ -13,7 +13,9 @@ from searchgrade.views._common import get_store, home, plain
 
 _FIGURES = {c: st.column_config.NumberColumn(format="%.4f") for c in ("Base", "Reranked")} | {
     c: st.column_config.NumberColumn(format="%+.4f") for c in ("Change", "CI low", "CI high")} | {
-    "p (Holm)": st.column_config.NumberColumn(format="%.4f")}
+    "p (Holm)": st.column_config.NumberColumn(
+        format="%.4f", help="As the reranker's card states it (Holm-adjusted, from the card's own test). The "
+                            "verdict follows the interval shown beside it: significant exactly when it excludes 0.")}
 
 
 def _default_name(run) -> str:

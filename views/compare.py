@@ -1,4 +1,5 @@
-"""Compare two runs: per-strategy deltas with paired tests, and the queries that changed most."""
+"""Compare two runs: per-strategy deltas with paired tests, what differs between the runs, and the
+queries that changed most."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
+from searchgrade.engine.report.compare import default_pair
 from searchgrade.engine.run.scoring import higher_is_better
-from searchgrade.views._common import chart_text, compare_runs, home, plain, run_choices
+from searchgrade.views._common import chart_text, compare_runs, glossary, home, plain, public, run_choices
+from searchgrade.views._holes import compare_flips
+
+BETTER, WORSE = "#2a8a3e", "#c0392b"
 
 st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
 
@@ -26,7 +31,9 @@ if len(runs) < 2:
     st.stop()
 ids = [r.run_id for r in runs]
 labels = {r.run_id: r.label for r in runs}
-for key, default in (("compare_a", ids[1]), ("compare_b", ids[0])):
+# The newest run against the one before it on the same collection: a pair that can be compared.
+for key, default in zip(("compare_a", "compare_b"), default_pair([(r.run_id, r.collection_name) for r in runs]),
+                        strict=True):
     if st.session_state.get(key) not in ids:
         st.session_state[key] = default
 one, two = st.columns(2)
@@ -47,25 +54,43 @@ except SearchGradeError as exc:
 name = metric_label(metric, int(k))
 for note in result.notes:
     st.caption(plain(note))
+for side, names in (("run A", result.only_in_a), ("run B", result.only_in_b)):
+    if names:
+        st.warning(plain(f"Only in {side}, so not compared: {', '.join(names)}."), icon=":material/call_split:")
+if not result.settings.empty:
+    with st.expander(f"What differs between the two runs ({len(result.settings)} settings)"):
+        st.dataframe(result.settings.map(lambda v: public(str(v)).replace("\\", "")), hide_index=True,
+                     key="compare_settings")
 if result.refusal is not None:
     st.warning(plain(result.refusal))
     st.stop()
+
+# The verdicts first, in words, then the chart drawn to scale.
 st.subheader(f"Change in {name}, run B minus run A ({result.n_shared} shared queries)")
+show = {"good": st.success, "warn": st.warning, "info": st.info}
+for sentence in result.findings:
+    show[sentence.kind](plain(sentence.text))
+compare_flips(run_a, run_b, int(k))
 st.caption("Queries paired by " + ("their id (the collection's own queries)" if result.paired_on == "query_id"
                                    else "their text (generated query ids name different questions in "
                                         "different runs)"))
 deltas = result.deltas
 figure = go.Figure()
+low, high = result.axis_range
 figure.add_bar(x=[chart_text(s) for s in deltas["Strategy"]], y=deltas["Change"].tolist(),
                error_y={"type": "data", "array": (deltas["CI high"] - deltas["Change"]).tolist(),
                         "arrayminus": (deltas["Change"] - deltas["CI low"]).tolist()},
-               marker_color=["#2a8a3e" if (c > 0) == higher_is_better(metric) else "#c0392b"
-                             for c in deltas["Change"]],
-               text=[f"{c:+.2f}" for c in deltas["Change"]])
-figure.update_layout(yaxis_title=f"Δ {name}", height=340, margin={"t": 20}, meta={"chart": "compare"})
+               marker_color=[BETTER if (c > 0) == higher_is_better(metric) else WORSE for c in deltas["Change"]],
+               text=[f"{c:+.3f}" for c in deltas["Change"]], textposition="outside",
+               customdata=deltas[["CI low", "CI high"]].values.tolist(), name="Change",
+               hovertemplate="%{x}: %{y:+.3f} (interval %{customdata[0]:+.3f} to %{customdata[1]:+.3f})"
+                             "<extra></extra>")
+figure.update_layout(yaxis_title=f"Δ {name}", height=360, margin={"t": 20},
+                     yaxis={"range": [low, high], "zeroline": True, "zerolinewidth": 2, "tickformat": "+.3f"},
+                     meta={"chart": "compare", "metric": name, "range": [low, high]})
 st.plotly_chart(figure, key="compare_chart")
-for sentence in result.findings:
-    st.write(plain(sentence.text))
+st.caption(plain(f"The axis is symmetric around no change and spans at least ±{high:.3f}: a bar's length "
+                 "is its change to scale. Green: better, red: worse; whiskers: the adjusted interval."))
 if result.statistics_note:
     st.caption(result.statistics_note)
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}
@@ -73,4 +98,8 @@ fmt.update({c: st.column_config.NumberColumn(format="%+.3f") for c in ("Change",
 fmt["p-value"] = st.column_config.NumberColumn(format="%.3f", help="adjusted for the strategies compared")
 st.dataframe(deltas.drop(columns="strategy"), hide_index=True, column_config=fmt)
 st.subheader("Queries that changed most")
-st.dataframe(result.changed, hide_index=True, column_config=fmt)
+if result.changed.empty:
+    st.info(f"No query changed: every shared query has the same {name} in both runs.")
+else:
+    st.dataframe(result.changed, hide_index=True, column_config=fmt)
+glossary()

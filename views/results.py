@@ -16,14 +16,16 @@ from searchgrade.engine.report.common import (
 )
 from searchgrade.engine.report.downloads import per_query_csv, trec_zip
 from searchgrade.engine.report.reranker import trained_reranker_use
-from searchgrade.engine.report.results import bar_series
+from searchgrade.engine.report.results import bar_series, reranker_state
+from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.views._colors import strategy_color
 from searchgrade.views._common import (
-    SERIES_COLORS,
+    GLOSSARY,
     chart_text,
     failed_queries,
     get_store,
+    glossary,
     home,
     pick_run,
     plain,
@@ -33,10 +35,12 @@ from searchgrade.views._common import (
     run_choices,
     running_controls,
 )
+from searchgrade.views._holes import results_holes
 from searchgrade.views._rating import rate_failed_results, rescore_controls
 from searchgrade.views._reranker import train_section
 from searchgrade.views._result_overlap import overlap_table, search_problems
 from searchgrade.views._slices import query_slices_section
+from searchgrade.views._traffic import traffic_section
 from searchgrade.views._trust import trust_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
@@ -70,84 +74,132 @@ k = right.selectbox("k", cutoffs, key="results_k")
 view = results_view(home(), run_id, metric, k)
 name = metric_label(metric, k)
 
-# -- headline
+# -- the decision first: the recommendation in words, then the tiles, all at this metric and k
 head = view.headline
+show = {"good": st.success, "warn": st.warning, "info": st.info}
+decision, *findings = view.recommendations or [None]
+if decision is not None and head is not None:
+    show[decision.kind](plain(decision.text), icon=":material/flag:")
 a, b, c = st.columns(3)
 if head is not None:
-    a.metric(f"Best {head.metric}", f"{head.value:.2f}",
-             help=f"95% CI {head.ci_low:.2f} to {head.ci_high:.2f}", border=True)
-    b.metric("Recommended strategy", plain(head.label), border=True)
+    a.metric(f"Best {head.metric}", f"{head.value:.3f}",
+             help=f"95% CI {head.ci_low:.3f} to {head.ci_high:.3f} over the queries", border=True)
+    if head.recommended:
+        b.metric("Recommended strategy", plain(head.label), border=True,
+                 help=f"Significantly better on {head.metric} than every other strategy evaluated "
+                      "(paired test, interval adjusted for the page's comparisons).")
+    elif head.n_strategies < 2:
+        b.metric("Strategy evaluated", plain(head.label), border=True,
+                 help="Only one strategy ran: there was no choice to make.")
+    else:
+        b.metric("Highest, no clear winner", plain(head.label), border=True,
+                 help=plain(f"Not distinguishable on {head.metric} from {', '.join(head.ties)} on these "
+                            "queries: no recommendation."))
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
 LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
           "human+llm": "human labels, LLM judge grades where they miss a result"}
 st.caption(plain(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = "
-                 f"grade ≥ {run.threshold}) · k = {run.k}, {run.depth} results kept per query · run {run.run_id}"))
+                 f"grade ≥ {run.threshold}) · every figure on this page at {name} unless it says otherwise · "
+                 f"{run.depth} results kept per query · run {run.run_id}"))
+for sentence in view.short_list_warnings:
+    st.warning(plain(sentence.text), icon=":material/format_list_numbered:")
 panel = view.llm
-if panel is not None:
-    parts = [f"Judge: {panel.judge_model or 'unknown model'}"
-             + (f", prompt {panel.judge_prompt}" if panel.judge_prompt else "")]
-    if panel.querygen_model:
-        parts.append(f"queries written by {panel.querygen_model}, prompt {panel.querygen_prompt}")
-    if panel.queries_from:
-        parts.append(f"queries reused from run {panel.queries_from}")
-    st.caption(plain(" · ".join(parts)))
-for note in view.notes:
-    st.caption(plain(f"Note: {note}"))
-if view.embedding:
-    st.caption(plain(view.embedding))
-if view.ann_index:
-    st.caption(plain(view.ann_index))
+with st.expander("How this run was made (judge, notes, index)"):
+    if panel is not None:
+        parts = [f"Judge: {panel.judge_model or 'unknown model'}"
+                 + (f", prompt {panel.judge_prompt}" if panel.judge_prompt else "")]
+        if panel.querygen_model:
+            parts.append(f"queries written by {panel.querygen_model}, prompt {panel.querygen_prompt}")
+        if panel.queries_from:
+            parts.append(f"queries reused from run {panel.queries_from}")
+        st.caption(plain(" · ".join(parts)))
+    for note in view.notes:
+        st.caption(plain(f"Note: {note}"))
+    if view.embedding:
+        st.caption(plain(view.embedding))
+    if view.ann_index:
+        st.caption(plain(view.ann_index))
+    if panel is None and not (view.notes or view.embedding or view.ann_index):
+        st.caption(plain("Strategies: " + ", ".join(strategy_label(s) for s in view.strategies) + "."))
 rescore_controls(run, "results")
 search_problems(run_id)
 
 # -- the main comparison: bars beside the two tables
-st.subheader(f"{name} per strategy, without and with the reranker")
+state = reranker_state(run, view.strategies)
+st.subheader(state.title(name))
+if not state.ran and state.why_not:
+    st.caption(plain(" ".join(state.why_not)))
 chart, tables = st.columns([3, 2])
 figure = go.Figure()
+decimals = 3
 for series, frame in bar_series(view.metric_summary).items():
     figure.add_bar(
         # Plain lists, not arrays: the figure's JSON then holds the numbers as they are stored.
         name=series, x=[chart_text(s) for s in frame["Strategy"]], y=frame["value"].tolist(),
-        marker_color=SERIES_COLORS[series],
+        # One colour per strategy, on every chart (views/_colors.py): the reranked twin the darker.
+        marker_color=[strategy_color(s) for s in frame["strategy"]], showlegend=False,
         error_y={"type": "data", "array": frame["err_plus"].tolist(),
                  "arrayminus": frame["err_minus"].tolist(), "visible": True},
-        text=[f"{v:.2f}" for v in frame["value"]], textposition="inside", insidetextanchor="start",
-        customdata=frame[["ci_low", "ci_high"]].values.tolist(),
-        hovertemplate="%{x}: %{y:.3f} (95% CI %{customdata[0]:.3f} to %{customdata[1]:.3f})<extra></extra>",
+        text=[f"{v:.{decimals}f}" for v in frame["value"]], textposition="inside", insidetextanchor="start",
+        customdata=frame[["ci_low", "ci_high"]].values.tolist(), offsetgroup=series,
+        hovertemplate="%{x} (" + series.lower() + "): %{y:.3f} (95% CI %{customdata[0]:.3f} to "
+                      "%{customdata[1]:.3f})<extra></extra>",
     )
-figure.update_layout(barmode="group", yaxis_title=name, height=380, margin={"t": 30, "b": 10},
-                     legend={"orientation": "h", "y": 1.1}, meta={"chart": "strategies", "metric": name})
+for strategy in view.metric_summary["strategy"]:
+    # The legend: one entry per strategy in its colour (the bars' traces are the two series).
+    figure.add_bar(name=chart_text(strategy_label(strategy)), x=[], y=[], marker_color=strategy_color(strategy),
+                   showlegend=True)
+figure.update_layout(barmode="group", yaxis_title=name, height=400, margin={"t": 30, "b": 10},
+                     legend={"orientation": "h", "y": -0.12}, meta={"chart": "strategies", "metric": name})
 chart.plotly_chart(figure, key="results_strategies_chart")
 number = {"format": "%.3f"}
 config = {c: st.column_config.NumberColumn(**number) for c in (WITHOUT, WITH)}
 config["Change"] = st.column_config.NumberColumn(format="%+.3f")
 tables.markdown(f"**{plain(name)}**")
 tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index=True, column_config=config)
-tables.markdown(f"**Mean relevance@{k}** (mean grade of the top {k})")
+tables.markdown(f"**Mean relevance@{k}** (the grades of the top {k} over {k} places: a missing result counts 0)",
+                help=GLOSSARY["Mean relevance@k"])
 tables.dataframe(view.relevance_table.dropna(axis="columns", how="all"), hide_index=True,
                  column_config=config)
-overlap_table(run_id)
+overlap_table(run_id, k)
+# Judged@k beside the page's metric (source found, judged by the query's source document, has no
+# holes: the panel shows NDCG then, and its table names it).
+results_holes(run_id, "ndcg" if metric == SOURCE_FOUND else metric, k)
 
-# -- recommendations and significance
-st.subheader("Recommendations")
-show = {"good": st.success, "warn": st.warning, "info": st.info}
-for sentence in view.recommendations:
-    show[sentence.kind](plain(sentence.text))
-with st.expander(f"Which differences are real? (paired tests on {name})", expanded=True):
+# -- the other findings (the skipped strategies are said under the chart's title already), and the
+# paired tests behind the decision
+findings = [f for f in findings if state.ran or f.text not in state.why_not]
+if findings:
+    st.subheader("What else the results say")
+    for sentence in findings:
+        show[sentence.kind](plain(sentence.text))
+with st.expander(f"Which differences are real? (paired tests on {name})"):
     for sentence in view.significance:
         st.write(plain(sentence.text))
     if view.significance_note:
         st.caption(view.significance_note)
 
-# -- by position
+# -- by position: every query counted at every rank (a missing result 0), so the curve is mean relevance's
 st.subheader(f"Mean relevance by position (1..{k})")
 figure = go.Figure()
 for strategy, frame in view.by_position.groupby("strategy", sort=False):
-    figure.add_scatter(x=frame["rank"].tolist(), y=frame["mean_grade"].tolist(), mode="lines+markers",
-                       name=chart_text(strategy_label(strategy)), line={"color": strategy_color(strategy)})
-figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade", height=340, margin={"t": 20},
-                     xaxis={"dtick": 1}, meta={"chart": "position"})
+    figure.add_scatter(
+        x=frame["rank"].tolist(), y=frame["mean_grade_all"].tolist(), mode="lines+markers",
+        name=chart_text(strategy_label(strategy)), line={"color": strategy_color(strategy)},
+        customdata=frame[["with_result", "queries", "mean_grade"]].values.tolist(),
+        hovertemplate=(chart_text(strategy_label(strategy)) + " at rank %{x}: %{y:.3f} over %{customdata[1]} "
+                       "queries; %{customdata[0]} of them have a result there (their mean grade "
+                       "%{customdata[2]:.3f})<extra></extra>"))
+figure.update_layout(xaxis_title="Rank", yaxis_title="Mean grade (a missing result counts 0)", height=340,
+                     margin={"t": 20}, xaxis={"dtick": 1}, meta={"chart": "position"})
 st.plotly_chart(figure, key="results_position_chart")
+counts = view.by_position.pivot_table(index="label", columns="rank", values="with_result", sort=False)
+queries_per = view.by_position.groupby("label", sort=False)["queries"].first()
+st.caption(plain(f"Each point: the mean grade at that rank over every query the strategy answered, a "
+                 f"query without a result there counting 0. Queries with a result at rank 1 / {k}: "
+                 + "; ".join(f"{s} {int(counts.loc[s, 1]) if 1 in counts.columns else 0} / "
+                             f"{int(counts.loc[s, k]) if k in counts.columns else 0} of {int(queries_per[s])}"
+                             for s in counts.index) + "."))
 
 # -- baseline vs reranker, distribution
 trained = trained_reranker_use(run)
@@ -155,7 +207,7 @@ st.subheader(trained.title if trained else "Baseline vs reranker")
 if trained is not None:
     st.caption(plain(trained.caption))
 if view.reranker_table.empty:
-    st.caption("No strategy ran both without and with the reranker.")
+    st.caption(plain(state.table_note))
 else:
     st.dataframe(
         view.reranker_table.drop(columns="strategy"), hide_index=True,
@@ -164,61 +216,62 @@ else:
                        "p-value": st.column_config.NumberColumn(
                            format="%.3f", help="adjusted for every comparison on this page")},
     )
-st.subheader(f"Relevance distribution of the top {k}")
+st.subheader(f"Relevance distribution of the top {k} ({k} places each, a missing result not relevant)")
 st.dataframe(view.distribution, hide_index=True,
              column_config={c: st.column_config.NumberColumn(format="%.1f%%")
                             for c in view.distribution.columns if c != "Strategy"})
 
 # -- the LLM's part: calls, failures, source found, agreement
 if panel is not None:
-    st.subheader("LLM judge")
-    if panel.query_types and run.mode == "llm":
-        st.caption(plain("Queries: " + ", ".join(f"{n:,} {t}" for t, n in sorted(panel.query_types.items()))))
-    st.markdown("**LLM calls, tokens and cache hits per stage**")
-    if panel.usage.empty:
-        st.caption("No LLM accounting stored for this run.")
-    else:
-        st.dataframe(panel.usage, hide_index=True, key="results_llm_usage",
-                     column_config={"Time in calls (s)": st.column_config.NumberColumn(format="%.1f")})
-    if not panel.source_found.empty:
-        found_col, _ = st.columns([2, 3])
-        found_col.markdown(f"**Source found@{k}**: the query's source document is in the top {k}")
-        found_col.dataframe(
-            panel.source_found[["label", "value", "ci_low", "ci_high"]].rename(columns={
-                "label": "Strategy", "value": f"Source found@{k}", "ci_low": "CI low", "ci_high": "CI high"}),
-            hide_index=True, key="results_source_found",
-            column_config={c: st.column_config.NumberColumn(format="percent")
-                           for c in (f"Source found@{k}", "CI low", "CI high")})
-    st.markdown(f"**Judge failures: {panel.judge_failures:,}**"
-                + (f" of {panel.pairs:,} pairs" if panel.pairs else ""))
-    if panel.judge_failures:
-        st.caption("A failed judgment is never a grade: it counts as 0 in DCG and the other rank "
-                   "metrics, is left out of mean relevance and the distribution, and is asked again "
-                   "on the next run or resume." if panel.failures_in_metrics else
-                   "These pairs were judged only to measure agreement with the human labels; the "
-                   "metrics use human labels.")
-    if not panel.failures.empty:
-        st.dataframe(panel.failures, hide_index=True, key="results_judge_failures")
-    elif panel.failure_reasons:
-        st.dataframe([{"Reason": r, "Pairs": n} for r, n in panel.failure_reasons.items()], hide_index=True)
-    agreement = panel.agreement
-    if agreement is not None:
-        st.markdown(f"**Judge vs human labels** on the {agreement.n:,} pairs both graded"
-                    + (f": exact agreement {agreement.exact:.0%}" if agreement.exact is not None else ""))
-        kappa_col, matrix_col = st.columns([3, 2])
-        kappa_col.dataframe(agreement.kappas, hide_index=True, key="results_kappas",
-                            column_config={"Value": st.column_config.NumberColumn(format="%.2f")})
-        matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
-        matrix_col.dataframe(agreement.confusion, key="results_confusion")
+    with st.expander("LLM judge: calls, failures, agreement with people"):
+        if panel.query_types and run.mode == "llm":
+            st.caption(plain("Queries: " + ", ".join(f"{n:,} {t}" for t, n in sorted(panel.query_types.items()))))
+        st.markdown("**LLM calls, tokens and cache hits per stage**")
+        if panel.usage.empty:
+            st.caption("No LLM accounting stored for this run.")
+        else:
+            st.dataframe(panel.usage, hide_index=True, key="results_llm_usage",
+                         column_config={"Time in calls (s)": st.column_config.NumberColumn(format="%.1f")})
+        if not panel.source_found.empty:
+            found_col, _ = st.columns([2, 3])
+            found_col.markdown(f"**Source found@{k}**: the query's source document is in the top {k}")
+            found_col.dataframe(
+                panel.source_found[["label", "value", "ci_low", "ci_high"]].rename(columns={
+                    "label": "Strategy", "value": f"Source found@{k}", "ci_low": "CI low", "ci_high": "CI high"}),
+                hide_index=True, key="results_source_found",
+                column_config={c: st.column_config.NumberColumn(format="percent")
+                               for c in (f"Source found@{k}", "CI low", "CI high")})
+        st.markdown(f"**Judge failures: {panel.judge_failures:,}**"
+                    + (f" of {panel.pairs:,} pairs" if panel.pairs else ""))
+        if panel.judge_failures:
+            st.caption("A failed judgment is never a grade: it counts as 0 in DCG and the other rank "
+                       "metrics, is left out of mean relevance and the distribution, and is asked again "
+                       "on the next run or resume." if panel.failures_in_metrics else
+                       "These pairs were judged only to measure agreement with the human labels; the "
+                       "metrics use human labels.")
+        if not panel.failures.empty:
+            st.dataframe(panel.failures, hide_index=True, key="results_judge_failures")
+        elif panel.failure_reasons:
+            st.dataframe([{"Reason": r, "Pairs": n} for r, n in panel.failure_reasons.items()], hide_index=True)
+        agreement = panel.agreement
+        if agreement is not None:
+            st.markdown(f"**Judge vs human labels** on the {agreement.n:,} pairs both graded"
+                        + (f": exact agreement {agreement.exact:.0%}" if agreement.exact is not None else ""))
+            kappa_col, matrix_col = st.columns([3, 2])
+            kappa_col.dataframe(agreement.kappas, hide_index=True, key="results_kappas",
+                                column_config={"Value": st.column_config.NumberColumn(format="%.2f")})
+            matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
+            matrix_col.dataframe(agreement.confusion, key="results_confusion")
 
 trust_section(run, metric, k)
 query_slices_section(run, metric, k)
+traffic_section(run, metric, k)
 
 # -- queries
 st.subheader(f"Best and worst queries by mean relevance@{k} (averaged over strategies)")
-query_config = {"mean_value": st.column_config.NumberColumn("Mean relevance", format="%.2f"),
-                "max_value": st.column_config.NumberColumn("Best", format="%.2f"),
-                "min_value": st.column_config.NumberColumn("Worst", format="%.2f"),
+query_config = {"mean_value": st.column_config.NumberColumn("Mean relevance", format="%.3f"),
+                "max_value": st.column_config.NumberColumn("Best", format="%.3f"),
+                "min_value": st.column_config.NumberColumn("Worst", format="%.3f"),
                 "text": "Query", "query_id": "Query id", "query_type": "Type",
                 "best_strategy": "Best strategy", "worst_strategy": "Worst strategy"}
 best, worst = st.columns(2)
@@ -258,6 +311,7 @@ with st.expander("Latency per query"):
                                 "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f")})
 
 train_section(run)
+glossary()
 
 # -- downloads
 st.subheader("Downloads")

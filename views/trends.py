@@ -1,6 +1,9 @@
-"""Trends: one metric across runs over time, per strategy, with 95% CI bands."""
+"""Trends: one metric across runs over time, one series per collection and strategy, with 95% CI
+bands, broken where runs are not comparable (engine/report/trends.py)."""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,12 +16,13 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.engine.run.strategies import label as strategy_label
-from searchgrade.views._colors import strategy_color
-from searchgrade.views._common import chart_text, home, run_choices, trend, trend_cutoffs
+from searchgrade.engine.report.trends import trend_series, trend_table
+from searchgrade.views._colors import band_color, strategy_color
+from searchgrade.views._common import chart_text, glossary, home, plain, run_choices, trend, trend_cutoffs
+
+ALL = "All collections"
 
 st.session_state.setdefault("trends_metric", PRIMARY_METRIC)
-st.session_state.setdefault("trends_collection", "All collections")
 
 st.title("Trends")
 runs = run_choices(complete_only=True)
@@ -27,41 +31,54 @@ if not runs:
     st.stop()
 runs_key = tuple(r.run_id for r in runs)
 cutoffs = trend_cutoffs(home(), runs_key)
-collections = ["All collections", *sorted({r.collection_name for r in runs})]
+# The latest run's collection first: one collection's runs are what a trend compares.
+collections = list(dict.fromkeys(r.collection_name for r in runs))
+options = [*collections, ALL] if len(collections) > 1 else collections
 one, two, three = st.columns(3)
 metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
 if st.session_state.get("trends_k") not in cutoffs:
     st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
 k = two.selectbox("k", cutoffs, key="trends_k")
-if st.session_state["trends_collection"] not in collections:
-    st.session_state["trends_collection"] = collections[0]
-collection = three.selectbox("Collection", collections, key="trends_collection")
-frame = trend(home(), metric, k, None if collection == collections[0] else collection, runs_key)
+if st.session_state.get("trends_collection") not in options:
+    st.session_state["trends_collection"] = options[0]
+collection = three.selectbox("Collection", options, key="trends_collection",
+                             help="The latest run's collection by default: a line joins only runs of one "
+                                  "collection on one query set.")
+frame = trend(home(), metric, k, None if collection == ALL else collection, runs_key)
 name = metric_label(metric, k)
 if frame.empty:
     st.info(f"No complete run stored {name}.")
     st.stop()
 
+
+def _numbers(values: pd.Series) -> list[float | None]:
+    # None, not NaN: Plotly breaks a line at None (NaN is not JSON).
+    return [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in values]
+
+
+series = trend_series(frame)
 figure = go.Figure()
-for strategy, rows in frame.groupby("strategy", sort=False):
-    color = strategy_color(strategy) or "#888888"
-    band = "rgba({}, {}, {}, 0.18)".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
-    label = chart_text(strategy_label(strategy))
-    x = [t.isoformat() for t in rows["created_at"]]
-    value, low, high = rows["value"].tolist(), rows["ci_low"].tolist(), rows["ci_high"].tolist()
+for line in series:
+    points = line.points
+    label = chart_text(line.name)
+    group = f"{line.collection}/{line.strategy}"
+    x = [t.isoformat() for t in points["created_at"]]
+    value, low, high = _numbers(points["value"]), _numbers(points["ci_low"]), _numbers(points["ci_high"])
     # The CI band: the upper edge, then the lower edge filled up to it.
-    figure.add_scatter(x=x, y=high, mode="lines", line={"width": 0}, hoverinfo="skip",
-                       showlegend=False, legendgroup=strategy, name=f"{label} CI high")
-    figure.add_scatter(x=x, y=low, mode="lines", line={"width": 0}, fill="tonexty", fillcolor=band,
-                       hoverinfo="skip", showlegend=False, legendgroup=strategy, name=f"{label} CI low")
+    figure.add_scatter(x=x, y=high, mode="lines", line={"width": 0}, hoverinfo="skip", connectgaps=False,
+                       showlegend=False, legendgroup=group, name=f"{label} CI high")
+    figure.add_scatter(x=x, y=low, mode="lines", line={"width": 0}, fill="tonexty", connectgaps=False,
+                       fillcolor=band_color(line.strategy), hoverinfo="skip", showlegend=False, legendgroup=group,
+                       name=f"{label} CI low")
     # Error bars too, so a single run (no band to draw) still shows its interval.
-    figure.add_scatter(x=x, y=value, mode="lines+markers", name=label, legendgroup=strategy,
-                       line={"color": color},
-                       error_y={"type": "data", "array": [h - v for h, v in zip(high, value, strict=True)],
-                                "arrayminus": [v - lo for v, lo in zip(value, low, strict=True)],
+    figure.add_scatter(x=x, y=value, mode="lines+markers", name=label, legendgroup=group, connectgaps=False,
+                       line={"color": strategy_color(line.strategy),
+                             "dash": "solid" if line.collection == series[0].collection else "dot"},
+                       error_y={"type": "data", "array": [None if h is None else h - v for h, v in zip(high, value, strict=True)],
+                                "arrayminus": [None if lo is None else v - lo for v, lo in zip(value, low, strict=True)],
                                 "thickness": 1, "width": 3},
-                       customdata=[[chart_text(n), lo, hi] for n, lo, hi in zip(
-                           rows["name"], rows["ci_low"], rows["ci_high"], strict=True)],
+                       customdata=[[chart_text(n or ""), lo, hi] for n, lo, hi in zip(
+                           points["name"], low, high, strict=True)],
                        hovertemplate=("%{customdata[0]}<br>" + label + ": %{y:.3f} (95% CI "
                                       "%{customdata[1]:.3f} to %{customdata[2]:.3f})<extra></extra>"))
 times = frame["created_at"]
@@ -70,9 +87,21 @@ if times.nunique() == 1:
     figure.update_xaxes(range=[(times.iloc[0] - pd.Timedelta(hours=12)).isoformat(),
                                (times.iloc[0] + pd.Timedelta(hours=12)).isoformat()])
 figure.update_layout(yaxis_title=name, xaxis_title="Run date", height=460, margin={"t": 30},
+                     legend={"title": {"text": "Strategy" + (" · collection" if collection == ALL else "")}},
                      meta={"chart": "trend", "metric": name})
 st.plotly_chart(figure, key="trends_chart")
-st.caption("Bands: 95% confidence intervals over each run's queries. Runs on different query sets "
-           "are not paired here: use Compare for a paired test.")
-table = frame.pivot_table(index=["created_at", "name"], columns="label", values="value").reset_index()
-st.dataframe(table.rename(columns={"created_at": "Date", "name": "Run"}), hide_index=True)
+breaks = max((line.query_set_breaks for line in series), default=0)
+notes = ["Bands: 95% confidence intervals over each run's queries.",
+         "A line joins runs of one collection on one query set only: it breaks where the strategy did not "
+         "run and where the query set changed"
+         + (f" ({breaks} time{'s' if breaks != 1 else ''} here)." if breaks else ".")]
+if collection == ALL:
+    notes.append("Collections are not comparable with each other: each has its own series (dotted after the "
+                 "first).")
+notes.append("Runs are not paired here: use Compare for a paired test of two runs.")
+st.caption(plain(" ".join(notes)))
+table = trend_table(frame)
+st.dataframe(table, hide_index=True, key="trends_table",
+             column_config={c: st.column_config.NumberColumn(format="%.3f")
+                            for c in table.columns if c not in ("Date", "Run", "Collection")})
+glossary()

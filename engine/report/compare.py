@@ -33,6 +33,60 @@ from searchgrade.engine.store import RunRecord, Store
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
                  "Comparisons", "Verdict", "Queries"]
 CHANGED_COLUMNS = ["Strategy", "Query id", "Query", "Run A", "Run B", "Change"]
+SETTINGS_COLUMNS = ["Setting", "Run A", "Run B"]
+#: The least half-range of the change chart: this share of the larger mean either run reached, and
+#: never below MIN_HALF_RANGE, so that a change of a few thousandths is a small bar, not a dominant one.
+RELATIVE_HALF_RANGE = 0.05
+MIN_HALF_RANGE = 0.02
+#: Settings of a run's record that say how it was made (the config's keys are added to these).
+RUN_SETTINGS = ("collection_name", "mode", "label_source", "threshold", "k", "depth", "grade_min", "grade_max")
+
+
+def symmetric_range(deltas: pd.DataFrame) -> tuple[float, float]:
+    """(-h, h): h the largest |change| or |interval end| times 1.15, at least RELATIVE_HALF_RANGE of
+    the larger mean either run reached and at least MIN_HALF_RANGE."""
+    if deltas.empty:
+        return (-MIN_HALF_RANGE, MIN_HALF_RANGE)
+    reach = pd.concat([deltas["Change"], deltas["CI low"], deltas["CI high"]]).abs().max(skipna=True)
+    scale = pd.concat([deltas["Run A"], deltas["Run B"]]).abs().max(skipna=True)
+    half = max(1.15 * (0.0 if pd.isna(reach) else float(reach)),
+               RELATIVE_HALF_RANGE * (0.0 if pd.isna(scale) else float(scale)), MIN_HALF_RANGE)
+    return (-half, half)
+
+
+def _flat(prefix: str, value: object, out: dict[str, object]) -> None:
+    if isinstance(value, dict):
+        for key in sorted(value):
+            _flat(f"{prefix}.{key}" if prefix else str(key), value[key], out)
+    else:
+        out[prefix] = value
+
+
+def settings_diff(a: RunRecord, b: RunRecord) -> pd.DataFrame:
+    """The settings that differ between two runs (the run record's and its config's, nested keys
+    dotted): Setting, Run A, Run B as text ("(not set)" where a run has none)."""
+    flat_a: dict[str, object] = {}
+    flat_b: dict[str, object] = {}
+    for run, flat in ((a, flat_a), (b, flat_b)):
+        for name in RUN_SETTINGS:
+            flat[name] = getattr(run, name)
+        _flat("", run.config or {}, flat)
+        flat.pop("llm.api_key", None)  # never shown (a config holds none, but say so in code)
+    rows = []
+    for key in sorted(set(flat_a) | set(flat_b), key=lambda k: (k not in RUN_SETTINGS, k)):
+        va, vb = flat_a.get(key), flat_b.get(key)
+        if va != vb:
+            rows.append({"Setting": key, "Run A": "(not set)" if va is None else str(va),
+                         "Run B": "(not set)" if vb is None else str(vb)})
+    return pd.DataFrame(rows, columns=SETTINGS_COLUMNS)
+
+
+def default_pair(runs: list[tuple[str, str]]) -> tuple[str, str]:
+    """The pair Compare opens on, from (run id, collection) newest first: the newest run as B and
+    the newest older run of its collection as A (the next run when it has none)."""
+    newest, collection = runs[0]
+    same = [r for r, c in runs[1:] if c == collection]
+    return (same[0] if same else runs[1][0]), newest
 
 
 @dataclass
@@ -58,6 +112,17 @@ class RunComparison:
     findings: list[Sentence] = field(default_factory=list)
     #: What "significant" means over these m comparisons, in words ("" when none was made).
     statistics_note: str = ""
+    #: Strategies with results in one run only (labels): not compared, listed so none vanishes.
+    only_in_a: list[str] = field(default_factory=list)
+    only_in_b: list[str] = field(default_factory=list)
+    #: The settings that differ between the two runs: Setting, Run A, Run B (``settings_diff``).
+    settings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SETTINGS_COLUMNS))
+
+    @property
+    def axis_range(self) -> tuple[float, float]:
+        """The change chart's y range: symmetric around 0, wide enough for every change and its
+        interval, and never narrower than ``min_change_range`` (a -0.002 change is drawn small)."""
+        return symmetric_range(self.deltas)
 
 
 @dataclass
@@ -158,9 +223,14 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                      f"{'id' if pairing_key(a, b) == 'query_id' else 'text'} are paired.")
     paired = paired_values(store, a, b, metric, k)
     notes += paired.notes
+    ran_a, ran_b = set(store.result_strategies(a.run_id)), set(store.result_strategies(b.run_id))
+    one_sided = {"only_in_a": [label(s) for s in strategy_order(ran_a - ran_b)],
+                 "only_in_b": [label(s) for s in strategy_order(ran_b - ran_a)],
+                 "settings": settings_diff(a, b)}
     if paired.refusal is not None:
         return RunComparison(a, b, metric, k, 0, pd.DataFrame(columns=DELTA_COLUMNS),
-                             pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal)
+                             pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal,
+                             **one_sided)
     pairs = {s: paired.pair(s) for s in paired.strategies}
     shown = [s for s in strategy_order(pairs) if len(pairs[s][0])]
     tests = paired_differences([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES,
@@ -193,7 +263,7 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
         notes.append("Lower is better for this metric: a negative change is an improvement.")
     return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas, columns=DELTA_COLUMNS), changed,
                          notes, paired.paired_on, findings=findings,
-                         statistics_note=family_note(len(tests)) if tests else "")
+                         statistics_note=family_note(len(tests)) if tests else "", **one_sided)
 
 
 def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:

@@ -76,9 +76,23 @@ class RunReads:
     def latency_summary(self) -> list[dict[str, Any]]:
         return self._get("latency_summary", "", lambda: self.store.latency_summary(self.run.run_id))
 
-    def unretrieved_relevant(self) -> dict[str, Any]:
-        return self._get("unretrieved_relevant", "",
-                         lambda: self.store.unretrieved_relevant(self.run.run_id, self.run.threshold))
+    def unretrieved_relevant(self, k: int | None = None) -> dict[str, Any]:
+        """Relevant documents no strategy retrieved in its top k (k None or at the run's depth: at
+        any stored rank, the store's read): relevant, never_retrieved, queries_affected."""
+        if k is None or k >= self.run.depth:
+            return self._get("unretrieved_relevant", "",
+                             lambda: self.store.unretrieved_relevant(self.run.run_id, self.run.threshold))
+        return self._get("unretrieved_relevant", f"@{k}", lambda: self._unretrieved_at(k))
+
+    def _unretrieved_at(self, k: int) -> dict[str, Any]:
+        retrieved = {(q, d) for lists in self.store.top_lists(self.run.run_id, k).values()
+                     for q, ids in lists.items() for d in ids}
+        queries = set(self.store.query_table(self.run.run_id)["query_id"])
+        relevant = [(g["query_id"], g["doc_id"]) for g in self.store.grades(self.run.run_id)
+                    if g["query_id"] in queries and g["grade"] is not None and g["grade"] >= self.run.threshold]
+        missed = [pair for pair in relevant if pair not in retrieved]
+        return {"relevant": len(relevant), "never_retrieved": len(missed),
+                "queries_affected": len({q for q, _ in missed})}
 
     def query_extremes(self, metric: str, k: int, n: int) -> list[dict[str, Any]]:
         return self._get("query_extremes", f"{metric}@{k}/{n}",

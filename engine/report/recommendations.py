@@ -29,27 +29,28 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
     rows = view.metric_summary
     name = metric_label(view.metric, k)
     higher = higher_is_better(view.metric)
-    if view.headline is not None and not rows.empty:
+    head = view.headline
+    if head is not None and not rows.empty:
         best = best_row(rows, view.metric)
-        ties = [s.subject for s in view.significance if s.subject and s.kind == "info"]
-        text = (f"Use {best['label']}: the {'highest' if higher else 'lowest'} {name} "
-                f"({best['value']:.3f}, 95% CI {best['ci_low']:.3f} to {best['ci_high']:.3f}).")
-        if ties:
-            text += (f" {len(ties)} other strateg{'y is' if len(ties) == 1 else 'ies are'} not "
-                     f"distinguishable from it on these queries ({', '.join(label(s) for s in ties)}): "
-                     "this run cannot rank them against it.")
-        out.append(Sentence(text, "good"))
+        figure = f"{best['value']:.3f}, 95% CI {best['ci_low']:.3f} to {best['ci_high']:.3f}"
+        highest = "highest" if higher else "lowest"
+        if head.n_strategies < 2:
+            out.append(Sentence(f"Only {best['label']} was evaluated ({name} {figure}): there was no "
+                                "choice to make; evaluate other strategies to compare.", "info"))
+        elif head.ties:
+            out.append(Sentence(
+                f"No clear winner on {name}: {best['label']} is the {highest} ({figure}), but "
+                f"{len(head.ties)} other strateg{'y is' if len(head.ties) == 1 else 'ies are'} not "
+                f"distinguishable from it on these queries ({', '.join(head.ties)}): this run cannot "
+                "rank them against it. More queries could; meanwhile cost or speed can choose between them.",
+                "info"))
+        else:
+            out.append(Sentence(f"Use {best['label']}: the {highest} {name} ({figure}), significantly "
+                                f"better than every other strategy evaluated.", "good"))
     out.extend(_query_type_findings(store, run, view.metric, figures, reads))
     for r in view.reranker_table.to_dict("records"):
         out.append(_reranker_finding(r, name, higher))
-    missing = reads.unretrieved_relevant()
-    if missing["never_retrieved"]:
-        share = missing["never_retrieved"] / missing["relevant"]
-        out.append(Sentence(
-            f"{missing['never_retrieved']} of {missing['relevant']} relevant documents ({share:.0%}), "
-            f"over {plural(missing['queries_affected'], 'query', 'queries')}, are never retrieved by any strategy in its "
-            f"top {run.depth}: a reranker cannot fix that; look at chunking, the embedding model or "
-            "the wording of those documents.", "warn"))
+    out.extend(_unretrieved(reads, k, run.depth))
     judged = view.distribution
     judged_col = "% judged"
     if run.label_source == "human" and judged_col in judged and not judged.empty:
@@ -63,6 +64,27 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
     for message in skipped_messages(run.skipped):
         out.append(Sentence(message, "warn"))
     return out
+
+
+def _unretrieved(reads: RunReads, k: int, depth: int) -> list[Sentence]:
+    """Relevant documents in no strategy's top k; of them, those not retrieved at any depth kept,
+    which a reranker (reordering what was retrieved) cannot bring up."""
+    missing = reads.unretrieved_relevant(k)
+    if not missing["never_retrieved"]:
+        return []
+    share = missing["never_retrieved"] / missing["relevant"]
+    text = (f"{missing['never_retrieved']} of {missing['relevant']} relevant documents ({share:.0%}), over "
+            f"{plural(missing['queries_affected'], 'query', 'queries')}, are never retrieved by any strategy in "
+            f"its top {k}")
+    cure = ": a reranker cannot fix that; look at chunking, the embedding model or the wording of those documents."
+    if k >= depth:
+        return [Sentence(text + cure, "warn")]
+    deep = reads.unretrieved_relevant()["never_retrieved"]
+    if not deep:
+        return [Sentence(text + f", but every one is in some strategy's top {depth} (the depth kept): a "
+                         "better ranking of what is retrieved (a reranker) can bring them up.", "info")]
+    return [Sentence(text + f"; {deep} of them are not in any strategy's top {depth} (the depth kept) either"
+                     + cure, "warn")]
 
 
 def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:

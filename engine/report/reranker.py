@@ -76,7 +76,12 @@ def trained_reranker_use(run: RunRecord) -> TrainedRerankerUse | None:
 
 
 def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
-    """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone)."""
+    """A reranker card's held-out figures as the page's table (blended, or the cross-encoder alone).
+
+    The verdict is the interval's, as everywhere on the page: "significant" exactly when the
+    interval shown beside it excludes 0. Cards since the one paired procedure give an adjusted
+    interval and p-value that cannot disagree; a card trained before it shows its Holm p.
+    """
     rows = card.get("heldout", {}).get("cross_encoder_alone" if alone else "figures", [])
     columns = ["Strategy", "Metric", "Base", "Reranked", "Change", "CI low", "CI high", "p (adjusted)",
                "Verdict", "Queries improved", "Queries hurt"]
@@ -85,11 +90,9 @@ def card_figures(card: dict[str, Any], *, alone: bool = False) -> pd.DataFrame:
         out.append({
             "Strategy": label(f["strategy"]), "Metric": f"{f['metric'].upper()}@{f['k']}",
             "Base": f["base"], "Reranked": f["reranked"], "Change": f["diff"], "CI low": f["ci_low"],
-            # Cards before the one procedure (issue 22) kept a Holm-adjusted p beside an unadjusted
-            # interval; their stored verdict is shown as it was decided.
             "CI high": f["ci_high"], "p (adjusted)": f.get("p_holm", f["p_value"]),
             "Verdict": ("significant gain" if f["diff"] > 0 else "significant loss")
-            if f["significant"] else "not distinguishable",
+            if f["ci_low"] > 0 or f["ci_high"] < 0 else "not distinguishable",
             "Queries improved": f["improved"], "Queries hurt": f["hurt"],
         })
     return pd.DataFrame(out, columns=columns)

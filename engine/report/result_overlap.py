@@ -22,7 +22,7 @@ from searchgrade.engine.store import RunRecord, Store
 
 #: Persistence of rank-biased overlap.
 RBO_P = 0.9
-#: Depth of the lists compared.
+#: Depth of the lists compared when no page chose one.
 OVERLAP_K = 10
 
 
@@ -105,7 +105,7 @@ class OverlapView:
 
 
 @one_session
-def overlap_view(store: Store, run_id: str) -> OverlapView:
-    """Both panels of a run: independent of the page's metric and k, so read once per run."""
+def overlap_view(store: Store, run_id: str, k: int = OVERLAP_K) -> OverlapView:
+    """Both panels of a run, the overlap of each pair's top k (the page's k)."""
     run = store.get_run(run_id)
-    return OverlapView(top_overlap(store, run), search_problems(store, run))
+    return OverlapView(top_overlap(store, run, min(k, run.depth)), search_problems(store, run))

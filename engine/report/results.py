@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -12,9 +13,9 @@ import pandas as pd
 from searchgrade.engine.report.ann_index import ann_index_text
 from searchgrade.engine.report.common import (
     PRIMARY_METRIC,
-    Sentence,
     WITH,
     WITHOUT,
+    Sentence,
     best_row,
     is_llm_run,
     metric_label,
@@ -28,6 +29,7 @@ from searchgrade.engine.report.llm_panel import llm_panel
 from searchgrade.engine.report.recommendations import recommendations
 from searchgrade.engine.report.recompute import Figures
 from searchgrade.engine.report.results_view import Headline, ResultsView
+from searchgrade.engine.report.runs import skipped_messages
 from searchgrade.engine.report.significance import (
     family_note,
     family_size,
@@ -36,7 +38,8 @@ from searchgrade.engine.report.significance import (
     results_comparisons,
     significance,
 )
-from searchgrade.engine.run.strategies import display_rank, label, pairs, strategy_order
+from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, strategy_order
+from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
 
 
@@ -54,12 +57,10 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     table = figures.summary()
     strategies = strategy_order(table["strategy"].unique().tolist())
     selected = metric_rows(table, metric)
-    hk = primary_k(run)
-    head_table = table if hk == k else Figures(store, run, hk).summary()
-    headline = _headline(head_table, hk, store.query_count(run.run_id))
     # Read only where something is computed afresh (kept tests and reranker rows need no values).
     wide = functools.cache(lambda: figures.wide(metric))
     tested = results_comparisons(store, run, metric, k, selected, wide)
+    headline = _headline(selected, metric, k, store.query_count(run.run_id), tested)
     by_position = relevance_by_position(store, run, k, reads)
     shorts = short_lists(by_position, k)
     best, worst = best_and_worst_queries(store, figures, n_queries, reads)
@@ -112,14 +113,22 @@ def keep_first_view(store: Store, run_id: str) -> None:
               f"({type(exc).__name__}: {first}); the page computes it when opened", file=sys.stderr)
 
 
-def _headline(table: pd.DataFrame, k: int, n_queries: int) -> Headline | None:
-    rows = metric_rows(table, PRIMARY_METRIC)
+def _headline(rows: pd.DataFrame, metric: str, k: int, n_queries: int,
+              tested: dict[tuple[str, str], PairedDifference]) -> Headline | None:
+    """The tiles at the page's metric and k: the best strategy, and the strategies its paired test
+    (the page's family) cannot tell from it."""
     if rows.empty:
         return None
     # Ties go to the strategy listed first: baselines before rerankers, the cheaper choice.
-    best = best_row(rows, PRIMARY_METRIC)
-    return Headline(metric_label(PRIMARY_METRIC, k), float(best["value"]), float(best["ci_low"]),
-                    float(best["ci_high"]), best["strategy"], best["label"], n_queries)
+    best = best_row(rows, metric)
+    def beaten(other: str) -> bool:
+        d = tested.get((best["strategy"], other))
+        return d is not None and d.significant
+
+    ties = [other for other in rows["strategy"] if other != best["strategy"] and not beaten(other)]
+    return Headline(metric_label(metric, k), float(best["value"]), float(best["ci_low"]),
+                    float(best["ci_high"]), best["strategy"], best["label"], n_queries,
+                    n_strategies=len(rows), ties=[label(s) for s in ties])
 
 
 def with_without(rows: pd.DataFrame) -> pd.DataFrame:
@@ -331,3 +340,47 @@ def latency(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.D
     rows = (reads or RunReads(store, run)).latency_summary()
     return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in rows],
                         columns=["Strategy", "strategy", "p50_ms", "p95_ms", "n"])
+
+
+@dataclass(frozen=True)
+class RerankerState:
+    """What ran of the reranker in a run, in words, for the titles and the baseline-vs-reranker table."""
+
+    #: A reranked strategy ran beside its baseline (the table has a row).
+    compared: bool
+    #: A reranked strategy ran at all.
+    ran: bool
+    #: Why reranked strategies did not run (the run's skipped reasons, with their fix), one line each.
+    why_not: list[str]
+    #: The strategies that ran, as labels.
+    strategies: list[str]
+
+    def title(self, name: str) -> str:
+        """The main chart's title: "DCG@10 per strategy, without and with the reranker" only when
+        the reranker ran."""
+        if self.ran:
+            return f"{name} per strategy, without and with the reranker"
+        return f"{name} per strategy (no reranker ran)"
+
+    @property
+    def table_note(self) -> str:
+        """Why the baseline-vs-reranker table has no row ("" when it has)."""
+        if self.compared:
+            return ""
+        ran = ", ".join(self.strategies) or "none"
+        if self.why_not:
+            return f"No strategy ran both without and with the reranker (this run ran {ran}): " + " ".join(
+                line if line.endswith(".") else line + "." for line in self.why_not)
+        if self.ran:
+            return (f"No strategy ran both without and with the reranker (this run ran {ran}): a reranked "
+                    "strategy is compared only with its own baseline; evaluate both to see the change.")
+        return (f"No reranked strategy was chosen for this run (it ran {ran}): evaluate a strategy "
+                "+ reranker beside its baseline to see what the reranker changes.")
+
+
+def reranker_state(run: RunRecord, strategies: list[str]) -> RerankerState:
+    """What ran of the reranker in ``run`` (its strategies with results: ``strategies``)."""
+    reranked = [s for s in strategies if base_of(s) is not None]
+    compared = any(base_of(s) in strategies for s in reranked)
+    skipped = {s: why for s, why in run.skipped.items() if base_of(s) is not None}
+    return RerankerState(compared, bool(reranked), skipped_messages(skipped), [label(s) for s in strategies])

@@ -21,6 +21,16 @@ class Headline:
     strategy: str
     label: str
     n_queries: int
+    #: The strategies compared at this metric and k: with one, there was no choice to make.
+    n_strategies: int = 1
+    #: The strategies the page's paired test cannot tell from the best (labels): while there are
+    #: any, the best is the highest on these queries, not a recommendation.
+    ties: list[str] = field(default_factory=list)
+
+    @property
+    def recommended(self) -> bool:
+        """There was a choice, and the best beats every other strategy (its interval excludes 0)."""
+        return self.n_strategies >= 2 and not self.ties
 
 
 @dataclass

@@ -17,16 +17,16 @@ class RunChoice:
 
 
 def run_label(run: RunRecord) -> str:
-    """What the run dropdowns show: name, date and collection (and the status when not complete).
+    """A run as every page names it: "name · collection · date" (and the status when not complete).
 
     Parts the name already holds (the default name is collection and date) are not repeated.
     """
     parts = [run.name]
+    if run.collection_name not in run.name:
+        parts.append(run.collection_name)
     date = f"{run.created_at:%Y-%m-%d %H:%M}"
     if date not in run.name:
         parts.append(date)
-    if run.collection_name not in run.name:
-        parts.append(run.collection_name)
     label = " · ".join(parts)
     return label if run.status == "complete" else f"{label} ({run.status})"
 

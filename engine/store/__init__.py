@@ -18,6 +18,7 @@ All SQL of the project lives in this package, one module per concern, composed i
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 - strategies: strategies added from the browser ("Add your search").
 - suites: evaluation suites, their runs, schedule slots (the lease) and alerts.
+- query_sets: which runs evaluated the same queries (Trends' breaks).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from searchgrade.engine.store.holes import HolesMixin
 from searchgrade.engine.store.labels import LabelsMixin
 from searchgrade.engine.store.llm_cache import LLMCacheMixin
 from searchgrade.engine.store.migrations import MIGRATIONS
+from searchgrade.engine.store.query_sets import QuerySetsMixin
 from searchgrade.engine.store.results import ResultsMixin
 from searchgrade.engine.store.runs import (
     RUN_STATUSES,
@@ -46,7 +48,8 @@ from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, StoreConnection):
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QuerySetsMixin,
+            StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

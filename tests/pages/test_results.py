@@ -4,8 +4,9 @@ import re
 
 import pytest
 
+from searchgrade.core.records import Document, Query
 from tests.pages.conftest import chart, open_page
-from tests.pages.synthetic import tiny_spec, write_run
+from tests.pages.synthetic import RunSpec, tiny_spec, write_run
 
 
 def _all_text(at) -> str:
@@ -18,8 +19,10 @@ def test_results_page_shows_the_headline_of_the_stored_run(tiny_run):
     at = open_page("views/results.py")
     metrics = {m.label: m.value.replace("\\", "") for m in at.metric}  # values are escaped Markdown
     # Hand-computed DCG@3 of the tiny run: ann_rerank (3 + 4.2619) / 2 = 3.6309.
-    assert metrics["Best DCG@3"] == "3.63"
-    assert metrics["Recommended strategy"] == "ANN + reranker"
+    assert metrics["Best DCG@3"] == "3.631"
+    # Two queries decide nothing (a paired verdict needs 6 or more): the highest, not a recommendation.
+    assert metrics["Highest, no clear winner"] == "ANN + reranker"
+    assert "Recommended strategy" not in metrics
     assert metrics["Queries evaluated"] == "2"
 
 
@@ -27,8 +30,11 @@ def test_strategy_chart_shows_stored_values_with_ci_error_bars(tiny_run, store):
     at = open_page("views/results.py")
     spec = chart(at, "strategies")
     stored = {r["strategy"]: r for r in store.metric_summary(tiny_run, 3) if r["metric"] == "dcg"}
-    without, with_ = spec["data"]
+    without, with_, *legend = spec["data"]
     assert without["name"] == "Without reranker" and with_["name"] == "With reranker"
+    # The legend: one entry per strategy, in the colour its bars have.
+    assert [t["name"] for t in legend] == ["ANN (dense)", "Full-text (BM25)", "ANN + reranker"]
+    assert without["marker"]["color"] == [legend[0]["marker"]["color"], legend[1]["marker"]["color"]]
     assert without["y"] == pytest.approx([stored["ann"]["value"], stored["fulltext"]["value"]])
     assert with_["y"] == pytest.approx([stored["ann_rerank"]["value"]])
     assert without["error_y"]["array"][0] == pytest.approx(stored["ann"]["ci_high"] - stored["ann"]["value"])
@@ -82,7 +88,7 @@ def test_run_dropdown_lists_runs_newest_first_with_name_date_and_collection(home
     second = write_run(store, tiny_spec(name="newer run"))
     at = open_page("views/results.py")
     box = at.selectbox(key="results_run")
-    assert box.options[0].startswith("newer run · 20") and box.options[0].endswith(" · tiny")
+    assert box.options[0].startswith("newer run · tiny · 20")
     assert box.value == second
     box.set_value(first).run()
     assert not at.exception
@@ -98,3 +104,87 @@ def test_skipped_strategies_are_explained_with_the_fix(store):
     at = open_page("views/results.py")
     warnings = " ".join(w.value for w in at.warning).replace("\\", "")
     assert "Hybrid + reranker was skipped: no reranker model offline: pass --reranker-model PATH" in warnings
+
+
+def clear_spec(n_queries: int = 12, *, short: bool = False, **overrides) -> RunSpec:
+    """n_queries queries: ANN puts the relevant document (grade 3) first with nine unjudged after it;
+    full-text puts it third. With ``short``, full-text returns only the relevant document, once, at
+    rank 1: a one-result list (the upload case of issue 22)."""
+    documents = [Document(f"d{i}", f"Doc {i}", f"Text {i}.") for i in range(40)]
+    queries = [Query(f"q{i}", f"query {i}", "natural", f"d{i}") for i in range(n_queries)]
+    qrels = {q.query_id: {f"d{i}": 3} for i, q in enumerate(queries)}
+    filler = [f"d{j}" for j in range(20, 40)]
+    ann = {f"q{i}": [f"d{i}", *filler[:9]] for i in range(n_queries)}
+    fulltext = ({f"q{i}": [f"d{i}"] for i in range(n_queries)} if short else
+                {f"q{i}": [*filler[:2], f"d{i}", *filler[2:9]] for i in range(n_queries)})
+    spec = RunSpec(documents, queries, qrels, {"ann": ann, "fulltext": fulltext}, k=10, name="clear run",
+                   collection_name="clear")
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def _tiles(at) -> dict[str, str]:
+    return {m.label: m.value.replace("\\", "") for m in at.metric}
+
+
+def test_the_tiles_follow_the_metric_and_k_selectors(tiny_run):
+    at = open_page("views/results.py")
+    at.selectbox(key="results_metric").set_value("precision").run()
+    at.selectbox(key="results_k").set_value(2).run()
+    tiles = _tiles(at)
+    # precision@2: ann 0.5, fulltext 0.5, ann_rerank 0.75 (test_metric_and_k_selectors_recompute_...).
+    assert tiles["Best Precision@2"] == "0.750" and tiles["Highest, no clear winner"] == "ANN + reranker"
+    assert "Best DCG@3" not in tiles
+
+
+def test_recommended_only_when_the_best_beats_every_other_and_there_was_a_choice(store):
+    write_run(store, clear_spec())
+    at = open_page("views/results.py")
+    tiles = _tiles(at)
+    assert tiles["Recommended strategy"] == "ANN (dense)"
+    assert at.success[0].value.replace("\\", "").startswith("Use ANN (dense): the highest DCG@10")
+    single = clear_spec(name="alone")
+    single.rankings = {"ann": single.rankings["ann"]}
+    write_run(store, single)
+    at = open_page("views/results.py")
+    assert _tiles(at)["Strategy evaluated"] == "ANN (dense)"
+    assert "Recommended strategy" not in _tiles(at)
+
+
+def test_a_short_list_is_flagged_and_the_position_curve_counts_every_query(store):
+    write_run(store, clear_spec(short=True))
+    at = open_page("views/results.py")
+    text = re.sub(r"\\(.)", r"\1", _all_text(at))
+    assert "Full-text (BM25) returned fewer than 10 results on 12 of 12 queries (100%)" in text
+    position = chart(at, "position")
+    curves = {t["name"]: t["y"] for t in position["data"]}
+    # Full-text: grade 3 at rank 1 on every query, nothing below: 3, then 0 (not the mean of no query).
+    assert curves["Full-text (BM25)"] == pytest.approx([3.0] + [0.0] * 9)
+    relevance = at.dataframe[1].value  # after DCG@10's table
+    assert relevance.set_index("Strategy")["Without reranker"].to_dict() == pytest.approx(
+        {"ANN (dense)": 0.3, "Full-text (BM25)": 0.3})
+    assert "Queries with a result at rank 1 / 10: ANN (dense) 12 / 12 of 12; Full-text (BM25) 12 / 0 of 12" in text
+
+
+def test_never_retrieved_and_the_overlap_follow_k(tiny_run):
+    at = open_page("views/results.py")
+    at.selectbox(key="results_k").set_value(1).run()
+    text = re.sub(r"\\(.)", r"\1", _all_text(at))
+    # Relevant (>= 2): q1 d1, q2 d2 d4 d5. Top 1: ann d3, d4; fulltext d1, d6; ann_rerank d1, d2 -> d5 missed.
+    assert "1 of 4 relevant documents (25%), over 1 query, are never retrieved by any strategy in its top 1" in text
+    overlap = next(df.value for df in at.dataframe if "Jaccard@1" in df.value.columns)
+    assert "RBO@1" in overlap.columns
+
+
+def test_the_titles_say_no_reranker_ran_and_why(store):
+    spec = tiny_spec(skipped={"ann_rerank": "no reranker model offline: set the reranker model on the "
+                              "Evaluate page"})
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    write_run(store, spec)
+    at = open_page("views/results.py")
+    headers = [h.value for h in at.subheader]
+    assert "DCG@3 per strategy (no reranker ran)" in headers
+    text = re.sub(r"\\(.)", r"\1", _all_text(at))
+    assert ("No strategy ran both without and with the reranker (this run ran ANN (dense), Full-text (BM25)): "
+            "ANN + reranker was skipped: no reranker model offline") in text

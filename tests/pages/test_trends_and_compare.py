@@ -35,6 +35,45 @@ def test_trends_chart_has_one_point_per_run_with_ci_bands(store):
     assert band["y"] == pytest.approx([r["ci_low"] for r in fulltext])
 
 
+def test_trends_defaults_to_the_latest_runs_collection_and_keeps_collections_apart(store):
+    _two_runs(store)
+    write_run(store, tiny_spec(name="other collection", collection_name="other"))
+    at = open_page("views/trends.py")
+    assert at.selectbox(key="trends_collection").value == "other"
+    assert at.selectbox(key="trends_collection").options == ["other", "tiny", "All collections"]
+    at.selectbox(key="trends_k").set_value(3).run()
+    at.selectbox(key="trends_collection").set_value("All collections").run()
+    lines = {t["name"]: t["y"] for t in chart(at, "trend")["data"] if t.get("mode") == "lines+markers"}
+    # One series per collection and strategy: never a line from tiny's runs to other's.
+    tiny = [r["value"] for r in store.trend("dcg", 3, "tiny") if r["strategy"] == "fulltext"]
+    assert lines["Full-text (BM25) · tiny"] == pytest.approx(tiny) and len(tiny) == 2
+    assert len(lines["Full-text (BM25) · other"]) == 1 and len(lines) == 6
+    table = next(df.value for df in at.dataframe if "Collection" in df.value.columns)
+    assert table["Collection"].tolist() == ["tiny", "tiny", "other"]
+
+
+def test_a_trend_breaks_where_a_strategy_did_not_run_and_where_the_query_set_changed(store):
+    from searchgrade.core.records import Query
+
+    write_run(store, tiny_spec(name="one"))
+    spec = tiny_spec(name="two")
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    write_run(store, spec)
+    write_run(store, tiny_spec(name="three"))
+    spec = tiny_spec(name="four")
+    spec.queries = [Query("q1", "what is alpha, again", "natural", "d1"), spec.queries[1]]
+    write_run(store, spec)
+    at = open_page("views/trends.py")
+    at.selectbox(key="trends_k").set_value(3).run()
+    lines = {t["name"]: t["y"] for t in chart(at, "trend")["data"] if t.get("mode") == "lines+markers"}
+    rerank = lines["ANN + reranker"]
+    # Runs one, two (no reranker: a gap), three, a break (new query set), four.
+    assert [v is None for v in rerank] == [False, True, False, True, False]
+    assert [v is None for v in lines["ANN (dense)"]] == [False, False, False, True, False]
+    assert "breaks where the strategy did not run and where the query set changed (1 time here)" in \
+        " ".join(c.value for c in at.caption).replace("\\", "")
+
+
 def test_trends_metric_dropdown_switches_the_metric(store):
     _two_runs(store)
     at = open_page("views/trends.py")
@@ -60,3 +99,38 @@ def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
 def test_compare_needs_two_runs(tiny_run):
     at = open_page("views/compare.py")
     assert "needs two complete runs" in at.info[0].value
+
+
+def test_compare_opens_on_one_collection_lists_one_sided_strategies_and_the_settings(store):
+    a, b = _two_runs(store)
+    spec = tiny_spec(name="run C", collection_name="other")
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    c = write_run(store, spec)
+    at = open_page("views/compare.py")
+    # The newest run (other) has no earlier run of its collection: the next newest is A.
+    assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (b, c)
+    at.selectbox(key="compare_a").set_value(a).run()
+    at.selectbox(key="compare_b").set_value(b).run()
+    at.number_input(key="compare_k").set_value(3).run()
+    assert not at.exception
+    spec = chart(at, "compare")
+    low, high = spec["layout"]["yaxis"]["range"]
+    assert low == -high and high >= 0.05 * 4.0
+    assert [t["text"] for t in spec["data"]][0][1] == f"{(4.0 - 2.8927892) / 2:+.3f}"
+
+
+def test_compare_of_runs_with_no_changed_query_says_so_and_shows_what_differs(store):
+    a = write_run(store, tiny_spec(name="run A"))
+    spec = tiny_spec(name="run B")
+    spec.rankings = {s: r for s, r in spec.rankings.items() if s != "ann_rerank"}
+    spec.k = 2
+    b = write_run(store, spec)
+    at = open_page("views/compare.py")
+    assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (a, b)
+    at.number_input(key="compare_k").set_value(2).run()
+    assert not at.exception
+    assert any(i.value.startswith("No query changed") for i in at.info)
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert "Only in run A, so not compared: ANN + reranker." in warnings
+    settings = next(df.value for df in at.dataframe if "Setting" in df.value.columns)
+    assert settings.set_index("Setting").loc["k"].tolist() == ["3", "2"]
