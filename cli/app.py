@@ -69,6 +69,9 @@ def streamlit_command(args: argparse.Namespace) -> list[str]:
             # long enough to slow the run in the background several times (measured: a tiny
             # collection's index stage past 190 s with the Evaluate page open, 33 s without).
             "--runner.postScriptGC", "false",
+            # No Deploy button and developer menu (as .streamlit/config.toml says in a checkout;
+            # an installed wheel has no config beside the app).
+            "--client.toolbarMode", "minimal",
             "--browser.gatherUsageStats", "false"]
 
 

@@ -109,3 +109,17 @@ def test_the_server_runs_no_full_garbage_collection_after_each_script_run():
     assert command[command.index("--runner.postScriptGC") + 1] == "false"
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["runner"]["postScriptGC"] is False
+
+
+def test_the_deploy_button_is_hidden_both_ways_of_starting_the_app():
+    """Issue 22: no Deploy button. A checkout's .streamlit/config.toml says so; an installed wheel
+    has no config beside its app.py, so `searchgrade app` says it on the command line too."""
+    import tomllib
+
+    from searchgrade.cli import build_parser
+    from searchgrade.cli.app import streamlit_command
+
+    command = streamlit_command(build_parser().parse_args(["app"]))
+    assert command[command.index("--client.toolbarMode") + 1] == "minimal"
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["toolbarMode"] == "minimal"
