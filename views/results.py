@@ -40,6 +40,7 @@ from searchgrade.views._rating import rate_failed_results, rescore_controls
 from searchgrade.views._reranker import train_section
 from searchgrade.views._result_overlap import overlap_table, search_problems
 from searchgrade.views._slices import query_slices_section
+from searchgrade.views._suite_actions import suite_actions
 from searchgrade.views._traffic import traffic_section
 from searchgrade.views._trust import trust_section
 
@@ -101,8 +102,12 @@ LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
 st.caption(plain(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = "
                  f"grade ≥ {run.threshold}) · every figure on this page at {name} unless it says otherwise · "
                  f"{run.depth} results kept per query · run {run.run_id}"))
+suite_actions(run_id)
 for sentence in view.short_list_warnings:
     st.warning(plain(sentence.text), icon=":material/format_list_numbered:")
+if isinstance(run.stats, dict) and run.stats.get("self_graded"):
+    # The LLM reranker is the judge's model: the system is graded by itself (issue 27).
+    st.warning(plain(run.stats["self_graded"]["note"]), icon=":material/warning:")
 panel = view.llm
 with st.expander("How this run was made (judge, notes, index)"):
     if panel is not None:

@@ -188,3 +188,13 @@ def test_the_titles_say_no_reranker_ran_and_why(store):
     text = re.sub(r"\\(.)", r"\1", _all_text(at))
     assert ("No strategy ran both without and with the reranker (this run ran ANN (dense), Full-text (BM25)): "
             "ANN + reranker was skipped: no reranker model offline") in text
+
+
+def test_a_run_offers_save_as_suite_and_warns_when_the_reranker_is_the_judge(store):
+    """Issue 23's "Save as suite" on Results, and issue 27's warning that a system reranked by the
+    judge's own model is graded by itself."""
+    note = "The LLM reranker llmr is the judge's model (gemma): the system is graded by itself."
+    write_run(store, tiny_spec(stats={"self_graded": {"rerankers": ["llmr"], "model": "gemma", "note": note}}))
+    at = open_page("views/results.py")
+    assert note in " ".join(w.value for w in at.warning).replace("\\", "")
+    assert any(b.label == "Save" for b in at.button)
