@@ -44,6 +44,11 @@ def log_choices(store: Store, collection_name: str) -> list[LogChoice]:
                       bool(r["click_pairs"])) for r in logs]
 
 
+def has_click_log(store: Store, collection_name: str) -> bool:
+    """Whether a query log imported for this collection has click events (grading by clicks can run)."""
+    return any(r["click_pairs"] for r in store.query_logs(collection_name))
+
+
 def set_choices(store: Store, log_name: str) -> dict[str, str]:
     """The query sets drawn from a log: name -> label."""
     return {r["set_name"]: f"{r['set_name']} ({r['method']}, {r['size']:,} queries, "
