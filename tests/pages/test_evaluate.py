@@ -11,6 +11,7 @@ from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import RunOutcome
 from searchgrade.server import jobs
 from tests.pages.conftest import open_page
+from tests.pages.test_traffic_sections import clicks_run  # noqa: F401 - fixture
 from tests.pages.synthetic import tiny_spec, write_run
 
 SKIP_REASON = "no reranker model offline: pass --reranker-model /path/to/cross-encoder"
@@ -168,3 +169,20 @@ def test_a_real_evaluation_from_the_page_completes_and_is_stored(home, tmp_path,
     assert "Run complete" in at.success[0].value.replace("\\", ""), [e.value for e in at.error]
     [run] = store.list_runs()
     assert run.status == "complete" and run.collection_name == "beir"
+
+
+def test_a_collection_with_click_judgments_offers_grading_by_clicks(clicks_run, tmp_path, fake_pipeline):
+    release, calls = fake_pipeline
+    release.set()
+    at = open_page("views/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(tmp_path / "tiny")).run()
+    assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)", "Clicks (a click model over a query log)"]
+    at.radio(key="evaluate_mode").set_value("clicks").run()
+    assert at.checkbox(key="evaluate_log_by_clicks").value
+    at.multiselect(key="evaluate_strategies").set_value(["fulltext"]).run()
+    at.button(key="evaluate_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    _wait_done(at)
+    [config] = calls
+    assert (config.mode, config.query_set, config.click_model, config.llm) == ("clicks", "s5", "pbm", None)
