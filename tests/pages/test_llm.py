@@ -246,3 +246,22 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
     pairs = {(g["query_id"], g["doc_id"]) for g in store.grades(run.run_id)}
     # Five judgments were done before the server turned the run away: only the rest were asked.
     assert good.posts == {"judge": len(pairs) - 5, "querygen": 0}
+
+
+def test_review_says_what_fill_the_holes_does_and_what_a_review_needs(store):
+    import re
+
+    from searchgrade.engine.report import review as review_model
+    from tests.engine.holes_fixtures import holey_spec
+    from tests.pages.synthetic import write_run
+
+    empty = open_page("views/review.py", state={"app_rater": "Ada"})
+    assert empty.info[0].value == review_model.NEEDS
+    assert [link.proto.label for link in empty.get("page_link")] == ["Evaluate: start a run"]
+    spec, _ = holey_spec(n_queries=8)
+    write_run(store, spec, n_bootstrap=50)
+    at = open_page("views/review.py", state={"app_rater": "Ada"})
+    first = re.sub(r"\\(.)", r"\1", at.caption[0].value)
+    assert first == review_model.PAGE_CAPTIONS["holes"] and "judge's pairs" not in first
+    at.button(key="review_new_start").click().run()
+    assert re.sub(r"\\(.)", r"\1", at.caption[0].value) == review_model.PAGE_CAPTIONS["holes"]
