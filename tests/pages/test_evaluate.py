@@ -103,6 +103,8 @@ def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path
     at.radio(key="evaluate_source").set_value("A path on this machine").run()
     at.text_input(key="evaluate_path").set_value(str(folder)).run()
     at.number_input(key="evaluate_k").set_value(5).run()
+    at.number_input(key="evaluate_bm25_k1").set_value(1.2).run()
+    at.number_input(key="evaluate_rrf_k").set_value(30).run()
     at.button(key="evaluate_start").click().run()
     assert not at.exception
     assert jobs.active_job() is not None  # the page returned while the run goes on
@@ -121,6 +123,7 @@ def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path
     release.set()
     _wait_done(at)
     assert len(calls) == 1 and calls[0].k == 5
+    assert (calls[0].index.bm25_k1, calls[0].index.rrf_k, calls[0].index.bm25_b) == (1.2, 30, 0.75)
     assert "Run complete" in at.success[0].value.replace("\\", "")
     assert "Hybrid + reranker was skipped" in at.warning[0].value.replace("\\", "")
     labels = [b.label for b in at.button]
@@ -186,3 +189,12 @@ def test_a_collection_with_click_judgments_offers_grading_by_clicks(clicks_run, 
     _wait_done(at)
     [config] = calls
     assert (config.mode, config.query_set, config.click_model, config.llm) == ("clicks", "s5", "pbm", None)
+
+
+def test_the_strategy_choice_is_kept_across_page_switches(home):
+    at = open_page("views/evaluate.py")
+    at.multiselect(key="evaluate_strategies").set_value(["fulltext", "hybrid"]).run()
+    at.switch_page("views/results.py").run()
+    at.switch_page("views/evaluate.py").run()
+    assert not at.exception
+    assert at.multiselect(key="evaluate_strategies").value == ["fulltext", "hybrid"]
