@@ -306,10 +306,9 @@ def _form() -> None:
                      "document ids are the corpus's, or configure an LLM endpoint.")
         return
     missing_llm = [m.label for m in modes if not m.available and m.mode in ("llm", "qrels_llm")]
-    if missing_llm and overview.has_qrels:
-        st.caption(plain(f"With an LLM endpoint (above), also: {', '.join(missing_llm)}."))
-    elif missing_llm:
-        st.caption(plain(f"{missing_llm[0]}: unavailable, {modes[1].reason}."))
+    if missing_llm:
+        # One line for the LLM modes, not one "unavailable" line each.
+        st.caption(plain(f"{' and '.join(missing_llm)}: not available yet, {modes[1].reason}."))
     if st.session_state.get("evaluate_mode") not in [m.mode for m in available]:
         st.session_state.pop("evaluate_mode", None)
     mode = st.radio("Grading", [m.mode for m in available], key="evaluate_mode",

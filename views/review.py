@@ -7,7 +7,7 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.report import review as review_model
-from searchgrade.engine.report.rating import GRADE_WORDS, save_rating
+from searchgrade.engine.report.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
 from searchgrade.views._rating import ask_rater, rate_buttons, show_document
@@ -97,6 +97,9 @@ if item is None:
     st.stop()
 
 
+scale = rating_scale(run)
+
+
 def grade(value: int) -> None:
     note = st.session_state.get(f"review_note_{item.position}")
     try:
@@ -104,7 +107,8 @@ def grade(value: int) -> None:
     except SearchGradeError as exc:
         st.session_state["review_message"] = f"!{exc}"
         return
-    st.session_state["review_message"] = f"Saved: {value} ({GRADE_WORDS[value]})."
+    shown = {stored: (value, words) for value, (stored, words) in scale.items()}[value]
+    st.session_state["review_message"] = f"Saved: {shown[0]} ({shown[1]})."
     st.session_state.pop("review_back", None)
 
 
@@ -124,9 +128,9 @@ st.text(item.query_text)
 st.markdown("**Document**")
 show_document(item.title, item.text)
 st.text_input("Note (optional, saved with your grade)", key=f"review_note_{item.position}", max_chars=2000)
-rate_buttons("review", grade, extra=[
+rate_buttons("review", grade, scale=scale, extra=[
     ("Skip (S)", "S", skip, False),
     ("← Previous", "Left", previous, not any(p < item.position for p in progress.rated_positions)),
 ])
-st.caption("Keys: 0-3 grade and move on, S skip, ← back to your previous grade. "
-           + " · ".join(f"{g} = {w}" for g, w in GRADE_WORDS.items()))
+st.caption(f"Keys: {'/'.join(str(v) for v in scale)} grade and move on, S skip, ← back to your previous grade. "
+           + " · ".join(f"{v} = {w}" for v, (_, w) in scale.items()))

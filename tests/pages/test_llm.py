@@ -143,7 +143,7 @@ def test_drilldown_of_a_generated_query_shows_its_type_source_and_the_judges_rea
     for row in results.to_dict("records"):
         grade = grades[row["Doc id"]]
         assert row["Judge's reason"] == grade["reason"]
-        assert row["Judgment"] == ("judge failed" if grade["grade"] is None else "LLM")
+        assert row["Grade from"] == ("judge failed" if grade["grade"] is None else "LLM judge")
 
 
 def test_evaluate_offers_the_llm_modes_prefilled_from_the_environment(home, monkeypatch, tmp_path):
@@ -169,7 +169,7 @@ def test_evaluate_offers_the_llm_modes_prefilled_from_the_environment(home, monk
     # Emptying the model takes the LLM modes away, with the reason.
     at.text_input(key="evaluate_llm_model").set_value("").run()
     assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)"]
-    assert "LLM judge: unavailable, no LLM model" in _text(at)
+    assert "LLM judge and Human judgments + LLM agreement: not available yet, no LLM model" in _text(at)
 
 
 def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store, monkeypatch, tmp_path):
@@ -196,7 +196,8 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
     assert "Run complete" in at.success[0].value.replace("\\", "")
     # The live progress showed the LLM stages with their calls and tokens.
     progress = [p.proto.text for p in at.get("progress")]
-    assert any(t.startswith("judge") and "calls" in t and "tokens" in t for t in progress), progress
+    assert any(t.startswith("Grading results with the LLM judge") and "calls" in t and "tokens" in t
+               for t in progress), progress
     assert job.usage["judge"]["requests"] == recorder.posts["judge"]
     [run] = store.list_runs()
     assert (run.status, run.mode, run.label_source) == ("complete", "llm", "llm")
