@@ -5,6 +5,8 @@ Corpus text is shown as text (st.text, dataframes), never as Markdown or HTML.
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from searchgrade.engine.report.drilldown import marked
@@ -20,6 +22,16 @@ from searchgrade.views._common import (
     run_choices,
 )
 from searchgrade.views._rating import rate_query_results
+
+#: What Markdown would turn into a link by itself (a bare URL, www., an e-mail address).
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|www)(?=[:.])|(@)")
+
+
+def _inert(text: str) -> str:
+    """Corpus text for Markdown: every special character escaped, and a word joiner (invisible) where
+    the renderer would make a bare URL or an e-mail address a link."""
+    return plain(_AUTOLINK.sub(lambda m: m.group(0) + "\u2060", text))
+
 
 st.title("Query drill-down")
 choices = run_choices(complete_only=True)
@@ -79,7 +91,7 @@ else:
                 for rank, doc_id in zip(frame["Rank"], frame["Doc id"], strict=True):
                     doc = detail.documents.get(doc_id, {"title": "", "text": ""})
                     # Every segment escaped (plain): corpus text stays text, only our marks are Markdown.
-                    body = "".join(f":orange-background[{plain(part)}]" if hit else plain(part)
+                    body = "".join(f":orange-background[{_inert(part)}]" if hit else _inert(part)
                                    for part, hit in marked(doc["text"], detail.text))
                     st.markdown(f"**{int(rank)}.** {plain(doc['title'] or doc_id)} · {body}")
 

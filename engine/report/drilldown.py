@@ -36,6 +36,10 @@ def _frame(rows: list[dict[str, Any]], integers: list[str]) -> pd.DataFrame:
                          else [r[name] for r in rows] for name in rows[0]})
 
 
+def _retrieved_by(found: int, strategies: int) -> str:
+    return f"{found} of {strategies} strategies" if found else "none"
+
+
 def _rank_words(rank: int | None) -> str:
     return f"rank {rank}" if rank else "not retrieved"
 
@@ -113,7 +117,7 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     strategies = strategy_order(list(by_strategy))
     relevant_rows = [
         {"Doc id": g["doc_id"], "Title": docs.get(g["doc_id"], {}).get("title", ""), "Grade": g["grade"],
-         "Retrieved by": sum(1 for s in strategies if found.get((g["doc_id"], s))) or "none",
+         "Retrieved by": _retrieved_by(sum(1 for s in strategies if found.get((g["doc_id"], s))), len(strategies)),
          **{label(s): _rank_words(found.get((g["doc_id"], s))) for s in strategies}}
         for g in sorted(relevant, key=lambda g: (-g["grade"], g["doc_id"]))
     ]
@@ -121,7 +125,7 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
         query_id=query_id, text=query["text"], query_type=query["query_type"],
         source=docs.get(query["source_doc_id"]) if query["source_doc_id"] else None,
         results={s: _frame(by_strategy[s], ["Grade"]) for s in strategies},
-        relevant=_frame(relevant_rows, []).astype({"Retrieved by": str}) if relevant_rows else pd.DataFrame(),
+        relevant=_frame(relevant_rows, []) if relevant_rows else pd.DataFrame(),
         documents=docs,
         source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
         if query["source_doc_id"] else {},

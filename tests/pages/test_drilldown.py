@@ -33,7 +33,7 @@ def test_drilldown_shows_query_source_and_each_strategys_results(tiny_run):
 
 def test_the_query_terms_are_marked_in_each_results_text_which_stays_text(store):
     spec = tiny_spec()
-    spec.documents = [Document(d.doc_id, d.title, f"About beta and <b>[x](http://e.x)</b> {d.doc_id}")
+    spec.documents = [Document(d.doc_id, d.title, f"About beta and <b>[x](http://e.x)</b> www.e.x me@e.x {d.doc_id}")
                       for d in spec.documents]
     write_run(store, spec)
     at = open_page("views/drilldown.py")
@@ -41,6 +41,9 @@ def test_the_query_terms_are_marked_in_each_results_text_which_stays_text(store)
     lines = [m.value for m in at.markdown if m.value.startswith("**1.**")]
     assert lines and all(":orange-background[beta]" in line for line in lines)
     assert all("<b>" not in line and "](http" not in line for line in lines)
+    # Not even a bare URL or address is left for the renderer to link.
+    bare = [line.replace("\\", "") for line in lines]
+    assert all("http://" not in b and "www." not in b and "me@e" not in b for b in bare), bare
 
 
 def test_a_rating_shows_at_once_on_the_runs_scale(store):
