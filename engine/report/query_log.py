@@ -17,9 +17,9 @@ import pandas as pd
 
 from searchgrade.engine.clicks.events import EventOptions, EventSummary, import_events
 from searchgrade.engine.clicks.models import CLICK_MODELS, MIN_IMPRESSIONS, MODEL_LABELS
+from searchgrade.engine.store import Store
 from searchgrade.engine.traffic.logs import LogOptions, LogSummary, default_name, import_log
 from searchgrade.engine.traffic.query_sets import SetOptions, SetSummary, create_query_set, head_and_tail
-from searchgrade.engine.store import Store
 
 METHOD_LABELS = {"stratified": "Stratified: head, torso and tail apart (per-band figures)",
                  "frequency": "By frequency: queries drawn in proportion to their searches",

@@ -17,8 +17,8 @@ def declare(home, monkeypatch, text):
     monkeypatch.setenv("SEARCHGRADE_STRATEGIES_FILE", str(path))
 
 
-def test_declared_strategies_are_offered_and_tested_with_one_sample_query(home, monkeypatch, server,
-                                                                          tiny_folder):
+def test_declared_strategies_are_offered_and_tested_with_one_sample_query(home, monkeypatch, server,  # noqa: F811
+                                                                          tiny_folder):  # noqa: F811
     monkeypatch.delenv("SG_PAGE_SECRET", raising=False)
     declare(home, monkeypatch, f'''
 [strategy.es]

@@ -11,8 +11,8 @@ from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import RunOutcome
 from searchgrade.server import jobs
 from tests.pages.conftest import open_page
-from tests.pages.test_traffic_sections import clicks_run  # noqa: F401 - fixture
 from tests.pages.synthetic import tiny_spec, write_run
+from tests.pages.test_traffic_sections import clicks_run  # noqa: F401 - fixture
 
 SKIP_REASON = "no reranker model offline: pass --reranker-model /path/to/cross-encoder"
 
@@ -175,7 +175,7 @@ def test_a_real_evaluation_from_the_page_completes_and_is_stored(home, tmp_path,
     assert run.status == "complete" and run.collection_name == "beir"
 
 
-def test_a_collection_with_click_judgments_offers_grading_by_clicks(clicks_run, tmp_path, fake_pipeline):
+def test_a_collection_with_click_judgments_offers_grading_by_clicks(clicks_run, tmp_path, fake_pipeline):  # noqa: F811
     release, calls = fake_pipeline
     release.set()
     at = open_page("views/evaluate.py")
