@@ -326,10 +326,11 @@ def _form() -> None:
     strategies = _strategy_picker(offered, reranked_names if rerank_problem else [])
     chosen_reranked = [s for s in strategies if s in reranked_names]
     if rerank_problem and chosen_reranked:
-        st.warning(plain(f"{', '.join(strategy_label(s) for s in chosen_reranked)} will be skipped: "
-                         f"{rerank_problem}."))
+        # public: a trained:NAME that is not there names the data directory; the page does not.
+        st.warning(public(f"{', '.join(strategy_label(s) for s in chosen_reranked)} will be skipped: "
+                          f"{rerank_problem}."))
     elif rerank_problem and reranked_names:
-        st.caption(plain(f"Reranked strategies are not preselected: {rerank_problem}."))
+        st.caption(public(f"Reranked strategies are not preselected: {rerank_problem}."))
     add_your_search(offered, choice)
     if offered.kinds:
         _declared_panel(offered, choice)
@@ -367,7 +368,7 @@ def _form() -> None:
             help="Or trained:NAME, a reranker trained on a run's grades (Results, \"Train a reranker "
                  "on these grades\")" + (f"; trained here: {trained}" if trained else ""))
         if rerank_problem:
-            st.caption(plain(f"Not loadable here: {rerank_problem.split('; ')[0]}."))
+            st.caption(public(f"Not loadable here: {rerank_problem.split('; ')[0]}."))
         ann = st.selectbox("ANN index", index_choices(),
                            index=index_choices().index(defaults["ann_index"]), key="evaluate_ann",
                            help="auto: exact search up to 200,000 documents, IVF above")

@@ -9,12 +9,13 @@ import pytest
 from searchgrade.core.records import Collection
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import RunOutcome
+from searchgrade.indexes.rerank.cross_encoder import RERANKER_FIX
 from searchgrade.server import jobs
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 from tests.pages.test_traffic_sections import clicks_run  # noqa: F401 - fixture
 
-SKIP_REASON = "no reranker model offline: pass --reranker-model /path/to/cross-encoder"
+SKIP_REASON = f"reranker model 'x' could not be loaded (no network access to the model hub?): {RERANKER_FIX}"
 
 
 pytestmark = pytest.mark.usefixtures("clean_jobs")
@@ -84,6 +85,12 @@ def test_demo_is_there_on_first_start_with_defaults_from_the_collection(home):
     assert "Reranker model" in why and "Models and indexes" in why and "--reranker-model" not in why
     assert at.number_input(key="evaluate_k").value == 10
     assert at.button(key="evaluate_start").label == "Evaluate search quality"
+    # Picked anyway: a warning that they will be skipped; a missing trained reranker names no server path.
+    at.text_input(key="evaluate_reranker").set_value("trained:nope").run()
+    at.multiselect(key="evaluate_strategies").select("fulltext_rerank").run()
+    [warning] = [w.value.replace("\\", "") for w in at.warning]
+    assert warning.startswith("Full-text + reranker will be skipped: no trained reranker 'nope'")
+    assert str(home) not in warning
 
 
 def test_collection_without_qrels_says_which_mode_is_missing_and_why(home, tmp_path):
@@ -126,7 +133,10 @@ def test_evaluate_runs_in_the_background_then_offers_view_results(home, tmp_path
     assert len(calls) == 1 and calls[0].k == 5
     assert (calls[0].index.bm25_k1, calls[0].index.rrf_k, calls[0].index.bm25_b) == (1.2, 30, 0.75)
     assert "Run complete" in at.success[0].value.replace("\\", "")
-    assert "Hybrid + reranker was skipped" in at.warning[0].value.replace("\\", "")
+    skipped = at.warning[0].value.replace("\\", "")
+    # The fix is the page's own field, not the command line's flag.
+    assert "Hybrid + reranker was skipped" in skipped and "\"Reranker model\" under Models and indexes" in skipped
+    assert "--reranker-model" not in skipped
     labels = [b.label for b in at.button]
     assert "View results" in labels and "Start new evaluation" in labels
     at.button(key="evaluate_new").click().run()
@@ -199,3 +209,30 @@ def test_the_strategy_choice_is_kept_across_page_switches(home):
     at.switch_page("views/evaluate.py").run()
     assert not at.exception
     assert at.multiselect(key="evaluate_strategies").value == ["fulltext", "hybrid"]
+
+
+def test_whether_the_reranker_loads_is_checked_once_per_model(monkeypatch, tmp_path):
+    from searchgrade.engine.report import reranker
+
+    calls = []
+    monkeypatch.setattr(reranker, "_LOADS", {})
+    monkeypatch.setattr(reranker, "_load_problem", lambda model, data_dir: calls.append(model) or "no")
+    for _ in range(3):
+        assert reranker.reranker_problem("some/model", tmp_path) == "no"
+    assert reranker.reranker_problem(" other/model ", tmp_path) == "no"
+    assert calls == ["some/model", "other/model"]
+
+
+def test_offline_a_hub_model_is_known_not_to_load_without_importing_the_model_libraries(monkeypatch, tmp_path):
+    import sys
+
+    from searchgrade.engine.report.reranker import _load_problem
+
+    monkeypatch.setattr("searchgrade.indexes.hub.hub_reachable", lambda *a, **k: False)
+    monkeypatch.delitem(sys.modules, "sentence_transformers", raising=False)
+    why = _load_problem("nobody/no-such-reranker", tmp_path)
+    assert why.startswith("reranker model 'nobody/no-such-reranker' could not be loaded")
+    assert why.endswith('as "Reranker model" under Models and indexes')
+    assert "sentence_transformers" not in sys.modules
+    trained = _load_problem("trained:nope", tmp_path)
+    assert trained.startswith("no trained reranker 'nope'") and trained.endswith("under Models and indexes")
