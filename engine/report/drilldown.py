@@ -1,4 +1,6 @@
-"""The Query drill-down screen: one query, each strategy's ranked results with grades and reasons."""
+"""The Query drill-down screen: one query, each strategy's ranked results with one grade column and
+where it came from, the known relevant documents with each strategy's rank or "not retrieved", and
+each result's text cut around the query's words, marked (``marked``: plain segments the page escapes)."""
 
 from __future__ import annotations
 

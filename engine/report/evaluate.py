@@ -1,6 +1,7 @@
-"""The Evaluate screen: what a collection offers (sizes, judgments, grade scale), which grading
-modes can run with the LLM endpoint at hand, reusable query sets, the index defaults, the user's
-judge prompt and what an LLM run will cost."""
+"""The Evaluate screen: what a collection offers (sizes, judgments, grade scale, judgments naming
+documents it lacks), which grading modes can run with the LLM endpoint at hand (and by clicks, with
+a query log's), reusable query sets, the index defaults, the user's judge prompt and what an LLM run
+will cost."""
 
 from __future__ import annotations
 

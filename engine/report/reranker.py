@@ -4,6 +4,10 @@ A run evaluated with ``--reranker-model trained:NAME`` records in ``stats["reran
 model scored each query: the fold model that never saw it (cross-fitted) or, for a query no
 training query matches, a model trained on other queries (plain). The page says which, with the
 words "measured on queries the reranker never saw" when every query was held out.
+
+Before a run, the Evaluate page asks ``reranker_problem`` whether the reranker model loads here
+(checked once per model and process): offline, the reranked strategies are not preselected and the
+fix named is the page's own field (``PAGE_FIX``), never the command line's flag.
 """
 
 from __future__ import annotations
