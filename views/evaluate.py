@@ -398,6 +398,8 @@ def _form() -> None:
             raise SearchGradeError("grading by clicks needs a query set of the log: sample one under "
                                    "'Queries from a query log', with 'Grade with the clicks' ticked")
         run_mode = traffic.pop("mode", None) or ("llm" if mode == "llm" else "qrels")
+        if traffic.get("query_set"):
+            llm.pop("querygen", None)  # the query set's queries, none generated (as the CLI does)
         config = RunConfig(
             name=name.strip() or None, mode=run_mode, k=int(k),
             depth=max(int(depth), int(k)), strategies=tuple(strategies),
