@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.collections.readers import SNIFF_BYTES, looks_binary
 
 MB = 1024**2
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -101,6 +102,7 @@ def save_upload(filename: str, source: BinaryIO | bytes, data_dir: str | Path, *
     uploads.mkdir(parents=True, exist_ok=True)
     with _incoming(uploads) as incoming:
         digest = _copy(source, incoming, limits, shown)
+        _check_content(incoming, suffix, kind, shown)
         target = uploads / digest[:16]
         if suffix != ".zip":
             saved = target / name
@@ -142,6 +144,25 @@ def _copy(source: BinaryIO | bytes, target: Path, limits: UploadLimits, shown: s
             digest.update(chunk)
             out.write(chunk)
     return digest.hexdigest()
+
+
+#: What the first bytes of a binary upload type must be.
+_MAGIC = {".parquet": (b"PAR1", "a Parquet file"), ".zip": (b"PK", "a zip file")}
+
+
+def _check_content(path: Path, suffix: str, kind: str, shown: str) -> None:
+    """A text upload holds text, a Parquet or zip upload starts as one does: else one line."""
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    if suffix in _MAGIC:
+        magic, what = _MAGIC[suffix]
+        if not head.startswith(magic):
+            raise SearchGradeError(f"{shown}: not {what} (its content does not start as one does); upload "
+                                   f"the file itself, or save it as {what}")
+        return
+    if looks_binary(head):
+        what = "a judgments file (TREC or BEIR qrels)" if kind == "qrels" else "a .jsonl, .csv or .tsv file"
+        raise SearchGradeError(f"{shown}: not a text file (it holds binary data); upload {what} as UTF-8 text")
 
 
 def _check_members(zf: zipfile.ZipFile, limits: UploadLimits, shown: str) -> list[zipfile.ZipInfo]:

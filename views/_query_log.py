@@ -12,9 +12,6 @@ from searchgrade.engine.report import query_log as log_model
 from searchgrade.server.uploads import save_upload
 from searchgrade.views._common import get_store, home, plain
 
-for _key, _value in (("evaluate_log_use", False), ("evaluate_log_notes", [])):
-    st.session_state.setdefault(_key, _value)
-
 
 def _import_log(collection_name: str) -> None:
     upload = st.file_uploader("Query log (CSV, TSV, JSONL or Parquet: one row per search, one per query with a "
@@ -41,6 +38,9 @@ def _import_log(collection_name: str) -> None:
 
 def query_log_section(collection_name: str) -> dict[str, Any]:
     """The form's query-log part; returns the RunConfig keywords it adds (empty: not used)."""
+    # Here, not at import: a module runs once per process, a page once per session and rerun.
+    for key, value in (("evaluate_log_use", False), ("evaluate_log_notes", [])):
+        st.session_state.setdefault(key, value)
     with st.expander("Queries from a query log (optional)", expanded=st.session_state["evaluate_log_use"]):
         use = st.checkbox("Evaluate on queries sampled from a query log, weighted by traffic",
                           key="evaluate_log_use")

@@ -22,7 +22,9 @@ from searchgrade.engine.report.rating import (
     label_status,
     query_items,
     rating_blocked,
+    rating_scale,
     save_rating,
+    shown_rating,
 )
 from searchgrade.engine.report.results import keep_first_view
 from searchgrade.views._common import get_store, plain
@@ -50,13 +52,16 @@ def _move(cursor_key: str, step: int, n: int) -> None:
     st.session_state[cursor_key] = max(0, min(n - 1, st.session_state.get(cursor_key, 0) + step))
 
 
-def rate_buttons(key: str, on_grade: Callable[[int], None], *, extra: Sequence[tuple[str, str, Callable[[], None], bool]] = ()) -> None:
-    """Buttons 0-3 (keys 0-3) and extra (label, shortcut, callback, disabled) buttons in one row."""
-    columns = st.columns(4 + len(extra))
-    for grade in range(4):
-        columns[grade].button(f"{grade} · {GRADE_WORDS[grade]}", key=f"{key}_grade_{grade}", shortcut=str(grade),
-                              on_click=on_grade, args=(grade,), width="stretch")
-    for column, (text, shortcut, callback, disabled) in zip(columns[4:], extra, strict=True):
+def rate_buttons(key: str, on_grade: Callable[[int], None], *, extra: Sequence[tuple[str, str, Callable[[], None], bool]] = (),
+                 scale: dict[int, tuple[int, str]] | None = None) -> None:
+    """A button per grade of ``scale`` (shown value -> (rating stored, words); default 0-3), each with
+    its digit as shortcut, and extra (label, shortcut, callback, disabled) buttons, in one row."""
+    scale = scale or {grade: (grade, words) for grade, words in GRADE_WORDS.items()}
+    columns = st.columns(len(scale) + len(extra))
+    for column, (shown, (stored, words)) in zip(columns, scale.items(), strict=False):
+        column.button(f"{shown} · {words}", key=f"{key}_grade_{shown}", shortcut=str(shown),
+                      on_click=on_grade, args=(stored,), width="stretch")
+    for column, (text, shortcut, callback, disabled) in zip(columns[len(scale):], extra, strict=True):
         column.button(text, key=f"{key}_{shortcut}", shortcut=shortcut, on_click=callback, disabled=disabled,
                       width="stretch")
 
@@ -79,6 +84,10 @@ def rate_items(items: list[RateItem], *, key: str, run_id: str, show_query: bool
     cursor_key = f"{key}_cursor"
     i = min(st.session_state.get(cursor_key, 0), len(items) - 1)
     item = items[i]
+    run = get_store().get_run(run_id)
+    scale = rating_scale(run)
+    shown = {stored: (value, words) for value, (stored, words) in scale.items()}
+    keys = "/".join(str(v) for v in scale) if len(scale) == 2 else f"0-{max(scale)}"
     message = st.session_state.pop(f"{key}_message", None)
     if message:
         (st.error if message.startswith("!") else st.success)(plain(message.lstrip("!")))
@@ -90,10 +99,11 @@ def rate_items(items: list[RateItem], *, key: str, run_id: str, show_query: bool
         except SearchGradeError as exc:
             st.session_state[f"{key}_message"] = f"!{exc}"
             return
-        st.session_state[f"{key}_message"] = f"Rated {item.doc_id} {value} ({GRADE_WORDS[value]})."
+        st.session_state[f"{key}_message"] = (f"Rated {item.doc_id} {shown[value][0]} ({shown[value][1]}): "
+                                              "it shows in the results above at once.")
         _move(cursor_key, 1, len(items))
 
-    st.caption(plain(f"Result {i + 1} of {len(items)} · rating as {name} · keys: 0-3 grade and move on, "
+    st.caption(plain(f"Result {i + 1} of {len(items)} · rating as {name} · keys: {keys} grade and move on, "
                      "← previous, → next"))
     if show_query:
         st.text(f"Query: {item.query_text}")
@@ -103,14 +113,14 @@ def rate_items(items: list[RateItem], *, key: str, run_id: str, show_query: bool
         judged = "judge failed"
     else:
         judged = f"{'human label' if item.run_source == 'human' else 'judge'}: {item.run_grade}"
-    people = ", ".join(f"{who} {g}" for who, g in sorted(item.people.items())) or "nobody yet"
+    people = ", ".join(f"{who} {shown_rating(run, g)}" for who, g in sorted(item.people.items())) or "nobody yet"
     st.caption(plain(f"{item.doc_id} · {item.found} · {judged} · rated by {people}"))
     show_document(item.title, item.text)
     st.text_input("Note (optional, saved with your grade)", key=f"{key}_note_{item.query_id}_{item.doc_id}",
                   max_chars=2000)
-    rate_buttons(key, grade, extra=[("← Previous", "Left", lambda: _move(cursor_key, -1, len(items)), i == 0),
-                                    ("Next →", "Right", lambda: _move(cursor_key, 1, len(items)),
-                                     i == len(items) - 1)])
+    rate_buttons(key, grade, scale=scale,
+                 extra=[("← Previous", "Left", lambda: _move(cursor_key, -1, len(items)), i == 0),
+                        ("Next →", "Right", lambda: _move(cursor_key, 1, len(items)), i == len(items) - 1)])
 
 
 def rescore_controls(run, key: str) -> LabelStatus:

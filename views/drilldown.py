@@ -5,8 +5,12 @@ Corpus text is shown as text (st.text, dataframes), never as Markdown or HTML.
 
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
+from searchgrade.engine.report.drilldown import marked
+from searchgrade.engine.report.rating import query_ratings
 from searchgrade.engine.run.strategies import label
 from searchgrade.views._common import (
     get_store,
@@ -18,6 +22,16 @@ from searchgrade.views._common import (
     run_choices,
 )
 from searchgrade.views._rating import rate_query_results
+
+#: What Markdown would turn into a link by itself (a bare URL, www., an e-mail address).
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|www)(?=[:.])|(@)")
+
+
+def _inert(text: str) -> str:
+    """Corpus text for Markdown: every special character escaped, and a word joiner (invisible) where
+    the renderer would make a bare URL or an e-mail address a link."""
+    return plain(_AUTOLINK.sub(lambda m: m.group(0) + "\u2060", text))
+
 
 st.title("Query drill-down")
 choices = run_choices(complete_only=True)
@@ -51,20 +65,35 @@ if detail.source is not None:
     if found:
         st.caption(plain("Source document found by " + " · ".join(found)))
 if not detail.relevant.empty:
-    st.markdown("**Known relevant documents** and the rank at which each strategy found them "
-                "(empty: not retrieved)")
-    st.dataframe(detail.relevant, hide_index=True)
+    missed = int((detail.relevant["Retrieved by"] == "none").sum())
+    st.markdown("**Known relevant documents** and the rank at which each strategy found them"
+                + (f" ({missed} not retrieved by any strategy)" if missed else ""))
+    st.dataframe(detail.relevant, hide_index=True, key="drilldown_relevant")
 
 st.subheader("Results per strategy")
 if not detail.results:
     st.info("No strategy returned results for this query.")
 else:
+    # Read afresh on every rerun (not cached with the run's results): a rating shows at once.
+    rated = query_ratings(get_store(), run_id, query_id)
     tabs = st.tabs([plain(label(s)) for s in detail.results])
     for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
         with tab:
-            st.dataframe(frame, hide_index=True, key=f"drilldown_results_{strategy}",
+            shown = frame.assign(**{"Rated by people": [rated.get(d, "") for d in frame["Doc id"]]})
+            if not (shown["Judge's reason"] != "").any():
+                shown = shown.drop(columns=["Judge's reason"])
+            st.dataframe(shown, hide_index=True, key=f"drilldown_results_{strategy}",
                          column_config={"Score": st.column_config.NumberColumn(format="%.4f"),
+                                        "Grade": st.column_config.NumberColumn(
+                                            help="The grade this run was scored with; 'Grade from' says whose"),
                                         "Judge's reason": st.column_config.TextColumn(width="large")})
+            with st.expander("Each result's text, the query's terms marked", expanded=True):
+                for rank, doc_id in zip(frame["Rank"], frame["Doc id"], strict=True):
+                    doc = detail.documents.get(doc_id, {"title": "", "text": ""})
+                    # Every segment escaped (plain): corpus text stays text, only our marks are Markdown.
+                    body = "".join(f":orange-background[{_inert(part)}]" if hit else _inert(part)
+                                   for part, hit in marked(doc["text"], detail.text))
+                    st.markdown(f"**{int(rank)}.** {plain(doc['title'] or doc_id)} · {body}")
 
 st.subheader("Rate these results")
 rate_query_results(get_store().get_run(run_id), query_id)

@@ -10,12 +10,14 @@ from searchgrade.engine import SearchGradeError
 from searchgrade.engine.llm.accounting import usage_text
 from searchgrade.engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
 from searchgrade.engine.llm.key_policy import key_withheld_note
+from searchgrade.engine.paths import DEMO_DIR
 from searchgrade.engine.report.collection_form import Choice
 from searchgrade.engine.report.declared import Declared, declared_strategies, test_strategy
 from searchgrade.engine.report.evaluate import (
     ESTIMATE_TIMEOUT_S,
     CollectionOverview,
     backend_choices,
+    clicks_mode,
     cost_estimate,
     index_choices,
     index_defaults,
@@ -24,12 +26,25 @@ from searchgrade.engine.report.evaluate import (
     judge_prompt_version,
     mode_status,
 )
-from searchgrade.engine.report.reranker import trained_rerankers
+from searchgrade.engine.report.progress import duration_words, stage_words
+from searchgrade.engine.report.query_log import has_click_log
+from searchgrade.engine.report.reranker import page_fix, reranked, reranker_problem, trained_rerankers
 from searchgrade.engine.report.runs import run_choices, skipped_messages
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server import jobs
+from searchgrade.server.outbound import check_llm_endpoint
+from searchgrade.views._add_search import add_your_search
 from searchgrade.views._collection import choose_collection, collection_overview, show_error
-from searchgrade.views._common import get_store, home, plain, public, query_set_choices, resume_controls
+from searchgrade.views._common import (
+    app_exposed,
+    get_store,
+    home,
+    plain,
+    public,
+    query_set_choices,
+    resume_controls,
+)
+from searchgrade.views._query_log import query_log_section
 
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
@@ -54,7 +69,7 @@ if active is not None and not st.session_state["evaluate_form"]:
 
 def _stage_table(job: jobs.Job) -> None:
     for stage in job.stages.values():
-        text = f"{stage.stage}: {stage.done:,} / {stage.total:,}" if stage.total > 1 else stage.stage
+        text = stage_words(stage.stage, stage.done, stage.total, stage.remaining_s if job.active else None)
         if stage.stage in job.usage:
             # LLM stages: calls and tokens so far.
             text += f" · {usage_text(job.usage[stage.stage])}"
@@ -72,8 +87,11 @@ def _live(job_id: str) -> None:
     run_stage = job.current_stage or "loading"
     verb = {"resume": "Resuming a stopped run", "train": f"Training reranker {job.reranker}"}.get(
         job.kind, "Running")
-    st.markdown(f"**{verb}** on {plain(job.collection)} · stage **{plain(run_stage or '')}** · "
-                f"{job.elapsed_s:.0f} s")
+    now = job.stages.get(run_stage)
+    left = now.remaining_s if now is not None else None
+    st.markdown(f"**{verb}** on {plain(job.collection)}: **{plain(stage_words(run_stage).lower())}** · "
+                f"{duration_words(job.elapsed_s)} so far"
+                + (f", about {duration_words(left)} left in this stage" if left is not None else ""))
     _stage_table(job)
     training = job.kind == "train"
     if job.cancel_requested:
@@ -109,7 +127,7 @@ def _show_job(job_id: str) -> None:
         if job.run_id and job.kind != "train":  # a training job's run is its complete source run
             resume_controls(get_store().get_run(job.run_id), "evaluate_resume")
     for message in skipped_messages(job.skipped):
-        st.warning(plain(message))
+        st.warning(plain(page_fix(message)))
     for note in job.notes:
         st.caption(plain(f"Note: {note}"))
     one, two, _ = st.columns([1, 1, 3])
@@ -246,13 +264,17 @@ def _form() -> None:
         summary += (f", {overview.judged_queries:,} queries with human judgments (grades "
                     f"{overview.grade_min} to {overview.grade_max}; relevant = grade ≥ {overview.threshold})")
     st.markdown(summary)
+    warning = overview.judgment_warning()
+    if warning:
+        st.warning(plain(warning))
     if overview.has_precomputed_embeddings:
         st.caption("Precomputed document vectors found: the ANN index builds without re-encoding.")
     for note in overview.notes:
         st.caption(plain(f"Note: {note}"))
 
+    # Open only where the LLM is the way to grade: a collection without judgments, no endpoint set.
     with st.expander("LLM endpoint (for the LLM judge)",
-                     expanded=not endpoint_status(None, None)[0]):
+                     expanded=not overview.has_qrels and not endpoint_status(None, None)[0]):
         st.text_input("Model", key="evaluate_llm_model", placeholder="e.g. gpt-4o-mini",
                       help="Pre-filled from SEARCHGRADE_LLM_MODEL")
         st.text_input("Endpoint base URL", key="evaluate_llm_base_url",
@@ -268,15 +290,25 @@ def _form() -> None:
     model = st.session_state["evaluate_llm_model"].strip()
     base_url = st.session_state["evaluate_llm_base_url"].strip()
 
-    modes = mode_status(overview, model=model, base_url=base_url)
+    modes = [*mode_status(overview, model=model, base_url=base_url),
+             clicks_mode(has_click_log(get_store(), overview.name))]
     available = [m for m in modes if m.available]
-    for m in modes:
-        if not m.available:
-            st.caption(plain(f"{m.label}: unavailable, {m.reason}."))
     if not available:
-        st.error("No grading mode can run on this collection: add human judgments (qrels), "
-                 "or configure an LLM endpoint.")
+        for m in modes[:2]:
+            st.caption(plain(f"{m.label}: unavailable, {m.reason}."))
+        if not choice.options.get("qrels_file") and choice.path != str(DEMO_DIR):
+            # The person has not attached judgments yet: say what to add, not that nothing can run.
+            st.info("To evaluate this collection, add a queries file and a judgments file (qrels) under "
+                    "\"Queries and judgments\" above, or type an LLM endpoint under \"LLM endpoint\" for "
+                    "the LLM judge.")
+        else:
+            st.error("No grading mode can run on this collection: add human judgments (qrels) whose "
+                     "document ids are the corpus's, or configure an LLM endpoint.")
         return
+    missing_llm = [m.label for m in modes if not m.available and m.mode in ("llm", "qrels_llm")]
+    if missing_llm:
+        # One line for the LLM modes, not one "unavailable" line each.
+        st.caption(plain(f"{' and '.join(missing_llm)}: not available yet, {modes[1].reason}."))
     if st.session_state.get("evaluate_mode") not in [m.mode for m in available]:
         st.session_state.pop("evaluate_mode", None)
     mode = st.radio("Grading", [m.mode for m in available], key="evaluate_mode",
@@ -286,22 +318,42 @@ def _form() -> None:
     offered = declared_strategies()
     if offered.error:
         st.error(plain(f"Strategies file {offered.path}: {offered.error}"))
-    strategies = st.multiselect("Strategies", offered.names, default=list(offered.names),
-                                format_func=strategy_label, key="evaluate_strategies")
+    defaults = index_defaults()
+    st.session_state.setdefault("evaluate_reranker", defaults["reranker_model"])
+    with st.spinner("Checking the reranker model…"):
+        rerank_problem = reranker_problem(st.session_state["evaluate_reranker"], home())
+    reranked_names = reranked(offered.names, offered.declared)
+    strategies = _strategy_picker(offered, reranked_names if rerank_problem else [])
+    chosen_reranked = [s for s in strategies if s in reranked_names]
+    if rerank_problem and chosen_reranked:
+        # public: a trained:NAME that is not there names the data directory; the page does not.
+        st.warning(public(f"{', '.join(strategy_label(s) for s in chosen_reranked)} will be skipped: "
+                          f"{rerank_problem}."))
+    elif rerank_problem and reranked_names:
+        st.caption(public(f"Reranked strategies are not preselected: {rerank_problem}."))
+    add_your_search(offered, choice)
     if offered.kinds:
         _declared_panel(offered, choice)
-    one, two, three = st.columns(3)
+    one, two, three, four = st.columns(4)
     k = one.number_input("k (cut-off of the headline metrics)", 1, 100, 10, key="evaluate_k")
     depth = two.number_input("Results kept per query (metrics at any k up to it)", 1, 1000, 10,
                              key="evaluate_depth", help="Raised to k when smaller")
     sample = 0
-    if mode != "llm":
+    if mode in ("qrels", "qrels_llm"):
         sample = three.number_input(
             "Queries to evaluate (0 = all)", 0, max(overview.judged_queries, 1), 0, key="evaluate_sample",
             help="A seeded sample: the same number gives the same queries")
+    name = four.text_input("Run name (optional)", key="evaluate_name", placeholder=f"{overview.name} {{date}}")
+    # The button stays here, above the fold; the settings below it are read when it is pressed.
+    start = st.container()
     llm_fields = _llm_settings(mode, overview) if uses_llm else {}
+    log_options: dict = {}
+    if mode in ("llm", "clicks"):
+        if mode == "clicks":
+            st.session_state["evaluate_log_use"] = True
+            st.session_state["evaluate_log_by_clicks"] = True
+        log_options = query_log_section(overview.name)
     with st.expander("Models and indexes"):
-        defaults = index_defaults()
         embedding = st.text_input("Embedding model (name or local path)", defaults["embedding_model"],
                                   key="evaluate_embedding")
         backends = backend_choices()
@@ -312,41 +364,67 @@ def _form() -> None:
                  "torch uses a CUDA GPU when there is one")
         trained = ", ".join(plain(f"trained:{c['name']}") for c in trained_rerankers(home()))
         reranker = st.text_input(
-            "Reranker model (cross-encoder name or local path)", defaults["reranker_model"],
-            key="evaluate_reranker",
+            "Reranker model (cross-encoder name or local path)", key="evaluate_reranker",
             help="Or trained:NAME, a reranker trained on a run's grades (Results, \"Train a reranker "
                  "on these grades\")" + (f"; trained here: {trained}" if trained else ""))
+        if rerank_problem:
+            st.caption(public(f"Not loadable here: {rerank_problem.split('; ')[0]}."))
         ann = st.selectbox("ANN index", index_choices(),
                            index=index_choices().index(defaults["ann_index"]), key="evaluate_ann",
                            help="auto: exact search up to 200,000 documents, IVF above")
-    name = st.text_input("Run name (optional)", key="evaluate_name",
-                         placeholder=f"{overview.name} {{date}}")
+        b1, b2, b3, b4 = st.columns(4)
+        knobs = {
+            "bm25_k1": b1.number_input("BM25 k1", 0.0, 10.0, float(defaults["bm25_k1"]), 0.1, key="evaluate_bm25_k1",
+                                       help="Term-frequency saturation of full-text search"),
+            "bm25_b": b2.number_input("BM25 b", 0.0, 1.0, float(defaults["bm25_b"]), 0.05, key="evaluate_bm25_b",
+                                      help="Length normalisation of full-text search (0: none, 1: full)"),
+            "rrf_k": b3.number_input("RRF k", 1, 1000, int(defaults["rrf_k"]), key="evaluate_rrf_k",
+                                     help="Reciprocal rank fusion (Hybrid): score = sum of 1 / (k + rank)"),
+            "fusion_depth": b4.number_input("Fusion depth", 1, 1000, int(defaults["fusion_depth"]),
+                                            key="evaluate_fusion_depth",
+                                            help="How many results of each list Hybrid fuses"),
+        }
 
     def run_config():
         """The run the form describes (raises SearchGradeError)."""
         from searchgrade.engine.run.config import RunConfig
 
+        llm = _llm_config(llm_fields, model, base_url)
+        if llm:
+            # An endpoint typed in the browser is held to the outbound policy before anything runs.
+            check_llm_endpoint(base_url or None, app_exposed())
+        traffic = dict(log_options)
+        if mode == "clicks" and traffic.get("mode") != "clicks":
+            raise SearchGradeError("grading by clicks needs a query set of the log: sample one under "
+                                   "'Queries from a query log', with 'Grade with the clicks' ticked")
+        run_mode = traffic.pop("mode", None) or ("llm" if mode == "llm" else "qrels")
+        if traffic.get("query_set"):
+            llm.pop("querygen", None)  # the query set's queries, none generated (as the CLI does)
         config = RunConfig(
-            name=name.strip() or None, mode="llm" if mode == "llm" else "qrels", k=int(k),
+            name=name.strip() or None, mode=run_mode, k=int(k),
             depth=max(int(depth), int(k)), strategies=tuple(strategies),
             max_queries=int(sample) or None,
             index=index_settings({"embedding_model": embedding.strip(), "embedding_backend": backend,
-                                   "reranker_model": reranker.strip(), "ann_index": ann}),
-            declared=offered.declared, **_llm_config(llm_fields, model, base_url),
+                                   "reranker_model": reranker.strip(), "ann_index": ann,
+                                   **{key: value for key, value in knobs.items()}}),
+            declared=offered.declared, **llm, **traffic,
         )
         config.validate()
         config.check_environment()
         return config
 
-    if uses_llm:
-        _estimate(choice, run_config)
-    if st.button("Evaluate search quality", type="primary", key="evaluate_start"):
+    with start:
+        if uses_llm:
+            _estimate(choice, run_config)
+        clicked = st.button("Evaluate search quality", type="primary", key="evaluate_start")
+    if clicked:
         from searchgrade.engine.collections import load_collection
 
         try:
             config = run_config()
         except SearchGradeError as exc:
-            show_error(exc)
+            with start:
+                show_error(exc)
             return
         job, started = jobs.start_job(lambda: load_collection(choice.path, **choice.options), config,
                                       get_store(), home(), label=overview.name)
@@ -356,6 +434,20 @@ def _form() -> None:
         st.session_state["evaluate_form"] = False
         st.session_state["evaluate_estimate"] = None  # a run fills the cache: its counts are stale
         st.rerun()
+
+
+def _strategy_picker(offered: Declared, not_preselected: list[str]) -> list[str]:
+    """The Strategies picker: at first the strategies that can run (not ``not_preselected``), then the
+    person's choice, kept across reruns, runs and page switches."""
+    key, kept_key = "evaluate_strategies", "evaluate_kept_strategies"
+    if key not in st.session_state or not isinstance(st.session_state[key], list):
+        kept = st.session_state.get(kept_key)
+        st.session_state[key] = (list(kept) if kept is not None
+                                 else [n for n in offered.names if n not in not_preselected])
+    st.session_state[key] = [n for n in st.session_state[key] if n in offered.names]
+    strategies = st.multiselect("Strategies", offered.names, format_func=strategy_label, key=key)
+    st.session_state[kept_key] = list(strategies)
+    return strategies
 
 
 def _declared_panel(offered: Declared, choice: Choice) -> None:

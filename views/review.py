@@ -7,7 +7,7 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.report import review as review_model
-from searchgrade.engine.report.rating import GRADE_WORDS, save_rating
+from searchgrade.engine.report.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
 from searchgrade.views._rating import ask_rater, rate_buttons, show_document
@@ -15,19 +15,22 @@ from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 st.session_state.setdefault("review_include_skipped", False)
 
 st.title("Review the judge")
-st.caption("Rate a sample of the judge's pairs without seeing its grade, the rank or the strategy. Your "
-           "grades measure the judge (Results: how far to trust the judge) and correct every metric for "
-           "its errors. Ratings belong to the collection: later runs reuse them.")
+#: What the page is doing: said once the review (and so its mode) is known.
+intro = st.empty()
+intro.caption(review_model.PAGE_CAPTIONS["pairs"])
 choices = [c for c in run_choices(complete_only=True)]
 if not choices:
-    st.info("No complete run yet. Start one on the Evaluate page.")
+    st.info(review_model.NEEDS)
+    st.page_link("views/evaluate.py", label="Evaluate: start a run", icon=":material/play_arrow:")
     st.stop()
 run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
 modes, why_not = review_model.available_modes(run)
 if why_not:
-    st.info(plain(f"This run cannot be reviewed: {why_not}."))
+    st.info(plain(f"This run cannot be reviewed: {why_not}. {review_model.NEEDS}"))
+    st.page_link("views/evaluate.py", label="Evaluate: start a run with the LLM judge",
+                 icon=":material/play_arrow:")
     st.stop()
 rater = ask_rater("review")
 if rater is None:
@@ -36,6 +39,8 @@ if rater is None:
 queues = review_model.queue_choices(store, run.run_id)
 ids = [q.queue_id for q in queues]
 with st.expander("Start a new review", expanded=not queues):
+    if st.session_state.get("review_new_mode") not in modes:
+        st.session_state.pop("review_new_mode", None)
     mode = st.radio("What to rate", list(modes), format_func=modes.get,
                     key="review_new_mode", horizontal=True,
                     help="Pairs: a sample spread over strategies, ranks and the judge's grades (measures the "
@@ -59,11 +64,13 @@ with st.expander("Start a new review", expanded=not queues):
             st.session_state["review_queue"] = queue_id
             st.rerun()
 if not queues:
+    intro.caption(review_model.PAGE_CAPTIONS[mode])
     st.stop()
 if st.session_state.get("review_queue") not in ids:
     st.session_state["review_queue"] = ids[0]
 labels = {q.queue_id: q.label for q in queues}
 queue_id = st.selectbox("Review", ids, format_func=labels.get, key="review_queue")
+intro.caption(review_model.PAGE_CAPTIONS[next(q.mode for q in queues if q.queue_id == queue_id)])
 
 include_skipped = st.session_state["review_include_skipped"]
 progress = review_model.progress(store, queue_id, rater, include_skipped=include_skipped)
@@ -90,6 +97,9 @@ if item is None:
     st.stop()
 
 
+scale = rating_scale(run)
+
+
 def grade(value: int) -> None:
     note = st.session_state.get(f"review_note_{item.position}")
     try:
@@ -97,7 +107,8 @@ def grade(value: int) -> None:
     except SearchGradeError as exc:
         st.session_state["review_message"] = f"!{exc}"
         return
-    st.session_state["review_message"] = f"Saved: {value} ({GRADE_WORDS[value]})."
+    shown = {stored: (value, words) for value, (stored, words) in scale.items()}[value]
+    st.session_state["review_message"] = f"Saved: {shown[0]} ({shown[1]})."
     st.session_state.pop("review_back", None)
 
 
@@ -117,9 +128,9 @@ st.text(item.query_text)
 st.markdown("**Document**")
 show_document(item.title, item.text)
 st.text_input("Note (optional, saved with your grade)", key=f"review_note_{item.position}", max_chars=2000)
-rate_buttons("review", grade, extra=[
+rate_buttons("review", grade, scale=scale, extra=[
     ("Skip (S)", "S", skip, False),
     ("← Previous", "Left", previous, not any(p < item.position for p in progress.rated_positions)),
 ])
-st.caption("Keys: 0-3 grade and move on, S skip, ← back to your previous grade. "
-           + " · ".join(f"{g} = {w}" for g, w in GRADE_WORDS.items()))
+st.caption(f"Keys: {'/'.join(str(v) for v in scale)} grade and move on, S skip, ← back to your previous grade. "
+           + " · ".join(f"{v} = {w}" for v, (_, w) in scale.items()))

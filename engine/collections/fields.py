@@ -60,17 +60,36 @@ def guess(columns: Sequence[str], role: str) -> str | None:
     return None
 
 
+def _is_number(value: str) -> bool:
+    try:
+        float(value.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def text_like(values: Sequence[Any]) -> bool:
+    """Whether a column's sample values read as text: most non-empty ones hold a letter and are not
+    numbers (a "price" or "count" column read from a CSV is strings of digits, not text)."""
+    strings = [v.strip() for v in values if isinstance(v, str) and v.strip()]
+    if not strings:
+        return False
+    wordy = sum(1 for v in strings if any(c.isalpha() for c in v) and not _is_number(v))
+    return wordy * 2 > len(strings)
+
+
 def guess_text_by_length(columns: Sequence[str], rows: Sequence[Mapping[str, Any]],
                          exclude: Sequence[str | None]) -> str | None:
-    """The column with the longest strings in the sample rows (for a text column with no usual name)."""
+    """The text-like column (:func:`text_like`) with the longest strings in the sample rows (for a
+    text column with no usual name); None when no column reads as text."""
     best, best_length = None, 0.0
     for column in columns:
         if column in exclude:
             continue
         values = [row.get(column) for row in rows]
-        strings = [v for v in values if isinstance(v, str)]
-        if not strings:
+        if not text_like(values):
             continue
+        strings = [v for v in values if isinstance(v, str)]
         length = sum(len(v) for v in strings) / len(values)
         if length > best_length:
             best, best_length = column, length

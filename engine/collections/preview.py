@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchgrade.engine.collections.documents import DocumentCounts, count_documents
-from searchgrade.engine.collections.fields import DocumentFields, guess, guess_text_by_length
-from searchgrade.engine.collections.problems import Shown
+from searchgrade.engine.collections.fields import DocumentFields, guess, guess_text_by_length, text_like
+from searchgrade.engine.collections.problems import Shown, problem, show_names
 from searchgrade.engine.collections.queries import HEADER_NAMES
 from searchgrade.engine.collections.readers import open_records
 
@@ -49,6 +49,9 @@ def preview_documents(shown: Shown) -> FilePreview:
     doc_id = guess(records.columns, "id")
     title = guess(records.columns, "title")
     text = guess(records.columns, "text") or guess_text_by_length(records.columns, sample, (doc_id, title))
+    if text is None and not any(text_like([r.get(c) for r in sample]) for c in records.columns if c != doc_id):
+        raise problem(shown.short, f"no column holds text (columns: {show_names(records.columns)})",
+                      "a corpus needs a column of document text, such as 'text' or 'body': add one to the file")
     return FilePreview(records.columns, [{c: _cell(r.get(c)) for c in records.columns} for r in sample[:PREVIEW_ROWS]],
                        {"id": doc_id, "title": title, "text": [text] if text else []})
 
@@ -65,6 +68,13 @@ def preview_queries(shown: Shown) -> FilePreview:
         found = {"query_id": query_id, "query_text": text if text != query_id else None}
     return FilePreview(records.columns, [{c: _cell(r.get(c)) for c in records.columns} for r in sample],
                        found, header=records.header)
+
+
+def numeric_text_columns(shown: Shown, fields: DocumentFields) -> list[str]:
+    """The text columns picked whose sample values are not text (numbers, say)."""
+    records = open_records(shown)
+    sample = records.head(_SAMPLE_ROWS)
+    return [c for c in fields.text if c in records.columns and not text_like([r.get(c) for r in sample])]
 
 
 def count_with(shown: Shown, fields: DocumentFields) -> DocumentCounts:

@@ -23,6 +23,8 @@ from searchgrade.engine.collections.problems import Shown, plural, problem, show
 from searchgrade.engine.collections.readers import text_lines
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
+#: The note of judgments none of which names a document of the corpus (the page warns with it).
+NO_MATCHING_DOCUMENTS = "no judgment names a document of the corpus"
 _FORMATS = {3: "BEIR TSV (query-id, corpus-id, score)", 4: "TREC (query-id, iteration, doc-id, grade)"}
 
 
@@ -134,7 +136,7 @@ def load_qrels(shown: Shown, known: Known, notes: list[str], queries_name: str,
     if not qrels:
         notes.append(f"{shown.short}: no judgment names a loaded query, so no judgments are used")
     elif not any(doc_id in known.docs for judged in qrels.values() for doc_id in judged):
-        notes.append(f"{shown.short}: no judgment names a document of the corpus, so no judgments are "
+        notes.append(f"{shown.short}: {NO_MATCHING_DOCUMENTS}, so no judgments are "
                      "used; check that its document ids are the corpus's ids")
         return {}
     return qrels

@@ -30,6 +30,27 @@ _PARQUET_BATCH = 8192
 _BOM = b"\xef\xbb\xbf"
 
 
+#: Bytes looked at to tell a text file from a binary one.
+SNIFF_BYTES = 8192
+_CONTROL = frozenset(range(32)) - {9, 10, 12, 13, 27} | {127}
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file's first bytes are binary data rather than text: a NUL byte (no text encoding
+    but UTF-16/32, which we do not read, has one), or more than a tenth control characters."""
+    if not head:
+        return False
+    if b"\0" in head:
+        return True
+    return sum(byte in _CONTROL for byte in head) > len(head) / 10
+
+
+def not_text(shown: Shown) -> SearchGradeError:
+    """The one line for a binary file where a text file was expected."""
+    return SearchGradeError(f"{shown.short}: not a text file (it holds binary data); give a UTF-8 text file "
+                            "(.jsonl, .csv, .tsv, TREC or BEIR qrels), or a .parquet file")
+
+
 def text_lines(shown: Shown) -> Iterator[tuple[int, str]]:
     """``(number, line)`` for every line of a UTF-8 file (a leading BOM dropped; line ends kept).
 
@@ -37,6 +58,9 @@ def text_lines(shown: Shown) -> Iterator[tuple[int, str]]:
     ``splitlines`` would split at.
     """
     with open(shown.path, "rb") as f:
+        if looks_binary(f.read(SNIFF_BYTES)):
+            raise not_text(shown)
+        f.seek(0)
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM):]

@@ -27,7 +27,13 @@ from searchgrade.engine.collections import (
     DocumentFields,
     Shown,
 )
-from searchgrade.engine.collections.preview import FilePreview, count_with, preview_documents, preview_queries
+from searchgrade.engine.collections.preview import (
+    FilePreview,
+    count_with,
+    numeric_text_columns,
+    preview_documents,
+    preview_queries,
+)
 from searchgrade.engine.collections.problems import plural
 from searchgrade.engine.store import Store
 
@@ -173,6 +179,11 @@ def mapping_counts(path: str | Path, label: str, mapping: ColumnMap) -> Counts:
     if fields.id in fields.text:
         return Counts("", f"the id column {fields.id!r} is also a text column; pick another as "
                       f"'{PICKERS['id']}' or '{PICKERS['text']}'")
+    not_text = numeric_text_columns(Shown.given(path, label), fields)
+    if not_text:
+        names = ", ".join(repr(c) for c in not_text)
+        return Counts("", f"{label}: {names} {'holds' if len(not_text) == 1 else 'hold'} no text (numbers or "
+                      f"empty values); pick the column of document text as '{PICKERS['text']}'")
     counts = count_with(Shown.given(path, label), fields)
     repeated = (f"{plural(counts.duplicate_ids, 'id')} "
                 f"{'appears' if counts.duplicate_ids == 1 else 'appear'} more than once")

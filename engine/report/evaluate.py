@@ -1,6 +1,7 @@
-"""The Evaluate screen: what a collection offers (sizes, judgments, grade scale), which grading
-modes can run with the LLM endpoint at hand, reusable query sets, the index defaults, the user's
-judge prompt and what an LLM run will cost."""
+"""The Evaluate screen: what a collection offers (sizes, judgments, grade scale, judgments naming
+documents it lacks), which grading modes can run with the LLM endpoint at hand (and by clicks, with
+a query log's), reusable query sets, the index defaults, the user's judge prompt and what an LLM run
+will cost."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from searchgrade.engine.collections import default_threshold, grade_scale, load_collection
+from searchgrade.engine.collections.qrels import NO_MATCHING_DOCUMENTS
 from searchgrade.engine.llm.env import endpoint_status
 from searchgrade.engine.report.runs import run_label
 from searchgrade.engine.store import Store
@@ -37,6 +39,26 @@ class CollectionOverview:
     threshold: int | None
     notes: tuple[str, ...]
     has_precomputed_embeddings: bool
+    #: Judgments kept, and those naming a document the loaded corpus does not have (not in the
+    #: file, or skipped as empty): such a document counts as relevant and is never retrieved.
+    judgments: int = 0
+    unmatched_judgments: int = 0
+    unmatched_documents: int = 0
+    #: The loader found judgments, but none names a document of the corpus (ids that do not match).
+    no_matching_judgments: bool = False
+
+    def judgment_warning(self) -> str | None:
+        """What the page warns about the judgments and the corpus, with counts (None: they match)."""
+        if self.no_matching_judgments:
+            return ("None of the judgments names a document of the corpus, so they are not used: check that "
+                    "the judgments' document ids are the corpus's ids (the 'Document id column').")
+        if not self.unmatched_judgments:
+            return None
+        return (f"{self.unmatched_judgments:,} of {self.judgments:,} judgments name "
+                f"{self.unmatched_documents:,} document{'s' if self.unmatched_documents != 1 else ''} the "
+                "corpus does not have: they count as relevant but can never be retrieved, which lowers "
+                "recall, MAP and NDCG for every strategy. Check the 'Document id column', or that the "
+                "judgments belong to this corpus.")
 
 
 def collection_overview(path: str | Path, **options: Any) -> CollectionOverview:
@@ -47,6 +69,8 @@ def collection_overview(path: str | Path, **options: Any) -> CollectionOverview:
     collection = load_collection(path, **options)
     qrels = collection.qrels or {}
     scale = grade_scale(qrels) if qrels else (None, None)
+    doc_ids = {d.doc_id for d in collection.documents}
+    unmatched = {(q, d) for q, judged in qrels.items() for d in judged if d not in doc_ids}
     return CollectionOverview(
         name=collection.name, path=collection.path, documents=len(collection.documents),
         queries=len(collection.queries),
@@ -55,6 +79,9 @@ def collection_overview(path: str | Path, **options: Any) -> CollectionOverview:
         threshold=default_threshold(scale[1]) if scale[1] is not None else None,
         notes=tuple(collection.notes),
         has_precomputed_embeddings=Path(collection.path, "embeddings").is_dir(),
+        judgments=sum(len(judged) for judged in qrels.values()), unmatched_judgments=len(unmatched),
+        unmatched_documents=len({d for _, d in unmatched}),
+        no_matching_judgments=any(NO_MATCHING_DOCUMENTS in note for note in collection.notes),
     )
 
 
@@ -71,6 +98,7 @@ MODE_LABELS = {
     "qrels": "Human judgments (qrels)",
     "llm": "LLM judge",
     "qrels_llm": "Human judgments + LLM agreement",
+    "clicks": "Clicks (a click model over a query log)",
 }
 
 
@@ -102,6 +130,14 @@ def mode_status(overview: CollectionOverview | None, environ: dict[str, str] | N
     ]
 
 
+def clicks_mode(has_clicks: bool) -> ModeStatus:
+    """Grading by clicks: a query log of this collection with click events is stored."""
+    return ModeStatus("clicks", MODE_LABELS["clicks"], has_clicks,
+                      "a query log with clicks" if has_clicks else
+                      "no query log with click events for this collection: import one under 'Queries from a "
+                      "query log'")
+
+
 def query_set_choices(store: Store, collection_name: str) -> list[tuple[str, str]]:
     """LLM runs of a collection whose generated queries can be reused (queries_from): (run id, label),
     newest first. A stopped run counts: its queries were stored before any judging."""
@@ -112,10 +148,11 @@ def query_set_choices(store: Store, collection_name: str) -> list[tuple[str, str
 
 
 #: The index settings the Evaluate screen lets a person change.
-INDEX_FIELDS = ("embedding_model", "embedding_backend", "reranker_model", "ann_index")
+INDEX_FIELDS = ("embedding_model", "embedding_backend", "reranker_model", "ann_index", "bm25_k1", "bm25_b",
+                "rrf_k", "fusion_depth")
 
 
-def index_defaults() -> dict[str, str]:
+def index_defaults() -> dict[str, Any]:
     """The pre-filled values of the screen's index settings (the defaults of IndexSettings)."""
     defaults = IndexSettings()
     return {name: getattr(defaults, name) for name in INDEX_FIELDS}

@@ -17,9 +17,9 @@ import pandas as pd
 
 from searchgrade.engine.clicks.events import EventOptions, EventSummary, import_events
 from searchgrade.engine.clicks.models import CLICK_MODELS, MIN_IMPRESSIONS, MODEL_LABELS
+from searchgrade.engine.store import Store
 from searchgrade.engine.traffic.logs import LogOptions, LogSummary, default_name, import_log
 from searchgrade.engine.traffic.query_sets import SetOptions, SetSummary, create_query_set, head_and_tail
-from searchgrade.engine.store import Store
 
 METHOD_LABELS = {"stratified": "Stratified: head, torso and tail apart (per-band figures)",
                  "frequency": "By frequency: queries drawn in proportion to their searches",
@@ -42,6 +42,11 @@ def log_choices(store: Store, collection_name: str) -> list[LogChoice]:
     return [LogChoice(r["log_name"], f"{r['log_name']} ({r['kept_queries']:,} queries, {r['kept_searches']:,} searches"
                       + (f", clicks on {r['click_pairs']:,} pairs" if r["click_pairs"] else "") + ")",
                       bool(r["click_pairs"])) for r in logs]
+
+
+def has_click_log(store: Store, collection_name: str) -> bool:
+    """Whether a query log imported for this collection has click events (grading by clicks can run)."""
+    return any(r["click_pairs"] for r in store.query_logs(collection_name))
 
 
 def set_choices(store: Store, log_name: str) -> dict[str, str]:

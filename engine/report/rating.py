@@ -22,6 +22,38 @@ from searchgrade.engine.store import RunRecord, Store
 GRADE_WORDS = {0: "unrelated", 1: "on topic, no answer", 2: "partly answers", 3: "answers it"}
 
 
+#: What a "relevant" on a run with binary labels is stored as: the lowest 0-3 grade that is relevant
+#: on both scales (ratings belong to the collection and go to its 0-3 runs too; 2 maps to 1 here).
+BINARY_RELEVANT = 2
+
+
+def rating_scale(run: RunRecord) -> dict[int, tuple[int, str]]:
+    """The rating buttons of a run, following its labels: shown value -> (the 0-3 rating stored, words).
+    Binary labels (0/1, SciFact's) get 0 and 1; every other scale ratings fit gets 0-3."""
+    if run.grade_max is not None and run.grade_max <= 1:
+        return {0: (0, "not relevant"), 1: (BINARY_RELEVANT, "relevant")}
+    return {grade: (grade, words) for grade, words in GRADE_WORDS.items()}
+
+
+def shown_rating(run: RunRecord, rating: int) -> int:
+    """A stored 0-3 rating as the run's scale shows it (1 for 2 or 3 on binary labels)."""
+    return to_run_scale(rating, run.grade_min, run.grade_max) if run.grade_max is not None and \
+        run.grade_max <= 1 else rating
+
+
+def query_ratings(store: Store, run_id: str, query_id: str) -> dict[str, str]:
+    """What people rated the query's results, read afresh (a rating shows at once): doc id ->
+    "Ada 1, Bob 0" on the run's scale."""
+    run = store.get_run(run_id)
+    labels = run_labels(store, run)
+    out: dict[str, str] = {}
+    for (q, doc_id), ratings in labels.ratings.items():
+        if q == query_id:
+            latest = latest_per_rater(ratings)
+            out[doc_id] = ", ".join(f"{who} {shown_rating(run, r.grade)}" for who, r in sorted(latest.items()))
+    return out
+
+
 @dataclass
 class RateItem:
     """One result to rate, with where the page found it."""

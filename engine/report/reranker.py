@@ -4,6 +4,10 @@ A run evaluated with ``--reranker-model trained:NAME`` records in ``stats["reran
 model scored each query: the fold model that never saw it (cross-fitted) or, for a query no
 training query matches, a model trained on other queries (plain). The page says which, with the
 words "measured on queries the reranker never saw" when every query was held out.
+
+Before a run, the Evaluate page asks ``reranker_problem`` whether the reranker model loads here
+(checked once per model and process): offline, the reranked strategies are not preselected and the
+fix named is the page's own field (``PAGE_FIX``), never the command line's flag.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from searchgrade.engine.run.strategies import label
+from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.strategies import label, registry_for_declared
 from searchgrade.engine.store import RunRecord
 
 #: The words the page shows beside a trained reranker's figures when no query was trained on.
@@ -111,3 +116,77 @@ def trained_rerankers(data_dir: Path) -> list[dict[str, Any]]:
         except (OSError, ValueError):
             continue
     return sorted(cards, key=lambda c: c.get("created_at", ""), reverse=True)
+
+
+# ---------------------------------------------------------------- before a run: does the model load?
+
+#: What the Evaluate page offers as the fix when the reranker model cannot load (its own field,
+#: not the command line's --reranker-model).
+PAGE_FIX = ("type a local cross-encoder folder, or trained:NAME, as \"Reranker model\" under Models and "
+            "indexes")
+#: model (and data directory, for trained:NAME) -> why it cannot load ("" : it loads). Checked once
+#: per process: loading is what a run does first, and a model that loads stays loaded for it.
+_LOADS: dict[tuple[str, str], str] = {}
+
+
+def reranker_problem(model: str, data_dir: str | Path) -> str | None:
+    """Why the reranker ``model`` cannot load on this server, phrased for the Evaluate page (None:
+    it loads). Checked once per model and process.
+
+    A hub name that is neither a local folder nor in the local model cache, with the hub out of
+    reach, fails without importing the model libraries (seconds saved on every first view offline).
+    """
+    model = model.strip()
+    key = (model, str(data_dir) if model.startswith("trained:") else "")
+    if key not in _LOADS:
+        _LOADS[key] = _load_problem(model, Path(data_dir))
+    return _LOADS[key] or None
+
+
+def _load_problem(model: str, data_dir: Path) -> str:
+    from searchgrade.indexes.rerank.cross_encoder import RERANKER_FIX, load_reranker
+    from searchgrade.indexes.rerank.trained import TrainedReranker, trained_name
+
+    if not model:
+        return f"no reranker model is given; {PAGE_FIX}"
+    try:
+        trained = trained_name(model)
+        if trained is not None:
+            TrainedReranker.load(data_dir, trained)
+            return ""
+        if not _maybe_local(model):
+            return (f"reranker model '{model}' could not be loaded (it is not in this server's model "
+                    f"cache and the model hub is out of reach); {PAGE_FIX}")
+        load_reranker(model)
+    except SearchGradeError as exc:
+        return str(exc).removesuffix(f": {RERANKER_FIX}") + f"; {PAGE_FIX}"
+    return ""
+
+
+def _maybe_local(model: str) -> bool:
+    """False only when ``model`` is surely unloadable: no such folder, not in the local Hugging Face
+    cache, and the hub does not answer."""
+    from searchgrade.indexes.hub import hub_reachable
+
+    if Path(model).expanduser().exists() or model.startswith((".", "/", "~")):
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return True
+    if isinstance(try_to_load_from_cache(model, "config.json"), str):
+        return True
+    return hub_reachable()
+
+
+def page_fix(message: str) -> str:
+    """A skip reason as the Evaluate page words it: its own field as the fix, not a CLI flag."""
+    from searchgrade.indexes.rerank.cross_encoder import RERANKER_FIX
+
+    return message.replace(RERANKER_FIX, PAGE_FIX)
+
+
+def reranked(names: list[str] | tuple[str, ...], declared: dict[str, dict[str, Any]]) -> list[str]:
+    """The strategies among ``names`` that need the reranker model."""
+    registry = registry_for_declared(declared)
+    return [n for n in names if n in registry.infos and registry.info(n).reranks is not None]

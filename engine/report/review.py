@@ -22,6 +22,25 @@ MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries:
                "holes": "Fill the holes: the unjudged results that could change the decision"}
 
 
+#: What the page says it is doing, by the mode of the review at hand.
+PAGE_CAPTIONS = {
+    "pairs": "Rate a sample of the judge's pairs without seeing its grade, the rank or the strategy. Your grades "
+             "measure the judge (Results: how far to trust the judge) and correct every metric for its errors. "
+             "Ratings belong to the collection: later runs reuse them.",
+    "queries": "Rate every result in the top k of a sample of queries, without seeing the judge's grade, the rank "
+               "or the strategy: the judge-corrected metrics need whole queries. Ratings belong to the "
+               "collection: later runs reuse them.",
+    "holes": "Fill the holes: rate the results nobody judged that could change which strategy leads, most "
+             "decisive first, without seeing the rank or the strategy. Each grade turns an unjudged result (counted "
+             "as not relevant) into a judged one; \"Re-score with the latest labels\" on Results puts them "
+             "into the figures. Ratings belong to the collection: later runs reuse them.",
+}
+#: What a review needs, for a page that has nothing to review yet.
+NEEDS = ("A review needs a complete run: one graded by the LLM judge (to check its grades), or any run on a "
+         "0-3 or 0/1 scale (to fill its holes). Start one on the Evaluate page: \"LLM judge\" needs an LLM "
+         "endpoint (see docs/llm.md).")
+
+
 @dataclass(frozen=True)
 class QueueChoice:
     queue_id: str

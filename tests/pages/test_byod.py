@@ -64,8 +64,49 @@ def test_an_upload_is_mapped_by_a_guess_with_a_preview_and_the_counts(home):
     assert at.multiselect(key="evaluate_map_text").value == ["body"]
     assert list(at.dataframe[0].value.columns) == ["doc_id", "headline", "body", "notes"]
     assert "Loading gives 8 documents" in _texts(at)
-    # Without judgments only the LLM could grade it, and it is not configured.
+    # Without judgments only the LLM could grade it, and it is not configured: the page says what to
+    # attach (the uploaders are right above), not yet that nothing can run.
+    assert not _errors(at)
+    assert "add a queries file and a judgments file (qrels)" in _texts(at)
+    # Judgments attached that name none of the corpus's documents: now nothing can run, and why.
+    at.file_uploader(key="evaluate_queries_upload").set_value(("queries.csv", QUERIES.encode(), "text/csv")).run()
+    wrong = "".join(f"q{i} 0 x{i} 1\n" for i in range(3))
+    at.file_uploader(key="evaluate_qrels_upload").set_value(("wrong.qrels", wrong.encode(), "text/plain")).run()
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any(w.startswith("None of the judgments names a document of the corpus") for w in warnings), warnings
     assert any("No grading mode can run" in e for e in _errors(at))
+
+
+def test_judgments_naming_documents_the_corpus_lacks_are_a_warning_with_counts(home):
+    at = _upload_page()
+    at.file_uploader(key="evaluate_queries_upload").set_value(("queries.csv", QUERIES.encode(), "text/csv")).run()
+    # Five judgments, two of them of documents the corpus lacks (one of them twice).
+    qrels = QRELS + "q0 0 gone1 1\nq1 0 gone1 1\n"
+    at.file_uploader(key="evaluate_qrels_upload").set_value(("j.qrels", qrels.encode(), "text/plain")).run()
+    [warning] = [w.value.replace("\\", "") for w in at.warning]
+    assert warning.startswith("2 of 5 judgments name 1 document the corpus does not have")
+    assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)"]
+
+
+def test_a_corpus_with_no_text_column_is_refused_not_read_from_its_numbers(home):
+    at = _upload_page("prices.csv", "id,price,stock\n" + "".join(f"p{i},{i}.99,{i * 3}\n" for i in range(6)))
+    assert _errors(at) == ["prices.csv: no column holds text (columns: 'id', 'price', 'stock'); a corpus needs a "
+                           "column of document text, such as 'text' or 'body': add one to the file"]
+    assert "Loading gives" not in _texts(at)
+    assert not [b for b in at.button if b.label == "Evaluate search quality"]
+
+
+def test_a_numeric_column_picked_as_text_is_refused_with_the_picker_to_change(home):
+    at = _upload_page("mixed.csv", "id,price,name\n" + "".join(f"p{i},{i}.99,Lamp number {i}\n" for i in range(6)))
+    at.multiselect(key="evaluate_map_text").set_value(["price"]).run()
+    [error] = _errors(at)
+    assert error == "mixed.csv: 'price' holds no text (numbers or empty values); pick the column of document text as 'Text columns'"
+
+
+def test_a_binary_file_is_not_a_text_file(home):
+    at = _upload_page("photo.csv", bytes(range(256)) * 8)
+    assert _errors(at) == ["photo.csv: not a text file (it holds binary data); upload a .jsonl, .csv or .tsv "
+                           "file as UTF-8 text"]
 
 
 def test_queries_and_trec_qrels_beside_an_upload_make_qrels_mode_run(home, captured):

@@ -4,24 +4,11 @@ local search server), and Results shows overlaps and backend problems."""
 from __future__ import annotations
 
 import json
+import time
 
-import pytest
-
-from tests.conftest import write_beir
-from tests.indexes.declared.conftest import SearchServer
+from searchgrade.server import jobs
+from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures
 from tests.pages.conftest import open_page
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    return write_beir(tmp_path_factory.mktemp("beir") / "tiny")
-
-
-@pytest.fixture(scope="module")
-def server(tiny_folder, tmp_path_factory):
-    server = SearchServer(tiny_folder, tmp_path_factory.mktemp("server-data"))
-    yield server
-    server.stop()
 
 
 def declare(home, monkeypatch, text):
@@ -30,8 +17,8 @@ def declare(home, monkeypatch, text):
     monkeypatch.setenv("SEARCHGRADE_STRATEGIES_FILE", str(path))
 
 
-def test_declared_strategies_are_offered_and_tested_with_one_sample_query(home, monkeypatch, server,
-                                                                          tiny_folder):
+def test_declared_strategies_are_offered_and_tested_with_one_sample_query(home, monkeypatch, server,  # noqa: F811
+                                                                          tiny_folder):  # noqa: F811
     monkeypatch.delenv("SG_PAGE_SECRET", raising=False)
     declare(home, monkeypatch, f'''
 [strategy.es]
@@ -84,3 +71,29 @@ def test_results_show_the_overlap_of_each_pair_and_backend_problems(tiny_run, st
     (overlap,) = [d.value for d in at.dataframe if "RBO@3" in d.value.columns]
     assert len(overlap) == 3 and set(overlap.columns) >= {"Jaccard@3", "RBO@3"}
     assert json.loads(overlap.to_json())  # plain numbers
+
+
+def test_a_search_added_on_the_page_is_saved_picked_and_runs(home, server, tiny_folder, store, clean_jobs):  # noqa: F811
+    at = open_page("views/evaluate.py")
+    at.radio(key="evaluate_source").set_value("A path on this machine").run()
+    at.text_input(key="evaluate_path").set_value(str(tiny_folder)).run()
+    at.selectbox(key="evaluate_add_kind").set_value("http").run()
+    for field, value in (("name", "my-http"), ("http_url", server.url + "/search?q={{query}}&n={{k}}"),
+                         ("http_hits", "results"), ("http_id", "doc.id"), ("http_score", "relevance"),
+                         ("http_title", "doc.name")):
+        at.text_input(key=f"evaluate_add_{field}").set_value(value)
+    at.button(key="evaluate_add_save").click().run()
+    assert not at.exception
+    assert any(s.value.replace("\\", "").startswith("Saved my-http") for s in at.success)
+    picker = at.multiselect(key="evaluate_strategies")
+    assert "my-http" in picker.options and "my-http" in picker.value
+    picker.set_value(["my-http"]).run()
+    at.button(key="evaluate_start").click().run()
+    deadline = time.time() + 120
+    while jobs.active_job() is not None and time.time() < deadline:
+        time.sleep(0.1)
+    at.run()
+    assert "Run complete" in at.success[0].value.replace("\\", ""), [e.value for e in at.error]
+    [run] = store.list_runs()
+    assert run.config["strategies"] == ["my-http"] and run.config["declared"]["my-http"]["declared_in"] == "app"
+    assert store.metric_summary(run.run_id, 10)

@@ -176,3 +176,19 @@ def test_estimate_waits_a_bounded_time_for_an_endpoint_that_does_not_answer(home
     assert not at.exception, [e.message for e in at.exception]
     assert "Query generation: 3 calls" in _text(at)
     assert took < ESTIMATE_TIMEOUT_S + 20, took
+
+
+def test_an_llm_endpoint_typed_on_an_exposed_app_is_held_to_the_outbound_policy(home, monkeypatch):
+    from tests.pages.conftest import bound_to
+
+    monkeypatch.setenv("SEARCHGRADE_APP_NO_AUTH", "1")
+    with bound_to("0.0.0.0"):
+        at = open_page("views/evaluate.py")
+        at.text_input(key="evaluate_llm_model").set_value("fake").run()
+        at.text_input(key="evaluate_llm_base_url").set_value("http://127.0.0.1:9/v1").run()
+        at.radio(key="evaluate_mode").set_value("qrels_llm").run()
+        at.button(key="evaluate_start").click().run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("LLM endpoint base URL"), errors
+    assert jobs.latest_job() is None  # nothing started

@@ -143,7 +143,7 @@ def test_drilldown_of_a_generated_query_shows_its_type_source_and_the_judges_rea
     for row in results.to_dict("records"):
         grade = grades[row["Doc id"]]
         assert row["Judge's reason"] == grade["reason"]
-        assert row["Judgment"] == ("judge failed" if grade["grade"] is None else "LLM")
+        assert row["Grade from"] == ("judge failed" if grade["grade"] is None else "LLM judge")
 
 
 def test_evaluate_offers_the_llm_modes_prefilled_from_the_environment(home, monkeypatch, tmp_path):
@@ -169,7 +169,7 @@ def test_evaluate_offers_the_llm_modes_prefilled_from_the_environment(home, monk
     # Emptying the model takes the LLM modes away, with the reason.
     at.text_input(key="evaluate_llm_model").set_value("").run()
     assert at.radio(key="evaluate_mode").options == ["Human judgments (qrels)"]
-    assert "LLM judge: unavailable, no LLM model" in _text(at)
+    assert "LLM judge and Human judgments + LLM agreement: not available yet, no LLM model" in _text(at)
 
 
 def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store, monkeypatch, tmp_path):
@@ -196,7 +196,8 @@ def test_evaluate_starts_an_llm_run_that_finishes_in_the_background(home, store,
     assert "Run complete" in at.success[0].value.replace("\\", "")
     # The live progress showed the LLM stages with their calls and tokens.
     progress = [p.proto.text for p in at.get("progress")]
-    assert any(t.startswith("judge") and "calls" in t and "tokens" in t for t in progress), progress
+    assert any(t.startswith("Grading results with the LLM judge") and "calls" in t and "tokens" in t
+               for t in progress), progress
     assert job.usage["judge"]["requests"] == recorder.posts["judge"]
     [run] = store.list_runs()
     assert (run.status, run.mode, run.label_source) == ("complete", "llm", "llm")
@@ -246,3 +247,22 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
     pairs = {(g["query_id"], g["doc_id"]) for g in store.grades(run.run_id)}
     # Five judgments were done before the server turned the run away: only the rest were asked.
     assert good.posts == {"judge": len(pairs) - 5, "querygen": 0}
+
+
+def test_review_says_what_fill_the_holes_does_and_what_a_review_needs(store):
+    import re
+
+    from searchgrade.engine.report import review as review_model
+    from tests.engine.holes_fixtures import holey_spec
+    from tests.pages.synthetic import write_run
+
+    empty = open_page("views/review.py", state={"app_rater": "Ada"})
+    assert empty.info[0].value == review_model.NEEDS
+    assert [link.proto.label for link in empty.get("page_link")] == ["Evaluate: start a run"]
+    spec, _ = holey_spec(n_queries=8)
+    write_run(store, spec, n_bootstrap=50)
+    at = open_page("views/review.py", state={"app_rater": "Ada"})
+    first = re.sub(r"\\(.)", r"\1", at.caption[0].value)
+    assert first == review_model.PAGE_CAPTIONS["holes"] and "judge's pairs" not in first
+    at.button(key="review_new_start").click().run()
+    assert re.sub(r"\\(.)", r"\1", at.caption[0].value) == review_model.PAGE_CAPTIONS["holes"]

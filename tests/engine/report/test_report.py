@@ -328,9 +328,9 @@ def test_drilldown_shows_the_judges_reason_and_a_failed_judgment_as_such(store, 
     detail = query_detail(store, llm_run, "q1")
     fulltext = detail.results["fulltext"]
     assert pd_isna(fulltext.loc[0, "Grade"])
-    assert fulltext.loc[0, ["Judgment", "Judge's reason"]].tolist() == [
+    assert fulltext.loc[0, ["Grade from", "Judge's reason"]].tolist() == [
         "judge failed", "judge failure: invalid reply for d5"]
-    assert fulltext.loc[1, ["Grade", "Judgment", "Judge's reason"]].tolist() == [3, "LLM", "reason for d1"]
+    assert fulltext.loc[1, ["Grade", "Grade from", "Judge's reason"]].tolist() == [3, "LLM judge", "reason for d1"]
     assert detail.source["doc_id"] == "d1" and detail.query_type == "natural"
     assert detail.source_ranks == {"ann": 2, "fulltext": 2}
 
