@@ -81,6 +81,10 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")
     g.add_argument("--fusion-depth", type=int, default=d.fusion_depth,
                    help=f"candidates fused per list in hybrid (default: {d.fusion_depth})")
+    g.add_argument("--fusion", default=d.fusion, metavar="METHOD",
+                   help="how hybrid fuses the ANN and full-text lists: rrf, wrrf(w=0.7), combsum(norm=zscore), "
+                   "combmnz(norm=minmax), convex(w=0.3,norm=minmax); norm is minmax, zscore or sum "
+                   f"(docs/tuning.md) (default: {d.fusion})")
     g.add_argument("--bm25-k1", type=float, default=d.bm25_k1, help=f"BM25 k1 (default: {d.bm25_k1})")
     g.add_argument("--bm25-b", type=float, default=d.bm25_b, help=f"BM25 b (default: {d.bm25_b})")
     g.add_argument("--batch-size", type=int, default=d.batch_size,
@@ -157,7 +161,7 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         embedding_model=args.embedding_model, embedding_backend=args.embedding_backend,
         device=args.device, ann_index=args.ann_index,
         reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
-        fusion_depth=args.fusion_depth, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
+        fusion_depth=args.fusion_depth, fusion=args.fusion, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
         batch_size=args.batch_size,
     )
     resolve_device(settings.embedding_backend, settings.device)
