@@ -27,6 +27,7 @@ from searchgrade.cli import (
     queries,
     show,
     train_reranker,
+    tune,
 )
 from searchgrade.core.records import SearchGradeError
 
@@ -43,6 +44,7 @@ COMMANDS = {
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker
+    "tune": tune,  # tune
     "app": app,  # app
 }
 

@@ -17,6 +17,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - holes: the judgments a run's qrels mark as pooled but not judged, and the reads of the metrics
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 - strategies: strategies added from the browser ("Add your search").
+- tuning: tuning studies and their trials (`searchgrade tune`), stored as each trial ends.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from searchgrade.engine.store.runs import (
 )
 from searchgrade.engine.store.strategies import SavedStrategiesMixin
 from searchgrade.engine.store.traffic import TrafficMixin
+from searchgrade.engine.store.tuning import TuningMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, StoreConnection):
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, TuningMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 
