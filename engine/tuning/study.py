@@ -93,6 +93,8 @@ def configuration_words(kind: str, strategy: str, best: Mapping[str, Any],
         lines = [f"[strategy.{strategy}]"]
         if kind == "hybrid":
             table["fusion"] = best["fusion"]
+            table.pop("rrf_k", None)  # the fusion string carries its k and depth
+            table.pop("depth", None)
         else:
             table["variables"] = {**(table.get("variables") or {}), **best}
         for key, value in table.items():
@@ -107,7 +109,10 @@ def configuration_words(kind: str, strategy: str, best: Mapping[str, Any],
                 lines.append(f"{key} = {'true' if value else 'false'}")
             else:
                 lines.append(f"{key} = {_value(value)}")
-        return {"snippet": "\n".join(lines)}
+        words = {"snippet": "\n".join(lines)}
+        if "bm25_k1" in best:  # the built-in full-text inside a declared hybrid: the command line's
+            words["flags"] = f"--bm25-k1 {best['bm25_k1']:g} --bm25-b {best['bm25_b']:g}"
+        return words
     flags = []
     if "fusion" in best:
         flags.append(f"--fusion '{best['fusion']}'")
