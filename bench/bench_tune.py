@@ -127,7 +127,7 @@ def main_bench() -> None:
         space = data / "space.toml"
         space.write_text(SPACE, encoding="utf-8")
         t0 = time.perf_counter()
-        out, err = _cli("tune", run_id, "--space", str(space), "--trials", str(args.trials), "--format", "json",
+        out, _ = _cli("tune", run_id, "--space", str(space), "--trials", str(args.trials), "--format", "json",
                         "--data-dir", str(data))
         report = json.loads(out)
         h = report["heldout"]

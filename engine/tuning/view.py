@@ -60,8 +60,8 @@ def comparison_words(report: dict[str, Any]) -> list[str]:
            f"{len(split['heldout'])} held-out queries (tuned on {len(split['tuning'])} others)")
     s, t = h["start"], h["tuned"]
     return [
-        f"On {how}: the starting configuration's {h['metric']} is {s['value']:.4f} (95% CI {s['ci_low']:.4f} to "
-        f"{s['ci_high']:.4f}), the tuned one's {t['value']:.4f} (95% CI {t['ci_low']:.4f} to {t['ci_high']:.4f}).",
+        (f"On {how}: the starting configuration's {h['metric']} is {s['value']:.4f} (95% CI {s['ci_low']:.4f} to "
+         f"{s['ci_high']:.4f}), the tuned one's {t['value']:.4f} (95% CI {t['ci_low']:.4f} to {t['ci_high']:.4f})."),
         h["verdict"][0].upper() + h["verdict"][1:] + ".",
         f"The tuner read held-out grades {report['heldout_grade_reads']} times while tuning.",
     ]
