@@ -73,6 +73,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
                    f"the CPU), cpu, cuda or cuda:N (default: {d.device})")
     g.add_argument("--ann-index", default=d.ann_index,
                    help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
+    g.add_argument("--ivf-nprobe", type=int, default=d.ivf_nprobe,
+                   help=f"inverted lists an IVF search visits (--ann-index ivf; default: {d.ivf_nprobe})")
     g.add_argument("--reranker-model", default=d.reranker_model,
                    help="cross-encoder name or local path, or trained:NAME for a reranker trained by "
                    f"`searchgrade train-reranker` (default: {d.reranker_model})")
@@ -162,7 +164,7 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         device=args.device, ann_index=args.ann_index,
         reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
         fusion_depth=args.fusion_depth, fusion=args.fusion, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
-        batch_size=args.batch_size,
+        batch_size=args.batch_size, ivf_nprobe=args.ivf_nprobe,
     )
     resolve_device(settings.embedding_backend, settings.device)
     return settings

@@ -10,8 +10,9 @@ Kinds (engine/tuning/space.py PARAMS_OF): ``fulltext`` (BM25 k1 and b on the sam
 ``hybrid`` (the built-in, or a declared ``kind = "hybrid"``: fusion method, normalisation, weight,
 depth, rrf_k, and BM25's k1 and b when one input is the built-in full-text), ``rerank`` (X_rerank's
 depth over X's list and the cross-encoder scores already computed), ``declared`` (an HTTP,
-Elasticsearch or OpenSearch strategy's template variables). ANN (exact or IVF), and declared
-kinds without templates, have nothing the tuner can change: refused with one line.
+Elasticsearch or OpenSearch strategy's template variables), ``ann-ivf`` (an IVF index's nprobe,
+the queries embedded once). Exact ANN and HNSW, and declared kinds without templates, have nothing
+the tuner can change: refused with one line.
 """
 
 from __future__ import annotations
@@ -98,9 +99,11 @@ def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | N
     kind = strategy_kind(strategy, registry, settings, len(collection.documents))
     if kind == "ann":
         index = settings.resolved(len(collection.documents)).ann_index
-        raise SearchGradeError(f"strategy {strategy} is {'exact' if index == 'flat' else index} nearest-neighbour "
-                               "search: the tuner has nothing to change in it (IVF nprobe tuning is not built yet); "
-                               "tune hybrid, fulltext or a reranked strategy")
+        if index != "ivf":
+            raise SearchGradeError(f"strategy {strategy} is {'exact' if index == 'flat' else index} nearest-neighbour "
+                                   "search: the tuner has nothing to change in it (an IVF index's nprobe can be "
+                                   "tuned); tune hybrid, fulltext or a reranked strategy")
+        kind = "ann-ivf"
     spec = registry.declared.get(registry.info(strategy).reranks or strategy)
     variables = template_variables(spec) if kind == "declared" else {}
     if table is not None:
@@ -265,6 +268,55 @@ def _declared_target(strategy: str, built: Any, settings: Any, space: Space, tex
                   reuse=reuse, describe=lambda params: {**start, **params})
 
 
+def _ivf_target(strategy: str, built: Any, settings: Any, space: Space, texts: Mapping[str, str],
+                k: int, spec: Any, reuse: bool) -> Target:
+    """IVF nprobe trials: the queries embedded once, each trial one index search per query."""
+    import time
+
+    import faiss
+
+    from searchgrade.indexes.builtin.ann import encode
+    from searchgrade.indexes.executor import Answer
+
+    searcher = built.context.ann()
+    ivf = faiss.extract_index_ivf(searcher.index)
+    start = {"ivf_nprobe": int(ivf.nprobe)}
+    embedded: dict[str, tuple[Any, float]] = {}
+
+    class IvfNode:
+        name = strategy
+        inputs: tuple[str, ...] = ()
+
+        def __init__(self, nprobe: int) -> None:
+            self.nprobe = min(int(nprobe), ivf.nlist)
+
+        def input_depth(self, depth: int) -> int:
+            return depth
+
+        def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+            missing = [i for i, q in enumerate(batch.ids) if q not in embedded or not reuse]
+            if missing:
+                began = time.perf_counter()
+                vectors = encode(searcher.model, [batch.texts[i] for i in missing], batch_size=settings.batch_size)
+                share = (time.perf_counter() - began) / len(missing)
+                for i, vector in zip(missing, vectors, strict=True):
+                    embedded[batch.ids[i]] = (vector, share)
+            ivf.nprobe = self.nprobe
+            out = []
+            for qid in batch.ids:
+                vector, share = embedded[qid]
+                began = time.perf_counter()
+                docs = searcher.search_vectors(vector[None, :], depth)[0]
+                out.append(Answer(docs, share + time.perf_counter() - began))
+            return out
+
+    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, None]:
+        return IvfNode({**start, **params}["ivf_nprobe"]), None
+
+    return Target(strategy, "ann-ivf", texts, built.nodes, [], k, k, make, start, reuse=reuse,
+                  describe=lambda params: {**start, **params})
+
+
 class _Counter:
     def __init__(self) -> None:
         import threading
@@ -281,4 +333,4 @@ class _Counter:
 
 
 _MAKERS = {"hybrid": _fusion_target, "fulltext": _fulltext_target, "rerank": _rerank_target,
-           "declared": _declared_target}
+           "declared": _declared_target, "ann-ivf": _ivf_target}

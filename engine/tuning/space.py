@@ -77,6 +77,7 @@ BUILTIN: dict[str, Bound] = {
     "fusion_depth": Bound("int", 1, 10_000, help="entries of each list fused"),
     "rrf_k": Bound("int", 0, 10_000, help="the RRF constant"),
     "rerank_depth": Bound("int", 1, 10_000, help="candidates the cross-encoder rescores"),
+    "ivf_nprobe": Bound("int", 1, 65_536, help="inverted lists an IVF search visits (capped at nlist)"),
 }
 
 #: The built-in parameters of each kind of strategy.
@@ -84,6 +85,7 @@ PARAMS_OF: dict[str, tuple[str, ...]] = {
     "fulltext": ("bm25_k1", "bm25_b"),
     "hybrid": ("method", "norm", "weight", "fusion_depth", "rrf_k", "bm25_k1", "bm25_b"),
     "rerank": ("rerank_depth",),
+    "ann-ivf": ("ivf_nprobe",),
     "declared": (),
 }
 
@@ -93,6 +95,7 @@ DEFAULT_SPACES: dict[str, dict[str, Any]] = {
     "hybrid": {"method": list(METHODS), "norm": ["minmax", "zscore", "sum"], "weight": [0.0, 1.0],
                "fusion_depth": [10, 100], "rrf_k": [1, 100]},
     "rerank": {"rerank_depth": [10, 100]},
+    "ann-ivf": {"ivf_nprobe": [1, 64]},
 }
 
 

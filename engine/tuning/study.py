@@ -120,4 +120,6 @@ def configuration_words(kind: str, strategy: str, best: Mapping[str, Any],
         flags += [f"--bm25-k1 {best['bm25_k1']:g}", f"--bm25-b {best['bm25_b']:g}"]
     if "rerank_depth" in best:
         flags.append(f"--rerank-depth {int(best['rerank_depth'])}")
+    if "ivf_nprobe" in best:
+        flags.append(f"--ann-index ivf --ivf-nprobe {int(best['ivf_nprobe'])}")
     return {"flags": " ".join(flags)}

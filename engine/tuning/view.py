@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The run's strategies the section offers (ANN has nothing to tune).
+#: Left out of the section's choices: ANN is exact search below 200,000 documents (nothing to tune);
+#: an IVF index's nprobe is tuned from the command line (`searchgrade tune RUN --strategy ann`).
 UNTUNABLE = ("ann",)
 
 

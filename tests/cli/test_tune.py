@@ -81,3 +81,14 @@ def test_exact_ann_has_nothing_to_tune(tiny_run, capsys):
     capsys.readouterr()
     assert main(["tune", run_id, "--strategy", "ann", "--data-dir", str(data)]) != 0
     assert "nothing to change" in capsys.readouterr().err
+
+
+def test_an_ivf_index_tunes_its_nprobe_with_the_queries_embedded_once(tmp_path, capsys):
+    folder = write_beir(tmp_path / "tiny")
+    data = tmp_path / "d"
+    assert main(["evaluate", str(folder), "--qrels", "--data-dir", str(data), "--strategies", "ann",
+                 "--ann-index", "ivf", "--ivf-nprobe", "1"]) == 0
+    run_id = Store(data).list_runs()[0].run_id
+    report = tune_json(capsys, run_id, data, "--strategy", "ann", "--trials", "2")
+    assert report["start"] == {"ivf_nprobe": 1} and set(report["best"]) == {"ivf_nprobe"}
+    assert report["configuration"]["flags"].startswith("--ann-index ivf --ivf-nprobe ")
