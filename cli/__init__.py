@@ -29,6 +29,7 @@ from searchgrade.cli import (
     show,
     suite,
     train_reranker,
+    tune,
     worker,
 )
 from searchgrade.core.records import SearchGradeError
@@ -48,6 +49,7 @@ COMMANDS = {
     "train-reranker": train_reranker,  # train-reranker
     "suite": suite,  # suite create|list|show|run|delete|update|schedule|alert|note
     "worker": worker,  # worker
+    "tune": tune,  # tune
     "app": app,  # app
     "mcp": mcp,  # mcp
 }

@@ -73,6 +73,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
                    f"the CPU), cpu, cuda or cuda:N (default: {d.device})")
     g.add_argument("--ann-index", default=d.ann_index,
                    help="faiss index: auto (exact up to 200,000 documents, ivf above), flat (exact), hnsw or ivf")
+    g.add_argument("--ivf-nprobe", type=int, default=d.ivf_nprobe,
+                   help=f"inverted lists an IVF search visits (--ann-index ivf; default: {d.ivf_nprobe})")
     g.add_argument("--reranker-model", default=d.reranker_model,
                    help="the default reranker (of X_rerank): a cross-encoder name or local path, trained:NAME "
                    "for a reranker trained by `searchgrade train-reranker`, or the NAME of a [reranker.NAME] "
@@ -85,6 +87,10 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rrf-k", type=int, default=d.rrf_k, help=f"RRF constant (default: {d.rrf_k})")
     g.add_argument("--fusion-depth", type=int, default=d.fusion_depth,
                    help=f"candidates fused per list in hybrid (default: {d.fusion_depth})")
+    g.add_argument("--fusion", default=d.fusion, metavar="METHOD",
+                   help="how hybrid fuses the ANN and full-text lists: rrf, wrrf(w=0.7), combsum(norm=zscore), "
+                   "combmnz(norm=minmax), convex(w=0.3,norm=minmax); norm is minmax, zscore or sum "
+                   f"(docs/tuning.md) (default: {d.fusion})")
     g.add_argument("--bm25-k1", type=float, default=d.bm25_k1, help=f"BM25 k1 (default: {d.bm25_k1})")
     g.add_argument("--bm25-b", type=float, default=d.bm25_b, help=f"BM25 b (default: {d.bm25_b})")
     g.add_argument("--batch-size", type=int, default=d.batch_size,
@@ -161,8 +167,8 @@ def index_settings(args: argparse.Namespace) -> IndexSettings:
         embedding_model=args.embedding_model, embedding_backend=args.embedding_backend,
         device=args.device, ann_index=args.ann_index,
         reranker_model=args.reranker_model, rerank_depth=args.rerank_depth, rrf_k=args.rrf_k,
-        fusion_depth=args.fusion_depth, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
-        batch_size=args.batch_size,
+        fusion_depth=args.fusion_depth, fusion=args.fusion, bm25_k1=args.bm25_k1, bm25_b=args.bm25_b,
+        batch_size=args.batch_size, ivf_nprobe=args.ivf_nprobe,
     )
     resolve_device(settings.embedding_backend, settings.device)
     return settings

@@ -124,7 +124,7 @@ def _fulltext(ctx: Any) -> Node:
 def _hybrid(ctx: Any) -> Node:
     from searchgrade.indexes.builtin.hybrid import HybridNode
 
-    return HybridNode(("ann", "fulltext"), ctx.settings.rrf_k, ctx.settings.fusion_depth)
+    return HybridNode(("ann", "fulltext"), fusion=ctx.settings.hybrid_fusion())
 
 
 _ANN = StrategyInfo("ann", "ANN (dense)", None, frozenset({"ann"}), _ann)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from searchgrade.core.records import SearchGradeError
 
@@ -70,6 +71,9 @@ class IndexSettings:
         bm25_b: BM25 length normalisation.
         rrf_k: Reciprocal rank fusion constant: score = sum 1 / (rrf_k + rank).
         fusion_depth: How many results of each list enter the fusion.
+        fusion: How hybrid fuses its lists (indexes/builtin/fusion.py): "rrf" (the default),
+            "wrrf(w=0.7)", "combsum(norm=zscore)", "combmnz(norm=minmax)", "convex(w=0.3,norm=minmax)";
+            rrf_k and fusion_depth apply where the string gives no k= or depth=.
         reranker_model: CrossEncoder name or local path.
         rerank_depth: How many candidates of the base strategy the cross-encoder rescores.
         hnsw_m: Neighbours per node of the HNSW graph (build time).
@@ -86,6 +90,7 @@ class IndexSettings:
     bm25_b: float = 0.75
     rrf_k: int = 60
     fusion_depth: int = 100
+    fusion: str = "rrf"
     reranker_model: str = DEFAULT_RERANKER_MODEL
     rerank_depth: int = 50
     hnsw_m: int = 32
@@ -112,9 +117,17 @@ class IndexSettings:
             raise SearchGradeError(f"bm25_k1 must be >= 0, got {self.bm25_k1!r}")
         if not 0 <= self.bm25_b <= 1:
             raise SearchGradeError(f"bm25_b must be between 0 and 1, got {self.bm25_b!r}")
+        self.hybrid_fusion()  # a wrong fusion string stops here, before any work
         for name in ("embedding_model", "reranker_model"):
             if not str(getattr(self, name)).strip():
                 raise SearchGradeError(f"{name} is empty: give a model name or a local path")
+
+    def hybrid_fusion(self) -> Any:
+        """The built-in hybrid's fusion (indexes.builtin.fusion.Fusion) from ``fusion``, ``rrf_k``
+        and ``fusion_depth``."""
+        from searchgrade.indexes.builtin.fusion import parse_fusion
+
+        return parse_fusion(self.fusion, rrf_k=self.rrf_k, depth=self.fusion_depth, where="fusion")
 
     def fingerprint(self, artifact: str = "all") -> str:
         """A stable 16-hex-digit hash of the settings that shape one artifact.
@@ -133,6 +146,8 @@ class IndexSettings:
             valid = ", ".join([*_ARTIFACT_FIELDS, "all"])
             raise ValueError(f"artifact {artifact!r} is not known: use one of {valid}")
         values = {name: getattr(self, name) for name in names}
+        if values.get("fusion") == "rrf":  # the default before fusion methods existed: "all" unchanged
+            values.pop("fusion")
         if "embedding_model" in values:
             values["embedding_model"] = canonical_model_name(values["embedding_model"])
         if "embedding_backend" in values:

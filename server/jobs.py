@@ -74,7 +74,8 @@ class Job:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     finished_at: float | None = None
-    #: "evaluate", "resume" or "train" (a reranker from a run's grades; run_id is that run).
+    #: "evaluate", "resume", "train" (a reranker from a run's grades; run_id is that run) or "tune"
+    #: (a strategy of run_id tuned, engine/tuning/).
     kind: str = "evaluate"
     #: kind "train": the reranker's name (``--reranker-model trained:NAME``).
     reranker: str | None = None
@@ -233,6 +234,47 @@ def start_training(
     return _start(label, "train", body, store, reranker=config.name)
 
 
+def start_tuning(
+    run_id: str,
+    store: Any,
+    data_dir: str | Path,
+    *,
+    label: str,
+    strategy: str | None = None,
+    trials: int = 50,
+    time_budget_s: float | None = None,
+    tune: Callable[..., Any] | None = None,
+) -> tuple[Job, bool]:
+    """Tune one strategy of a complete run in a worker thread (engine/tuning/study.py), unless a
+    job is active. Progress is stage "tune": trials done of every fold's trials; the study and
+    its trials are in the store (``store.tuning_studies(run_id)``), so a cancelled tuning resumes.
+
+    Returns:
+        (job, started) as :func:`start_job`.
+    """
+    if tune is None:
+        from searchgrade.engine.tuning.study import run_study as tune
+
+    def body(report: _Reporter) -> Any:
+        report.created(run_id)
+        report.running([])
+        counts = {"done": 0, "total": trials}
+
+        def ready(tuning: Any, split: Any) -> None:
+            counts["total"] = trials * (len(split.folds) + (1 if split.method == "k-fold" else 0))
+            report.progress("tune", 0, counts["total"])
+
+        def trial(record: Any, tuning: Any) -> None:
+            counts["done"] += 1
+            report.progress("tune", counts["done"], counts["total"])
+
+        tune(store, run_id, Path(data_dir), strategy=strategy, trials=trials, time_budget_s=time_budget_s,
+             on_trial=trial, on_ready=ready)
+        return _Done(run_id)
+
+    return _start(label, "tune", body, store)
+
+
 @dataclass
 class _Done:
     """The outcome of a job that makes no run of its own."""
@@ -321,6 +363,8 @@ class _Reporter:
 _CANCELLED = {
     "evaluate": "cancelled: what was done is kept; resume the run to finish it",
     "resume": "cancelled: what was done is kept; resume the run to finish it",
+    "tune": "cancelled: the trials so far are kept in the store; tune again with the same settings to "
+            "continue",
     "train": "cancelled: no reranker was saved (a reranker with that name trained before is kept); "
              "train it again to finish it",
 }

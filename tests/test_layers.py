@@ -192,7 +192,7 @@ VIEWS_MAY_USE = {
     "searchgrade.engine.run.scoring", "searchgrade.engine.labels.rescore", "searchgrade.engine.training.reranker",
     "searchgrade.engine.llm.settings", "searchgrade.engine.llm.env", "searchgrade.engine.llm.key_policy",
     "searchgrade.engine.llm.querygen", "searchgrade.engine.llm.judge", "searchgrade.engine.llm.prompts",
-    "searchgrade.engine.llm.accounting",
+    "searchgrade.engine.llm.accounting", "searchgrade.engine.tuning.view",
 }
 
 

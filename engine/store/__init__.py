@@ -19,6 +19,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - strategies: strategies added from the browser ("Add your search").
 - suites: evaluation suites, their runs, schedule slots (the lease) and alerts.
 - query_sets: which runs evaluated the same queries (Trends' breaks).
+- tuning: tuning studies and their trials (`searchgrade tune`), stored as each trial ends.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ from searchgrade.engine.store.runs import (
 from searchgrade.engine.store.strategies import SavedStrategiesMixin
 from searchgrade.engine.store.suites import SuiteRecord, SuitesMixin
 from searchgrade.engine.store.traffic import TrafficMixin
+from searchgrade.engine.store.tuning import TuningMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QuerySetsMixin,
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QuerySetsMixin, TuningMixin,
             StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 

@@ -455,6 +455,39 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         """,
     ),
     (
+        14,
+        # Tuning (issue 25): a study per `searchgrade tune` of one strategy of a run, and its trials,
+        # each stored as it ends so a tuning resumes (engine/store/tuning.py).
+        """
+        CREATE TABLE tuning_studies (
+            study_id VARCHAR PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            metric VARCHAR NOT NULL,
+            space JSON NOT NULL,
+            seed INTEGER NOT NULL,
+            split JSON NOT NULL,
+            status VARCHAR NOT NULL,
+            report JSON,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE tuning_trials (
+            study_id VARCHAR NOT NULL,
+            fold INTEGER NOT NULL,
+            number INTEGER NOT NULL,
+            params JSON NOT NULL,
+            value DOUBLE NOT NULL,
+            judged DOUBLE NOT NULL,
+            p95_ms DOUBLE NOT NULL,
+            calls INTEGER NOT NULL,
+            seconds DOUBLE NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (study_id, fold, number)
+        )
+        """,
+    ),
+    (
         15,
         # Incomplete judgments (issue 28): the judgments a run's qrels mark as in the judging pool
         # but not judged (a negative grade, trec_eval's RELVALUE_UNJUDGED, the -1 of infAP's sampled

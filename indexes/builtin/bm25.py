@@ -218,6 +218,14 @@ class Bm25Index:
             raise ValueError("index arrays disagree with the manifest")
         self._weights: dict[tuple[float, float], np.ndarray] = {}
         self._max_weights: dict[tuple[float, float], np.ndarray] = {}
+        #: Save a new (k1, b)'s weights in the folder (False: in memory only, e.g. a tuner's trials).
+        self.save_weights = True
+
+    def forget(self, k1: float, b: float) -> None:
+        """Drop the weights of one (k1, b) from memory (a tuner's trial is over)."""
+        key = (float(k1), float(b))
+        self._weights.pop(key, None)
+        self._max_weights.pop(key, None)
 
     @classmethod
     def load(cls, directory: Path, doc_ids: Sequence[str] | None = None) -> Bm25Index | None:
@@ -257,7 +265,8 @@ class Bm25Index:
         except (OSError, ValueError):
             weights = self._compute_weights(*key)
             try:
-                _save_array(self.directory, path.name, weights)
+                if self.save_weights:
+                    _save_array(self.directory, path.name, weights)
             except OSError:  # a read-only index folder: keep the weights in memory only
                 pass
         self._weights[key] = weights

@@ -1,4 +1,5 @@
-"""Hybrid: reciprocal rank fusion (RRF) of the ANN and full-text rankings."""
+"""Hybrid: the fusion of the ANN and full-text rankings (RRF by default; indexes/builtin/fusion.py
+has every method: weighted RRF, CombSUM, CombMNZ, a convex combination)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import ScoredDoc, SearchHits
 from searchgrade.indexes.base import CandidateSource, search_each
+from searchgrade.indexes.builtin.fusion import Fusion, fuse
 
 
 def rrf(lists: Sequence[Sequence[ScoredDoc]], k_const: float = 60, depth: int = 100) -> list[ScoredDoc]:
@@ -27,53 +29,48 @@ def rrf(lists: Sequence[Sequence[ScoredDoc]], k_const: float = 60, depth: int = 
     """
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
-    fused: dict[str, float] = {}
-    for ranking in lists:
-        seen: set[str] = set()
-        for position, doc in enumerate(ranking[:depth], start=1):
-            if doc.doc_id in seen:
-                continue
-            seen.add(doc.doc_id)
-            fused[doc.doc_id] = fused.get(doc.doc_id, 0.0) + 1.0 / (k_const + position)
-    # Rounding keeps float noise (1/61 + 1/63 vs 1/63 + 1/61 summed in another order) from
-    # breaking ties that are exact in real arithmetic.
-    order = sorted(fused, key=lambda doc_id: (-round(fused[doc_id], 12), doc_id))
-    return [ScoredDoc(doc_id, fused[doc_id], rank) for rank, doc_id in enumerate(order, start=1)]
+    return fuse(lists, Fusion("rrf", rrf_k=k_const, depth=depth))
+
+
+def _fusion(fusion: Fusion | None, k_const: float, depth: int) -> Fusion:
+    return fusion if fusion is not None else Fusion("rrf", rrf_k=k_const, depth=depth)
 
 
 class HybridSearcher:
-    """RRF of the top ``depth`` of the ANN and full-text searchers; latency covers both and the fusion."""
+    """The fusion of the ANN and full-text searchers' top lists; latency covers both and the fusion."""
 
     def __init__(self, ann: CandidateSource, fulltext: CandidateSource, k_const: float = 60,
-                 depth: int = 100, name: str = "hybrid") -> None:
+                 depth: int = 100, name: str = "hybrid", fusion: Fusion | None = None) -> None:
         self.name = name
         self.ann = ann
         self.fulltext = fulltext
-        self.k_const = k_const
-        self.depth = depth
+        self.fusion = _fusion(fusion, k_const, depth)
 
     def search_one(self, query: str, k: int) -> list[ScoredDoc]:
         check_k(k)
-        lists = [self.ann.search_one(query, self.depth), self.fulltext.search_one(query, self.depth)]
-        return rrf(lists, self.k_const, self.depth)[:k]
+        depths = self.fusion.list_depths(2)
+        lists = [self.ann.search_one(query, depths[0]), self.fulltext.search_one(query, depths[1])]
+        return fuse(lists, self.fusion)[:k]
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         return search_each(self.search_one, queries, k)
 
 
 class HybridNode:
-    """Hybrid as an executor node: RRF of the ``ann`` and ``fulltext`` answers the executor computed
-    once for every strategy. Its own seconds are the fusion's; its latency adds both inputs'."""
+    """Hybrid as an executor node: the fusion of its ``inputs``' answers (``ann`` and ``fulltext``
+    for the built-in), which the executor computed once for every strategy. Its own seconds are
+    the fusion's; its latency adds its inputs'."""
 
-    def __init__(self, inputs: tuple[str, str] = ("ann", "fulltext"), k_const: float = 60,
-                 depth: int = 100, name: str = "hybrid") -> None:
+    def __init__(self, inputs: tuple[str, ...] = ("ann", "fulltext"), k_const: float = 60,
+                 depth: int = 100, name: str = "hybrid", fusion: Fusion | None = None) -> None:
         self.name = name
-        self.inputs = inputs
-        self.k_const = k_const
-        self.depth = depth
+        self.inputs = tuple(inputs)
+        self.fusion = _fusion(fusion, k_const, depth)
+        self.fusion.list_depths(len(self.inputs))  # a wrong number of depths or weights stops here
+        self.fusion.list_weights(len(self.inputs))
 
     def input_depth(self, depth: int) -> int:
-        return self.depth
+        return self.fusion.max_depth
 
     def answer(self, batch: Any, depth: int, inputs: Mapping[str, Sequence[Any]]) -> list[Any]:
         from searchgrade.indexes.executor import Answer
@@ -81,6 +78,6 @@ class HybridNode:
         out = []
         for i in range(len(batch)):
             start = time.perf_counter()
-            docs = rrf([inputs[name][i].docs for name in self.inputs], self.k_const, self.depth)[:depth]
+            docs = fuse([inputs[name][i].docs for name in self.inputs], self.fusion)[:depth]
             out.append(Answer(docs, time.perf_counter() - start))
         return out

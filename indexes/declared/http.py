@@ -1,7 +1,9 @@
 """Any HTTP search API as a strategy, and the Elasticsearch / OpenSearch ``_search`` presets.
 
 A request is made from templates: ``{{query}}`` becomes the query as a JSON string in the body
-(URL-encoded in the URL), ``{{k}}`` the number of results wanted (an integer). The reply is read
+(URL-encoded in the URL), ``{{k}}`` the number of results wanted (an integer), and any other
+``{{NAME}}`` the value ``variables = { NAME = ... }`` gives it (a number as written, a string as its
+text: what `searchgrade tune` changes, docs/tuning.md). The reply is read
 with JMESPath: ``hits`` finds the ranked list, and ``id`` (and optionally ``score``, ``title``,
 ``text``) are read inside each hit. Ids are compared with the collection's as strings.
 
@@ -62,6 +64,7 @@ KEYS: dict[str, Key] = {
     "title": Key((str,), None, example='"_source.title"'),
     "text": Key((str,), None, example='"_source.text"'),
     "headers": Key((dict,), None, example='{ Authorization = "env:PROD_SEARCH_AUTH" }'),
+    "variables": Key((dict,), None, example="{ boost_title = 2 } (each {{boost_title}} of url and body)"),
     "timeout_s": Key((float,), 10.0, example="10"),
     "concurrency": Key((int,), 4, example="4"),
     "retries": Key((int,), 2, example="2"),
@@ -80,14 +83,28 @@ PRESET_DEFAULTS = {"method": "POST", "hits": "hits.hits", "id": "_id", "score": 
                    "title": "_source.title", "text": "_source.text"}
 
 
-def _fill(template: str, query: str, k: int, *, url: bool) -> str:
+def _fill(template: str, query: str, k: int, *, url: bool, variables: Mapping[str, Any] | None = None) -> str:
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
         if name == "query":
             return urllib.parse.quote_plus(query) if url else json.dumps(query, ensure_ascii=False)
-        return str(int(k))
+        if name == "k":
+            return str(int(k))
+        given = (variables or {})[name]
+        text = given if isinstance(given, str) else json.dumps(given)
+        return urllib.parse.quote_plus(text) if url else text
 
     return _PLACEHOLDER.sub(value, template)
+
+
+def template_names(options: Mapping[str, Any]) -> list[str]:
+    """The ``{{NAME}}`` variables of a strategy's url and body, other than query and k, in order."""
+    found: dict[str, None] = {}
+    for key in ("url", "body"):
+        for m in _PLACEHOLDER.finditer(options.get(key) or ""):
+            if m.group(1) not in ("query", "k"):
+                found[m.group(1)] = None
+    return list(found)
 
 
 def check(spec: StrategySpec) -> StrategySpec:
@@ -105,17 +122,22 @@ def check(spec: StrategySpec) -> StrategySpec:
         raise SearchGradeError(f"{where}: a GET request sends no body: use method = \"POST\", or put "
                                "{{query}} in the url's parameters")
     templates = {"url": o["url"], **({"body": o["body"]} if o.get("body") else {})}
+    variables = o.get("variables") or {}
+    for name, given in variables.items():
+        if isinstance(given, bool) or not isinstance(given, (int, float, str)):
+            raise SearchGradeError(f"{where}: variables.{name} must be a number or a string, got {given!r}")
     for key, template in templates.items():
-        unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(template)} - {"query", "k"})
+        unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(template)} - {"query", "k"} - set(variables))
         if unknown:
-            raise SearchGradeError(f"{where}: {key} has {{{{{unknown[0]}}}}}: only {{{{query}}}} and "
-                                   "{{k}} are filled in")
+            raise SearchGradeError(f"{where}: {key} has {{{{{unknown[0]}}}}} with no value: add variables = "
+                                   f"{{ {unknown[0]} = ... }} (only {{{{query}}}} and {{{{k}}}} are filled in "
+                                   "without one)")
     if not any("query" in {m.group(1) for m in _PLACEHOLDER.finditer(t)} for t in templates.values()):
         place = "body" if method == "POST" else "url"
         raise SearchGradeError(f"{where}: the {place} template has no {{{{query}}}}: put {{{{query}}}} "
                                "where the query text goes (it becomes a JSON string in a body)")
     if o.get("body"):
-        sample = _fill(o["body"], 'a "sample" query', 10, url=False)
+        sample = _fill(o["body"], 'a "sample" query', 10, url=False, variables=variables)
         try:
             json.loads(sample)
         except ValueError as exc:
@@ -224,6 +246,7 @@ class HttpNode:
         self.url = o["url"]
         self.method = o["method"]
         self.body = o.get("body")
+        self.variables = dict(o.get("variables") or {})
         self.timeout_s = float(o["timeout_s"])
         self.concurrency = int(o["concurrency"])
         self.retries = int(o["retries"])
@@ -265,8 +288,9 @@ class HttpNode:
         """One attempt: the parsed JSON reply and the round trip in seconds."""
         import requests
 
-        url = _fill(self.url, query, k, url=True)
-        data = _fill(self.body, query, k, url=False).encode("utf-8") if self.body is not None else None
+        url = _fill(self.url, query, k, url=True, variables=self.variables)
+        data = (_fill(self.body, query, k, url=False, variables=self.variables).encode("utf-8")
+                if self.body is not None else None)
         start = time.perf_counter()
         try:
             reply = self._session().request(self.method, url, data=data, timeout=self.timeout_s)

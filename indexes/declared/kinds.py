@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.indexes.declared import http, lancedb, milvus, plugin, postgres
+from searchgrade.indexes.declared import http, hybrid, lancedb, milvus, plugin, postgres
 from searchgrade.indexes.declared.declaration import Key, StrategySpec
 
 if TYPE_CHECKING:
@@ -107,3 +107,4 @@ register(BackendKind("milvus", milvus.KEYS, milvus.check, milvus.build_node, mil
 register(BackendKind("python", plugin.KEYS, plugin.check, plugin.build_node))
 register(BackendKind("postgres", postgres.KEYS, postgres.check, postgres.build_node, postgres.check_typed))
 register(BackendKind("lancedb", lancedb.KEYS, lancedb.check, lancedb.build_node, lancedb.check_typed))
+register(BackendKind("hybrid", hybrid.KEYS, hybrid.check, hybrid.build_node, hybrid.check_typed))

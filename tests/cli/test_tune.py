@@ -1,0 +1,94 @@
+"""`searchgrade tune` on a stored run of the tiny collection: the JSON shape, resuming from the
+store, BM25 trials on the same index, and bad space files (one line each)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from searchgrade.cli import main
+from searchgrade.engine.store import Store
+from tests.conftest import write_beir
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    folder = write_beir(tmp_path_factory.mktemp("beir") / "tiny")
+    data = tmp_path_factory.mktemp("data")
+    assert main(["evaluate", str(folder), "--qrels", "--data-dir", str(data), "--strategies",
+                 "ann,fulltext,hybrid"]) == 0
+    return Store(data).list_runs()[0].run_id, data
+
+
+def tune_json(capsys, run_id, data, *extra):
+    capsys.readouterr()
+    assert main(["tune", run_id, "--format", "json", "--data-dir", str(data), *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_tune_json_has_the_documented_shape_and_a_second_call_resumes(tiny_run, capsys):
+    run_id, data = tiny_run
+    report = tune_json(capsys, run_id, data, "--strategy", "hybrid", "--trials", "3")
+    assert set(report) >= {"split", "trials", "best", "heldout"}
+    assert set(report["split"]) >= {"tuning", "heldout"} and report["split"]["method"] == "k-fold"
+    assert sorted(report["split"]["heldout"]) == ["q1", "q2", "q3", "q4", "q5"]
+    h = report["heldout"]
+    assert h["metric"] == "ndcg@10"
+    for key in ("start", "tuned"):
+        assert set(h[key]) == {"value", "ci_low", "ci_high"}
+    assert set(h["difference"]) == {"value", "ci_low", "ci_high", "p"}
+    # 5 folds and the study on every query, 3 trials each.
+    assert report["trials"] == 18 and report["heldout_grade_reads"] == 0
+    assert "fusion" in report["best"] and report["configuration"]["flags"].startswith("--fusion ")
+    again = tune_json(capsys, run_id, data, "--strategy", "hybrid", "--trials", "3")
+    assert again["study"] == report["study"] and again["resumed"] and again["resumed_trials"] == 18
+    assert again["best"] == report["best"] and again["trials"] == 18
+    more = tune_json(capsys, run_id, data, "--strategy", "hybrid", "--trials", "4")
+    assert more["trials"] == 24 and more["resumed_trials"] == 18
+    assert len(Store(data).tuning_trials(report["study"])) == 24
+
+
+def test_bm25_trials_search_the_same_index_and_leave_no_weights_files(tiny_run, capsys):
+    run_id, data = tiny_run
+    before = sorted(p.name for p in data.glob("indexes/*/weights-*"))
+    report = tune_json(capsys, run_id, data, "--strategy", "fulltext", "--trials", "2", "--seed", "3")
+    assert set(report["best"]) == {"bm25_k1", "bm25_b"} and report["trials"] == 12
+    assert report["configuration"]["flags"].startswith("--bm25-k1 ")
+    assert sorted(p.name for p in data.glob("indexes/*/weights-*")) == before
+
+
+@pytest.mark.parametrize(("space", "words"), [
+    ("[params]\nbm25_k3 = [0.1, 0.2]\n", "unknown parameter 'bm25_k3' for strategy fulltext: its parameters are bm25_k1, bm25_b"),
+    ("[params]\nbm25_k1 = [2.0, 0.5]\n", "bm25_k1 = [2.0, 0.5] is an empty range"),
+    ("[params]\nbm25_b = [0.5, 1.5]\n", "leaves the allowed [0, 1] of bm25_b"),
+    ("[params]\nmethod = [\"borda\"]\n", "unknown parameter 'method' for strategy fulltext"),
+    ("[params\n", "is not valid TOML"),
+    ("strategy = \"fulltext\"\n", "has no [params] table"),
+])
+def test_a_bad_space_file_is_one_line_and_non_zero(tiny_run, tmp_path, capsys, space, words):
+    run_id, data = tiny_run
+    path = tmp_path / "space.toml"
+    path.write_text(space, encoding="utf-8")
+    capsys.readouterr()
+    code = main(["tune", run_id, "--strategy", "fulltext", "--space", str(path), "--data-dir", str(data)])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1 and words in err, err
+
+
+def test_exact_ann_has_nothing_to_tune(tiny_run, capsys):
+    run_id, data = tiny_run
+    capsys.readouterr()
+    assert main(["tune", run_id, "--strategy", "ann", "--data-dir", str(data)]) != 0
+    assert "nothing to change" in capsys.readouterr().err
+
+
+def test_an_ivf_index_tunes_its_nprobe_with_the_queries_embedded_once(tmp_path, capsys):
+    folder = write_beir(tmp_path / "tiny")
+    data = tmp_path / "d"
+    assert main(["evaluate", str(folder), "--qrels", "--data-dir", str(data), "--strategies", "ann",
+                 "--ann-index", "ivf", "--ivf-nprobe", "1"]) == 0
+    run_id = Store(data).list_runs()[0].run_id
+    report = tune_json(capsys, run_id, data, "--strategy", "ann", "--trials", "2")
+    assert report["start"] == {"ivf_nprobe": 1} and set(report["best"]) == {"ivf_nprobe"}
+    assert report["configuration"]["flags"].startswith("--ann-index ivf --ivf-nprobe ")

@@ -1,0 +1,89 @@
+"""Results' Tune section (views/_tune.py): a tuning starts in the background, its progress shows
+while it runs, then the held-out comparison in words, the Pareto front, the trials and the tuned
+configuration as flags. The tuning itself is the engine's real `tune` over a synthetic target
+(tests/engine/tuning/test_heldout.py), standing in for `run_study` (which rebuilds a real run)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.tuning.space import default_space
+from searchgrade.engine.tuning.tuner import tune
+from searchgrade.server import jobs
+from tests.engine.tuning.test_heldout import fixture
+
+pytestmark = pytest.mark.usefixtures("clean_jobs")
+
+
+def section():
+    import streamlit as st
+
+    from searchgrade.views._tune import tune_section
+
+    tune_section(st.session_state["tune_run"])
+
+
+@pytest.fixture
+def fake_study(monkeypatch):
+    release = threading.Event()
+    calls = []
+
+    def run_study(store, run_id, data_dir, *, strategy=None, trials=50, time_budget_s=None, on_trial=None,
+                  on_ready=None, **_):
+        calls.append((strategy, trials, time_budget_s))
+        target, grades, split, _ = fixture([False])
+        on_ready(None, split)
+        store.open_tuning_study("s1", run_id, strategy, "ndcg@3", [], 0, split.to_json())
+
+        def keep(record):
+            store.add_tuning_trial("s1", record)
+            on_trial(record, None)
+            release.wait(30)
+
+        report = tune(target, grades, split, default_space("hybrid", "h"), parse_metric("ndcg@3"), k=3,
+                      threshold=1, trials=trials, seed=0, on_trial=keep)
+        report.update(study="s1", configuration={"flags": "--fusion 'convex(w=0.1,norm=minmax,depth=3)'"})
+        store.finish_tuning_study("s1", report)
+
+    monkeypatch.setattr("searchgrade.engine.tuning.study.run_study", run_study)
+    yield release, calls
+    release.set()
+
+
+def _text(at) -> str:
+    return "\n".join(str(e.value) for kind in ("markdown", "caption", "info", "error")
+                     for e in at.get(kind)).replace("\\", "")
+
+
+def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_run, fake_study):
+    from streamlit.testing.v1 import AppTest
+
+    release, calls = fake_study
+    at = AppTest.from_function(section, default_timeout=60)
+    at.session_state["tune_run"] = tiny_run
+    at.run()
+    assert "Tune a strategy" in [h.value for h in at.subheader]
+    assert "ann" not in at.selectbox(key="results_tune_strategy").options
+    assert at.selectbox(key="results_tune_strategy").options == ["ann_rerank", "fulltext"]
+    at.selectbox(key="results_tune_strategy").set_value("fulltext")
+    at.number_input(key="results_tune_trials").set_value(15)
+    at.button[[b.label for b in at.button].index("Tune")].click().run()
+    assert calls == [("fulltext", 15, None)] and jobs.active_job().kind == "tune"
+    assert "Tuning continues if you close or refresh this tab" in _text(at)
+    release.set()
+    deadline = time.time() + 30
+    while jobs.active_job() is not None and time.time() < deadline:
+        time.sleep(0.1)
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    words = _text(at)
+    assert "18 held-out queries (tuned on 42 others)" in words
+    assert "significant; use the tuned configuration" in words
+    assert "The tuner read held-out grades 0 times while tuning." in words
+    trials = at.dataframe[0].value
+    assert len(trials) == 15 and trials["pareto"].any()
+    assert any("--fusion 'convex(w=0.1" in c.value for c in at.code)

@@ -1,0 +1,106 @@
+"""Results: tune a strategy's parameters on some of the run's queries, follow the trials, and read
+the held-out comparison (engine/tuning/, docs/tuning.md).
+
+The coordinator wires it into views/results.py with one line: ``tune_section(run.run_id)``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from searchgrade.engine.tuning.view import UNTUNABLE, comparison_words, tune_view
+from searchgrade.server import jobs
+from searchgrade.views._common import get_store, home, plain
+
+
+@st.fragment(run_every=2.0)
+def _live(job_id: str, run_id: str) -> None:
+    job = jobs.snapshot(job_id)
+    if job is None:
+        return
+    if not job.active:
+        st.rerun()
+    stage = job.stages.get("tune")
+    done, total = (stage.done, stage.total) if stage else (0, 1)
+    view = tune_view(get_store(), run_id)
+    best = f" · best so far {view.best_so_far:.4f}" if view.best_so_far is not None else ""
+    st.progress(stage.fraction if stage else 0.0, text=f"Tuning: trial {done} of {total}{best}")
+    st.caption("Tuning continues if you close or refresh this tab; its trials are kept, so a cancelled "
+               "tuning continues where it stopped.")
+
+
+def _front(trials: list[dict]) -> go.Figure:
+    main = [t for t in trials if t["fold"] == max(t["fold"] for t in trials)] if trials else []
+    metric = "quality"
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=[t["p95_ms"] for t in main], y=[t["value"] for t in main], mode="markers",
+                                name="trials", marker={"color": "#9db8d2"},
+                                text=[f"trial {t['trial']}" for t in main]))
+    front = sorted((t for t in main if t["pareto"]), key=lambda t: t["p95_ms"])
+    figure.add_trace(go.Scatter(x=[t["p95_ms"] for t in front], y=[t["value"] for t in front],
+                                mode="lines+markers", name="Pareto front", line={"color": "#1f5f99"},
+                                text=[f"trial {t['trial']}" for t in front]))
+    figure.update_layout(xaxis_title="p95 latency (ms)", yaxis_title=metric, height=360,
+                         margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    return figure
+
+
+def _report(report: dict, trials: list[dict]) -> None:
+    for sentence in comparison_words(report):
+        st.markdown(plain(sentence))
+    st.plotly_chart(_front(trials), key="results_tune_front")
+    st.dataframe(pd.DataFrame(trials), hide_index=True, key="results_tune_trial_table")
+    words = report.get("configuration") or {}
+    st.markdown("**The tuned configuration**" + (" (the held-out gain is not significant: the starting one "
+                                                  "stays the recommendation)" if report["recommendation"] == "start"
+                                                  else ""))
+    if words.get("flags"):
+        st.code(f"searchgrade evaluate ... --strategies {report['strategy']} {words['flags']}", language="bash")
+    if words.get("snippet"):
+        st.code(words["snippet"], language="toml")
+    st.caption(plain(f"Start: {json.dumps(report['start'])} · tuned: {json.dumps(report['best'])} · "
+                     f"study {report['study']}"))
+
+
+def tune_section(run_id: str) -> None:
+    """The "Tune a strategy" part of a complete run's Results."""
+    store = get_store()
+    run = store.get_run(run_id)
+    st.subheader("Tune a strategy")
+    st.caption("Optuna's TPE searches the strategy's parameters (BM25 k1 and b, the fusion method, its "
+               "weight and depth, the rerank depth, a declared strategy's template variables) on part of "
+               "the queries; the gain is measured on the other part, with a paired 95% CI.")
+    job = jobs.latest_job()
+    mine = job is not None and job.kind == "tune" and job.run_id == run_id
+    if mine and job.active:
+        _live(job.job_id, run_id)
+        return
+    if mine and job.state in ("failed", "cancelled"):
+        st.error(plain(f"Tuning stopped: {job.error}"))
+    strategies = run.config.get("strategies") or sorted({r["strategy"] for r in store.metric_summary(run_id)})
+    options = [s for s in strategies if s not in UNTUNABLE]
+    active = jobs.active_job()
+    with st.form("results_tune_form", border=True):
+        strategy = st.selectbox("Strategy", options, key="results_tune_strategy")
+        trials = st.number_input("Trials", min_value=1, max_value=1000, value=50, step=10, key="results_tune_trials")
+        budget = st.number_input("Time budget (seconds, 0 for none)", min_value=0, max_value=86_400, value=0,
+                                 step=60, key="results_tune_budget")
+        start = st.form_submit_button("Tune", type="primary", disabled=active is not None or not options)
+    if active is not None:
+        st.caption("Another job is running; tuning can start when it ends.")
+    if start:
+        _, started = jobs.start_tuning(run_id, store, home(), label=run.collection_name, strategy=strategy,
+                                       trials=int(trials), time_budget_s=float(budget) or None)
+        if not started:
+            st.toast("Another job is running: tuning was not started.")
+        st.rerun()
+    view = tune_view(store, run_id)
+    if view.study is not None and view.study["report"] is not None:
+        _report(view.study["report"], view.trials)
+    elif view.study is not None:
+        st.info(plain(f"A tuning of {view.study['strategy']} stopped after {len(view.trials)} trials: tune it "
+                      "again with the same settings to continue."))
