@@ -321,8 +321,8 @@ def _form() -> None:
     defaults = index_defaults()
     st.session_state.setdefault("evaluate_reranker", defaults["reranker_model"])
     with st.spinner("Checking the reranker model…"):
-        rerank_problem = reranker_problem(st.session_state["evaluate_reranker"], home())
-    reranked_names = reranked(offered.names, offered.declared)
+        rerank_problem = reranker_problem(st.session_state["evaluate_reranker"], home(), offered.rerankers)
+    reranked_names = reranked(offered.names, offered.declared, offered.rerankers)
     strategies = _strategy_picker(offered, reranked_names if rerank_problem else [])
     chosen_reranked = [s for s in strategies if s in reranked_names]
     if rerank_problem and chosen_reranked:
@@ -407,7 +407,7 @@ def _form() -> None:
             index=index_settings({"embedding_model": embedding.strip(), "embedding_backend": backend,
                                    "reranker_model": reranker.strip(), "ann_index": ann,
                                    **{key: value for key, value in knobs.items()}}),
-            declared=offered.declared, **llm, **traffic,
+            declared=offered.declared, rerankers=offered.rerankers, **llm, **traffic,
         )
         config.validate()
         config.check_environment()

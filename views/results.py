@@ -43,6 +43,7 @@ from searchgrade.views._slices import query_slices_section
 from searchgrade.views._suite_actions import suite_actions
 from searchgrade.views._traffic import traffic_section
 from searchgrade.views._trust import trust_section
+from searchgrade.views._tune import tune_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
 
@@ -316,6 +317,7 @@ with st.expander("Latency per query"):
                                 "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f")})
 
 train_section(run)
+tune_section(run.run_id)
 glossary()
 
 # -- downloads

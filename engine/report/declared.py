@@ -13,7 +13,12 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.core.records import Collection, SearchGradeError
-from searchgrade.engine.run.strategies import ENV_STRATEGIES_FILE, declared_from_file, registry_for_declared
+from searchgrade.engine.run.strategies import (
+    ENV_STRATEGIES_FILE,
+    declared_from_file,
+    registry_for_declared,
+    rerankers_from_file,
+)
 
 
 @dataclass
@@ -28,6 +33,8 @@ class Declared:
         error: why the file could not be read (one line), or "".
         saved: strategies added in the app -> their kind (editable; a name the file also declares
             is the file's).
+        rerankers: the strategies file's ``[reranker.NAME]`` declarations, as a run stores them
+            (the Reranker model field takes a NAME; ``X_NAME`` strategies are offered).
     """
 
     names: tuple[str, ...]
@@ -36,6 +43,7 @@ class Declared:
     path: str = ""
     error: str = ""
     saved: dict[str, str] = field(default_factory=dict)
+    rerankers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | None = None) -> Declared:
@@ -50,14 +58,15 @@ def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | 
     error = ""
     try:
         declared = declared_from_file(path or None)
+        rerankers = rerankers_from_file(path or None)
     except SearchGradeError as exc:
-        declared, error = {}, str(exc)
+        declared, rerankers, error = {}, {}, str(exc)
     added = {name: d for name, d in saved.items() if name not in declared}
-    registry = registry_for_declared({**declared, **added})
+    registry = registry_for_declared({**declared, **added}, rerankers)
     kinds = {name: registry.info(name).kind for name in registry.names()
              if registry.info(name).kind != "builtin" and name not in added}
     return Declared(registry.defaults(), {**declared, **added}, kinds, path, error,
-                    {name: str(d["kind"]) for name, d in added.items()})
+                    {name: str(d["kind"]) for name, d in added.items()}, rerankers)
 
 
 @dataclass

@@ -12,6 +12,7 @@ fix named is the page's own field (``PAGE_FIX``), never the command line's flag.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,18 @@ PAGE_FIX = ("type a local cross-encoder folder, or trained:NAME, as \"Reranker m
 _LOADS: dict[tuple[str, str], str] = {}
 
 
-def reranker_problem(model: str, data_dir: str | Path) -> str | None:
+def reranker_problem(model: str, data_dir: str | Path,
+                     declared: Mapping[str, Any] | None = None) -> str | None:
     """Why the reranker ``model`` cannot load on this server, phrased for the Evaluate page (None:
-    it loads). Checked once per model and process.
+    it loads). Checked once per model and process. A reranker the strategies file declares
+    (``[reranker.NAME]``, ``declared``) is a service the run calls, not a model to load: None.
 
     A hub name that is neither a local folder nor in the local model cache, with the hub out of
     reach, fails without importing the model libraries (seconds saved on every first view offline).
     """
     model = model.strip()
+    if model in (declared or {}):
+        return None
     key = (model, str(data_dir) if model.startswith("trained:") else "")
     if key not in _LOADS:
         _LOADS[key] = _load_problem(model, Path(data_dir))
@@ -186,7 +191,10 @@ def page_fix(message: str) -> str:
     return message.replace(RERANKER_FIX, PAGE_FIX)
 
 
-def reranked(names: list[str] | tuple[str, ...], declared: dict[str, dict[str, Any]]) -> list[str]:
-    """The strategies among ``names`` that need the reranker model."""
-    registry = registry_for_declared(declared)
-    return [n for n in names if n in registry.infos and registry.info(n).reranks is not None]
+def reranked(names: list[str] | tuple[str, ...], declared: dict[str, dict[str, Any]],
+             rerankers: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """The strategies among ``names`` that need the run's reranker model (``X_rerank``; not
+    ``X_NAME`` of a declared reranker, which calls its own service)."""
+    registry = registry_for_declared(declared, rerankers)
+    return [n for n in names if n in registry.infos and registry.info(n).reranks is not None
+            and registry.info(n).reranker is None]

@@ -97,3 +97,17 @@ def test_a_search_added_on_the_page_is_saved_picked_and_runs(home, server, tiny_
     [run] = store.list_runs()
     assert run.config["strategies"] == ["my-http"] and run.config["declared"]["my-http"]["declared_in"] == "app"
     assert store.metric_summary(run.run_id, 10)
+
+
+def test_a_declared_reranker_in_the_reranker_field_lets_the_reranked_strategies_run(home, monkeypatch):
+    """Issue 27 on the Evaluate page: ``[reranker.NAME]`` of the strategies file is a service the
+    run calls, so with NAME as "Reranker model" the reranked strategies are preselected offline,
+    and the run's configuration carries the declaration (resume rebuilds it)."""
+    declare(home, monkeypatch, '[reranker.tei]\nkind = "tei"\nurl = "http://127.0.0.1:9/"\n')
+    at = open_page("views/evaluate.py")
+    assert at.multiselect(key="evaluate_strategies").value == ["ann", "fulltext", "hybrid"]  # offline
+    at.text_input(key="evaluate_reranker").set_value("tei").run()
+    at.multiselect(key="evaluate_strategies").set_value(["fulltext", "fulltext_rerank"]).run()
+    assert not [w for w in at.warning if "will be skipped" in w.value]
+    from searchgrade.engine.report.declared import declared_strategies
+    assert declared_strategies().rerankers["tei"]["kind"] == "tei"

@@ -190,11 +190,12 @@ def test_the_titles_say_no_reranker_ran_and_why(store):
             "ANN + reranker was skipped: no reranker model offline") in text
 
 
-def test_a_run_offers_save_as_suite_and_warns_when_the_reranker_is_the_judge(store):
-    """Issue 23's "Save as suite" on Results, and issue 27's warning that a system reranked by the
+def test_a_run_offers_save_as_suite_tuning_and_warns_when_the_reranker_is_the_judge(store):
+    """Issue 23's "Save as suite" and issue 25's Tune section on Results, and issue 27's warning that a system reranked by the
     judge's own model is graded by itself."""
     note = "The LLM reranker llmr is the judge's model (gemma): the system is graded by itself."
     write_run(store, tiny_spec(stats={"self_graded": {"rerankers": ["llmr"], "model": "gemma", "note": note}}))
     at = open_page("views/results.py")
     assert note in " ".join(w.value for w in at.warning).replace("\\", "")
     assert any(b.label == "Save" for b in at.button)
+    assert "Tune a strategy" in [h.value for h in at.subheader]  # issue 25's section
