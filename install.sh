@@ -24,23 +24,32 @@ fi
 if [ "$want_tests" = 1 ]; then
   # llama-cpp-python compiles llama.cpp here. Built for the host's every CPU feature (its default),
   # it crashed (SIGSEGV in libggml-cpu on the first request) on a Xeon that reports AVX-512 and AMX;
-  # the AVX2 baseline runs on that Xeon and on the AVX2-only EPYCs alike. CMAKE_ARGS set by the
-  # caller wins.
-  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
+  # the AVX2 set below runs there and on the EPYCs. CMAKE_ARGS set by the caller wins. pip keeps the
+  # wheel it built in its cache, keyed by the source release, not by CMAKE_ARGS: a cached wheel
+  # built elsewhere with other flags is taken as is (a CI run installed in 2 minutes, then its
+  # llama.cpp server died on the first request). So the server is tried once after the install
+  # (tests/llama_server.py: one chat completion) and, where it dies, llama.cpp is rebuilt without
+  # the cache: with the AVX2 set, then, if that dies too, with the SSE4.2 baseline and no OpenMP,
+  # llamafile kernels or weight repacking (about 7 times slower, and every x86-64 CPU of the last
+  # decade runs it). Each rebuild takes about 10 minutes on 2 cores.
+  avx2="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+  baseline="-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF -DGGML_CPU_REPACK=OFF"
+  export CMAKE_ARGS="${CMAKE_ARGS:-$avx2}"
   .venv/bin/python -m pip install --quiet -e '.[test]'
-  # The build must also run here: one chat completion through the real server (tests/llama_server.py).
-  # Where it crashes (seen on a CI machine, with the build above), llama.cpp is rebuilt with the
-  # SSE4.2 baseline and without OpenMP, llamafile's kernels and weight repacking: slower, and every
-  # x86-64 CPU of the last decade runs it.
   if ! .venv/bin/python tests/llama_server.py; then
-    echo "install.sh: llama.cpp crashed on this CPU; rebuilding it with the baseline CPU features (~10 minutes)" >&2
     llama_version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))')
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_BMI2=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=OFF -DGGML_LLAMAFILE=OFF -DGGML_CPU_REPACK=OFF" \
-      .venv/bin/python -m pip install --quiet --force-reinstall --no-deps --no-cache-dir "llama-cpp-python==$llama_version"
-    .venv/bin/python tests/llama_server.py || {
-      echo "install.sh: the llama.cpp server still crashes on this CPU (log above); the LLM tests cannot run here" >&2
-      exit 1
-    }
+    for flags in "$CMAKE_ARGS" "$baseline"; do
+      echo "install.sh: the llama.cpp server died on this CPU; rebuilding llama-cpp-python $llama_version with: $flags" >&2
+      CMAKE_ARGS="$flags" .venv/bin/python -m pip install --quiet --force-reinstall --no-deps --no-cache-dir \
+        "llama-cpp-python==$llama_version"
+      if .venv/bin/python tests/llama_server.py; then
+        break
+      fi
+      if [ "$flags" = "$baseline" ]; then
+        echo "install.sh: the llama.cpp server dies on this CPU even when built with the baseline features (its log is above); the LLM tests cannot run here" >&2
+        exit 1
+      fi
+    done
   fi
   if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ]; then
