@@ -213,7 +213,8 @@ def build_server(settings: McpSettings) -> Any:
     @tool()
     def run_progress(run_id: str) -> str:
         """A run's status (running, complete, failed, cancelled, interrupted), its stages with the
-        share done, and done=true when nothing more will happen."""
+        share done, and done=true when nothing more will happen; for a run of a suite, suite
+        {suite, status, verdict, baseline_run_id} (done only once it is compared)."""
         return _answer(lambda: runs.run_progress(settings, store, run_id))
 
     resources.register(server, store)

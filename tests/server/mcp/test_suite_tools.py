@@ -119,3 +119,35 @@ def test_a_suite_start_is_refused_read_only_above_the_query_bound_and_with_a_col
         runs.start_evaluation(allowed, store, None, suite="nope")
     with pytest.raises(SearchGradeError, match="give collection"):
         runs.start_evaluation(allowed, store, None)
+
+
+def llm_judged_suite(store: Store, settings: McpSettings) -> str:
+    """Suite "judged" over 4 demo queries whose runs the LLM judge grades too (mode qrels_llm): the
+    configuration start_evaluation itself makes for such a run, as a suite made from it stores it."""
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.paths import DEMO_DIR, DEMO_NAME
+
+    config = runs.run_config(settings, "qrels_llm", ["fulltext"], 4, None, 10).to_json()
+    config["max_queries"] = None
+    queries = [q.query_id for q in load_collection(DEMO_DIR).queries[:4]]
+    store.create_suite(name="judged", collection_name=DEMO_NAME, collection_path=str(DEMO_DIR), source_run_id="-",
+                       mode="qrels", config=config, query_ids=queries, metric="dcg@10", margin=0.0)
+    return "judged"
+
+
+def test_an_llm_suites_run_is_estimated_first_and_refused_above_the_ceiling(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEARCHGRADE_LLM_MODEL", "m")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nobody listens: the estimate asks nothing else
+    store = Store(tmp_path)
+    name = llm_judged_suite(store, McpSettings(data_dir=tmp_path))
+    estimate = runs.estimate_cost(McpSettings(data_dir=tmp_path), store, None, suite=name)
+    assert estimate["suite"] == name and estimate["judge"]["calls"] > 0 and estimate["tokens"] > 0
+    assert estimate["within_ceiling"] is False and estimate["max_tokens"] == 0
+    with pytest.raises(runs.RefusedError, match="above this server's ceiling of 0") as refused:
+        runs.start_evaluation(McpSettings(data_dir=tmp_path, allow_runs=True), store, None, suite=name)
+    assert "\n" not in str(refused.value)
+    roomy = McpSettings(data_dir=tmp_path, allow_runs=True, max_tokens=10**9)
+    first = runs.start_evaluation(roomy, store, None, suite=name)
+    assert first["started"] is False and first["estimate"]["tokens"] == estimate["tokens"]
+    assert "accept_estimate=true" in first["next"]
+    assert store.list_runs() == [] and store.suite_entries(name) == []  # nothing ran, nothing was recorded
