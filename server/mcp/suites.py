@@ -112,7 +112,7 @@ def verdict_json(store: Store, found: SuiteRun) -> dict[str, Any]:
                                                             else None),
             "status": entry["status"], "verdict": verdict_word(entry), "error": entry["error"],
             "strategies": changes_json(entry), "config_changes": changed, "config_changes_left_out": changed_left,
-            "note": untrusted_query(entry["note"]) if entry["note"] else None,
+            "note": entry["note"],
             "rule": (f"paired per query over the queries both runs hold ({suite.metric}); a drop (alerted) or "
                      f"gain when the 95% CI of after - before, adjusted for the strategies compared, lies "
                      f"entirely beyond -{suite.margin:g} or +{suite.margin:g} (engine/suites/regression.py)")}
