@@ -160,8 +160,8 @@ def estimate_cost(settings: McpSettings, store: Store, collection: str | None, m
     ``suite``: of the suite's next run (its frozen queries and configuration)."""
     if suite is not None:
         _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries)
-        record, collection_data, config = _suite_run_parts(settings, store, suite)
-        out = _estimate(collection_data, config, store)
+        record, config = _suite_run_parts(settings, store, suite)
+        out = _suite_estimate(store, record, config)
         out.update(suite=record.name, collection=record.collection_name, mode=record.mode)
     else:
         target = resolve_collection(settings, store, _needs_collection(collection))
@@ -188,20 +188,26 @@ def _suite_alone(**given: Any) -> None:
                                f"give suite without {', '.join(asked)} (or collection without suite)")
 
 
-def _suite_run_parts(settings: McpSettings, store: Store, name: str) -> tuple[Any, Collection, RunConfig]:
-    """The suite, its collection as its next run evaluates it, and that run's configuration, within
-    the server's query bound (a suite's queries are frozen: it is refused, never sampled)."""
-    from searchgrade.engine.suites.definition import suite_collection, suite_config
+def _suite_run_parts(settings: McpSettings, store: Store, name: str) -> tuple[Any, RunConfig]:
+    """The suite and its next run's configuration, within the server's query bound (a suite's
+    queries are frozen: it is refused, never sampled)."""
+    from searchgrade.engine.suites.definition import suite_config
 
     suite = store.get_suite(name)
     if len(suite.query_ids) > settings.max_queries:
         raise RefusedError(f"refused: suite {suite.name} evaluates {len(suite.query_ids)} frozen queries, above this "
                            f"server's --max-queries of {settings.max_queries} (a suite's queries are not sampled); "
                            f"ask the operator to raise it, or run `searchgrade suite run {suite.name}`")
-    collection, _ = suite_collection(suite, store)
     config = suite_config(suite)
     config.check_environment()
-    return suite, collection, config
+    return suite, config
+
+
+def _suite_estimate(store: Store, suite: Any, config: RunConfig) -> dict[str, Any]:
+    """The dry-run estimate of the suite's next run, over its collection as that run evaluates it."""
+    from searchgrade.engine.suites.definition import suite_collection
+
+    return _estimate(suite_collection(suite, store)[0], config, store)
 
 
 def _ceiling(settings: McpSettings, estimate: dict[str, Any]) -> None:
@@ -225,11 +231,11 @@ def start_suite(settings: McpSettings, store: Store, name: str, note: str | None
     suite: its estimate first, refused above the ceiling); its run id."""
     if not settings.allow_runs:
         raise RefusedError(READ_ONLY)
-    suite, collection, config = _suite_run_parts(settings, store, name)
+    suite, config = _suite_run_parts(settings, store, name)
     out: dict[str, Any] = {"suite": suite.name, "collection": suite.collection_name, "mode": suite.mode,
                            "strategies": list(config.strategies), "queries": len(suite.query_ids)}
     if config.uses_llm:
-        estimate = _estimate(collection, config, store)
+        estimate = _suite_estimate(store, suite, config)
         out["estimate"] = estimate
         _ceiling(settings, estimate)
         if not accept_estimate:

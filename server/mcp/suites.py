@@ -157,6 +157,13 @@ def suite_briefs(store: Store) -> tuple[list[dict[str, Any]], int]:
 
 
 @dataclass
+class _Unloaded:
+    """A suite's collection that did not load (server/jobs.py reads its notes)."""
+
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
 class _Outcome:
     """What the background job reads of a suite's run (server/jobs.py)."""
 
@@ -175,12 +182,18 @@ def suite_job(store: Store, name: str, note: str | None = None) -> tuple[Any, An
     suite = store.get_suite(name)
 
     def load() -> Any:
-        return suite_collection(suite, store)[0]
+        try:
+            return suite_collection(suite, store)[0]
+        except SearchGradeError:
+            # The collection is gone or unreadable: run_suite loads it again, records the entry
+            # "could not evaluate" and alerts, as `searchgrade suite run` does.
+            return _Unloaded()
 
     def run(collection: Any, _config: Any, job_store: Store, data_dir: Path, *, progress: Any = None,
             on_run_created: Any = None, on_usage: Any = None, on_complete: Any = None) -> _Outcome:
         outcome = run_suite(job_store, data_dir, name, trigger=TRIGGER, progress=progress, on_complete=on_complete,
-                            on_run_created=on_run_created, collection=collection, note=note)
+                            on_run_created=on_run_created, note=note,
+                            collection=None if isinstance(collection, _Unloaded) else collection)
         if outcome.status == COULD_NOT_EVALUATE:
             raise SearchGradeError(f"suite {name} could not evaluate: {outcome.error}")
         return _Outcome(outcome.run_id, "complete", dict(job_store.get_run(outcome.run_id).skipped))

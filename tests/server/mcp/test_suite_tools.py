@@ -151,3 +151,18 @@ def test_an_llm_suites_run_is_estimated_first_and_refused_above_the_ceiling(tmp_
     assert first["started"] is False and first["estimate"]["tokens"] == estimate["tokens"]
     assert "accept_estimate=true" in first["next"]
     assert store.list_runs() == [] and store.suite_entries(name) == []  # nothing ran, nothing was recorded
+
+
+def test_a_suite_whose_collection_is_gone_is_recorded_could_not_evaluate_as_suite_run_records_it(tmp_path):
+    from searchgrade.server.mcp.suites import suite_job
+
+    store = Store(tmp_path / "data")
+    store.create_suite(name="gone", collection_name="gone", collection_path=str(tmp_path / "gone"), source_run_id="-",
+                       mode="qrels", config={"k": 10, "mode": "qrels", "strategies": ["fulltext"]},
+                       query_ids=["q1"], metric="dcg@10", margin=0.0)
+    load, run = suite_job(store, "gone", note="after the move")
+    with pytest.raises(SearchGradeError, match="suite gone could not evaluate"):
+        run(load(), None, store, tmp_path / "data")
+    (entry,) = store.suite_entries("gone")
+    assert entry["status"] == "could not evaluate" and entry["trigger"] == "mcp" and entry["note"] == "after the move"
+    assert store.get_suite("gone").outage is True  # its "could not evaluate" alert is due (no channel set here)
