@@ -1,5 +1,6 @@
-"""The read-only tools: runs and collections, a run's summary, two runs compared, one query's
-results, the failed queries, the gate.
+"""The read-only tools: runs, collections and suites, a run's summary, two runs compared, one
+query's results, the failed queries, the gate. A run of a suite carries its suite's name, its
+summary the suite's stored verdict, and compare_runs / gate take it alone (server/mcp/suites.py).
 
 Each figure comes from the view model that shows it elsewhere, never from a second computation:
 the summary is `searchgrade show`'s (stored metrics with their CIs, the Results page's paired

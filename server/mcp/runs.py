@@ -1,12 +1,17 @@
 """The tools that start work or watch it: start_evaluation, run_progress, estimate_cost.
 
+A start is of a collection (the agent picks the strategies, the mode and a sample size) or of a
+suite (``start_suite``: the suite's next run, its frozen queries and saved settings, made by
+``run_suite`` as `searchgrade suite run` makes it: server/mcp/suites.py).
+
 A started run runs as the app's runs do, a background job (server/jobs.py) with the run created
 in the store before any work and a heartbeat while it works, in a worker process of its own
 (worker.py) so that it outlives the MCP session that started it, and the server too. One run at
 a time per store: a start while a run is running is refused.
 
 Bounds (the operator's, McpSettings): nothing starts without --allow-runs; a run samples at most
---max-queries queries (an LLM run generates at most that many); an LLM run is estimated first
+--max-queries queries (an LLM run generates at most that many; a suite with more frozen queries is
+refused, never sampled); an LLM run (a suite's too) is estimated first
 (engine/run/estimate.py, the numbers of `searchgrade evaluate --dry-run`), the estimate is
 returned before it starts, and a run above --max-tokens is refused. The LLM's model and endpoint
 are the server's environment's (SEARCHGRADE_LLM_MODEL, OPENAI_BASE_URL): an agent cannot point the
