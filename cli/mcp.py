@@ -16,12 +16,13 @@ DEFAULT_PORT = 8765
 def add_commands(sub: argparse._SubParsersAction) -> None:
     from searchgrade.server.mcp.settings import DEFAULT_MAX_QUERIES, ENV_TOKEN
 
-    p = sub.add_parser("mcp", help="an MCP server for agents: runs, summaries, comparisons, the gate "
+    p = sub.add_parser("mcp", help="an MCP server for agents: runs, suites, summaries, comparisons, the gate "
                        "(stdio; --http for streamable HTTP)")
     p.add_argument("--allow-runs", action="store_true",
-                   help="let agents start evaluations (default: read-only)")
+                   help="let agents start evaluations and suite runs (default: read-only)")
     p.add_argument("--max-queries", type=int, default=DEFAULT_MAX_QUERIES,
-                   help=f"a started run samples at most this many queries (default: {DEFAULT_MAX_QUERIES})")
+                   help=f"a started run samples at most this many queries; a suite with more frozen queries "
+                   f"is refused (default: {DEFAULT_MAX_QUERIES})")
     p.add_argument("--max-tokens", type=int, default=0,
                    help="an LLM run whose dry-run estimate is above this many tokens is refused "
                    "(default: 0, no LLM run)")

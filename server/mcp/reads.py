@@ -1,5 +1,6 @@
-"""The read-only tools: runs and collections, a run's summary, two runs compared, one query's
-results, the failed queries, the gate.
+"""The read-only tools: runs, collections and suites, a run's summary, two runs compared, one
+query's results, the failed queries, the gate. A run of a suite carries its suite's name, its
+summary the suite's stored verdict, and compare_runs / gate take it alone (server/mcp/suites.py).
 
 Each figure comes from the view model that shows it elsewhere, never from a second computation:
 the summary is `searchgrade show`'s (stored metrics with their CIs, the Results page's paired
@@ -18,6 +19,7 @@ from searchgrade.engine.metrics import parse_metric
 from searchgrade.engine.report.common import PRIMARY_METRIC, best_row, metric_label, primary_k
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.server.mcp import suites
 from searchgrade.server.mcp.payload import DATA_NOTE, capped, untrusted, untrusted_query
 
 #: The metrics a summary gives per strategy (`searchgrade show`'s table), then source found when stored.
@@ -29,20 +31,31 @@ MAX_CHANGED = 10
 MAX_ROWS = 50
 
 
-def run_brief(run: RunRecord) -> dict[str, Any]:
+def run_brief(run: RunRecord, suite: str | None = None) -> dict[str, Any]:
     """A run's identity and state: what a list or a summary says about it (no configuration:
-    it may name endpoints and files, and an agent needs none of it)."""
-    return {"run_id": run.run_id, "name": run.name, "collection": run.collection_name,
+    it may name endpoints and files, and an agent needs none of it); ``suite``: the suite it is a
+    run of, if any."""
+    return {"run_id": run.run_id, "name": run.name, "suite": suite, "collection": run.collection_name,
             "status": run.status, "mode": run.mode, "labels": run.label_source,
             "created_at": run.created_at.isoformat(timespec="seconds"),
             "finished_at": run.finished_at.isoformat(timespec="seconds") if run.finished_at else None,
             "queries": run.stats.get("queries"), "k": run.k, "depth": run.depth}
 
 
-def list_runs(store: Store, collection: str | None = None, limit: int = 20) -> dict[str, Any]:
-    """Stored runs newest first (at most ``limit``), and every collection with its runs."""
+def list_runs(store: Store, collection: str | None = None, limit: int = 20,
+              suite: str | None = None) -> dict[str, Any]:
+    """Stored runs newest first (at most ``limit``; only ``collection``'s, only ``suite``'s), every
+    collection with its runs, and every suite with its schedule, last run and last verdict."""
     limit = max(1, min(int(limit), MAX_RUNS))
+    with store.session():
+        return _list_runs(store, collection, limit, suite)
+
+
+def _list_runs(store: Store, collection: str | None, limit: int, suite: str | None) -> dict[str, Any]:
     runs = store.list_runs()
+    of_suite = store.suite_of_runs()
+    if suite is not None:
+        store.get_suite(suite)  # an unknown suite: one line naming `searchgrade suite list`
     collections: dict[str, dict[str, Any]] = {}
     for run in runs:
         c = collections.setdefault(run.collection_name, {"collection": run.collection_name, "runs": 0,
@@ -50,10 +63,13 @@ def list_runs(store: Store, collection: str | None = None, limit: int = 20) -> d
         c["runs"] += 1
         if run.status == "complete" and c["latest_complete_run"] is None:
             c["latest_complete_run"] = run.run_id
-    chosen = [r for r in runs if collection is None or r.collection_name == collection]
+    chosen = [r for r in runs if (collection is None or r.collection_name == collection)
+              and (suite is None or of_suite.get(r.run_id) == suite)]
     shown, left_out = capped(chosen, limit)
-    return {"runs": [run_brief(r) for r in shown], "runs_left_out": left_out,
+    listed, suites_left_out = suites.suite_briefs(store)
+    return {"runs": [run_brief(r, of_suite.get(r.run_id)) for r in shown], "runs_left_out": left_out,
             "collections": list(collections.values()),
+            "suites": listed, "suites_left_out": suites_left_out,
             "startable_collections": "'demo', a collection listed here, or a folder inside the server's "
                                      "--collections-root (start_evaluation)"}
 
@@ -83,7 +99,10 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
 
     with store.session():
         run = store.get_run(run_id)
-        out: dict[str, Any] = {"run": run_brief(run)}
+        found = suites.suite_run(store, run.run_id)
+        out: dict[str, Any] = {"run": run_brief(run, found.suite.name if found else None)}
+        if found is not None:
+            out["suite"] = suites.verdict_json(store, found)
         notes, left = capped(run.notes, MAX_NOTES)
         out["run"].update(error=run.error, skipped=run.skipped, notes=notes, notes_left_out=left)
         k = k or run.k
@@ -126,16 +145,29 @@ def _metric(metric: str, default_k: int = 10) -> tuple[str, int]:
     return spec.key, spec.k or default_k
 
 
-def compare_runs(store: Store, run_a: str, run_b: str, metric: str = "dcg@10") -> dict[str, Any]:
+def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str | None = None) -> dict[str, Any]:
     """Run B against run A per strategy (the Compare screen): each change with its 95% CI and
-    p-value adjusted for the strategies compared, and the queries that changed most."""
+    p-value adjusted for the strategies compared, and the queries that changed most.
+
+    ``run_a`` alone, a run of a suite, is compared with the suite's previous complete run (it is
+    then run B), on the suite's metric unless ``metric`` is given.
+    """
     from searchgrade.engine.report.compare import compare_runs as compare
 
-    name, k = _metric(metric)
+    of_suite = None
+    if run_b is None:
+        of_suite = suites.baseline_of(store, run_a, "run_b")
+        run_a, run_b = of_suite.baseline_run_id, of_suite.entry["run_id"]
+        metric = metric or of_suite.suite.metric
+    name, k = _metric(metric or "dcg@10")
     c = compare(store, run_a, run_b, metric=name, k=k, n_changed=MAX_CHANGED)
-    out: dict[str, Any] = {"run_a": run_brief(c.run_a), "run_b": run_brief(c.run_b),
+    names = store.suite_of_runs()
+    out: dict[str, Any] = {"run_a": run_brief(c.run_a, names.get(c.run_a.run_id)),
+                           "run_b": run_brief(c.run_b, names.get(c.run_b.run_id)),
                            "metric": metric_label(name, k), "paired_on": c.paired_on, "shared_queries": c.n_shared,
                            "notes": c.notes}
+    if of_suite is not None:
+        out["baseline"] = f"run_a is suite {of_suite.suite.name}'s previous complete run before run_b"
     if c.refusal is not None:
         out["refusal"] = c.refusal
         return out
@@ -225,15 +257,31 @@ def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit
             "backend_errors_left_out": backend_left, "data_note": DATA_NOTE}
 
 
-def gate(store: Store, baseline: str, candidate: str, metric: str = "ndcg@10", margin: float = 0.01,
+def gate(store: Store, baseline: str | None, candidate: str, metric: str | None = None, margin: float | None = None,
          alpha: float = 0.05, strategies: list[str] | None = None) -> dict[str, Any]:
     """`searchgrade gate` on two runs: FAIL when a strategy's change, its CI adjusted for the
-    strategies checked, lies entirely beyond -margin."""
+    strategies checked, lies entirely beyond -margin.
+
+    ``baseline`` None: the candidate is a run of a suite, gated against the suite's previous
+    complete run on the suite's metric and margin unless ``metric`` / ``margin`` are given;
+    otherwise the defaults are `searchgrade gate`'s (ndcg@10, margin 0.01).
+    """
     from searchgrade.engine.gate import run_gate
 
+    of_suite = None
+    if baseline is None:
+        of_suite = suites.baseline_of(store, candidate, "baseline")
+        baseline, candidate = of_suite.baseline_run_id, of_suite.entry["run_id"]
+        metric = metric or of_suite.suite.metric
+        margin = of_suite.suite.margin if margin is None else margin
+    metric = metric or "ndcg@10"
+    margin = 0.01 if margin is None else margin
     result = run_gate(store, baseline, candidate, metric=metric, strategies=strategies or None,
                       margin=margin, alpha=alpha)
-    return {"verdict": "FAIL" if result.failed else "PASS", "exit_code": 1 if result.failed else 0,
+    extra = {} if of_suite is None else {
+        "suite": of_suite.suite.name,
+        "baseline_is": f"suite {of_suite.suite.name}'s previous complete run before the candidate"}
+    return {**extra, "verdict": "FAIL" if result.failed else "PASS", "exit_code": 1 if result.failed else 0,
             "baseline": result.baseline.run_id, "candidate": result.candidate.run_id,
             "metric": result.metric_label, "margin": result.margin, "alpha": result.alpha, "rule": result.rule,
             "strategies": [{"strategy": line.strategy, "baseline": line.baseline, "candidate": line.candidate,

@@ -1,12 +1,17 @@
 """The tools that start work or watch it: start_evaluation, run_progress, estimate_cost.
 
+A start is of a collection (the agent picks the strategies, the mode and a sample size) or of a
+suite (``start_suite``: the suite's next run, its frozen queries and saved settings, made by
+``run_suite`` as `searchgrade suite run` makes it: server/mcp/suites.py).
+
 A started run runs as the app's runs do, a background job (server/jobs.py) with the run created
 in the store before any work and a heartbeat while it works, in a worker process of its own
 (worker.py) so that it outlives the MCP session that started it, and the server too. One run at
 a time per store: a start while a run is running is refused.
 
 Bounds (the operator's, McpSettings): nothing starts without --allow-runs; a run samples at most
---max-queries queries (an LLM run generates at most that many); an LLM run is estimated first
+--max-queries queries (an LLM run generates at most that many; a suite with more frozen queries is
+refused, never sampled); an LLM run (a suite's too) is estimated first
 (engine/run/estimate.py, the numbers of `searchgrade evaluate --dry-run`), the estimate is
 returned before it starts, and a run above --max-tokens is refused. The LLM's model and endpoint
 are the server's environment's (SEARCHGRADE_LLM_MODEL, OPENAI_BASE_URL): an agent cannot point the
@@ -16,6 +21,7 @@ key anywhere.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -29,6 +35,7 @@ from searchgrade.core.records import Collection, SearchGradeError
 from searchgrade.engine.paths import DEMO_DIR, DEMO_NAME
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.store import Store
+from searchgrade.server.mcp import suites
 from searchgrade.server.mcp.settings import McpSettings
 from searchgrade.server.mcp.worker import PROGRESS_DIR, progress_path
 
@@ -151,35 +158,126 @@ def _estimate(collection: Collection, config: RunConfig, store: Store) -> dict[s
             "judge": stage(e.judge), "lines": e.lines(), "notes": e.notes}
 
 
-def estimate_cost(settings: McpSettings, store: Store, collection: str, mode: str = "llm",
-                  strategies: list[str] | None = None, max_queries: int | None = None) -> dict[str, Any]:
-    """The dry-run estimate of a run (calls and tokens), and whether the server's ceiling allows it."""
-    target = resolve_collection(settings, store, collection)
-    config = run_config(settings, mode, strategies, max_queries, None, 10)
-    out = _estimate(_load(target), config, store)
-    out.update(collection=target.name, mode=mode, max_tokens=settings.max_tokens,
-               within_ceiling=out["tokens"] <= settings.max_tokens or not config.uses_llm,
+def estimate_cost(settings: McpSettings, store: Store, collection: str | None, mode: str | None = None,
+                  strategies: list[str] | None = None, max_queries: int | None = None,
+                  suite: str | None = None) -> dict[str, Any]:
+    """The dry-run estimate of a run (calls and tokens), and whether the server's ceiling allows it;
+    ``suite``: of the suite's next run (its frozen queries and configuration)."""
+    if suite is not None:
+        _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries)
+        record, config = _suite_run_parts(settings, store, suite)
+        out = _suite_estimate(store, record, config)
+        out.update(suite=record.name, collection=record.collection_name, mode=record.mode)
+    else:
+        target = resolve_collection(settings, store, _needs_collection(collection))
+        mode = mode or "llm"
+        config = run_config(settings, mode, strategies, max_queries, None, 10)
+        out = _estimate(_load(target), config, store)
+        out.update(collection=target.name, mode=mode)
+    out.update(max_tokens=settings.max_tokens, within_ceiling=out["tokens"] <= settings.max_tokens or not config.uses_llm,
                dry_run="nothing was indexed, searched, prompted or stored")
     return out
 
 
-def start_evaluation(settings: McpSettings, store: Store, collection: str, mode: str = "qrels",
-                     strategies: list[str] | None = None, max_queries: int | None = None,
-                     name: str | None = None, k: int = 10, accept_estimate: bool = False) -> dict[str, Any]:
-    """Start a run in the background and return its id (an LLM run: its estimate first)."""
+def _needs_collection(collection: str | None) -> str:
+    if not collection:
+        raise SearchGradeError("give collection ('demo', a collection of list_runs) or suite (a suite of list_runs)")
+    return collection
+
+
+def _suite_alone(**given: Any) -> None:
+    """A suite's run is the suite's: its collection, queries and settings cannot be asked for."""
+    asked = sorted(k for k, v in given.items() if v is not None)
+    if asked:
+        raise SearchGradeError(f"a suite's run evaluates the suite's own collection, frozen queries and settings: "
+                               f"give suite without {', '.join(asked)} (or collection without suite)")
+
+
+def _suite_run_parts(settings: McpSettings, store: Store, name: str) -> tuple[Any, RunConfig]:
+    """The suite and its next run's configuration, within the server's query bound (a suite's
+    queries are frozen: it is refused, never sampled)."""
+    from searchgrade.engine.suites.definition import suite_config
+
+    suite = store.get_suite(name)
+    if len(suite.query_ids) > settings.max_queries:
+        raise RefusedError(f"refused: suite {suite.name} evaluates {len(suite.query_ids)} frozen queries, above this "
+                           f"server's --max-queries of {settings.max_queries} (a suite's queries are not sampled); "
+                           f"ask the operator to raise it, or run `searchgrade suite run {suite.name}`")
+    config = suite_config(suite)
+    config.check_environment()
+    return suite, config
+
+
+def _suite_estimate(store: Store, suite: Any, config: RunConfig) -> dict[str, Any]:
+    """The dry-run estimate of the suite's next run, over its collection as that run evaluates it."""
+    from searchgrade.engine.suites.definition import suite_collection
+
+    return _estimate(suite_collection(suite, store)[0], config, store)
+
+
+def _ceiling(settings: McpSettings, estimate: dict[str, Any]) -> None:
+    if estimate["tokens"] > settings.max_tokens:
+        raise RefusedError(f"refused: the estimate is ~{estimate['tokens']:,} tokens, above this server's "
+                           f"ceiling of {settings.max_tokens:,} (--max-tokens); ask for fewer queries "
+                           f"(max_queries) or ask the operator to raise it. Estimate: "
+                           + "; ".join(estimate["lines"]))
+
+
+def _one_at_a_time(store: Store) -> None:
+    running = [r.run_id for r in store.list_runs() if r.status == "running"]
+    if running:
+        raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it "
+                           "ends, then start again (one run at a time)")
+
+
+def start_suite(settings: McpSettings, store: Store, name: str, note: str | None = None,
+                accept_estimate: bool = False) -> dict[str, Any]:
+    """A new run of suite ``name`` in a worker, as `searchgrade suite run NAME` makes it (an LLM
+    suite: its estimate first, refused above the ceiling); its run id."""
     if not settings.allow_runs:
         raise RefusedError(READ_ONLY)
-    target = resolve_collection(settings, store, collection)
-    config = run_config(settings, mode, strategies, max_queries, name, k)
+    suite, config = _suite_run_parts(settings, store, name)
+    out: dict[str, Any] = {"suite": suite.name, "collection": suite.collection_name, "mode": suite.mode,
+                           "strategies": list(config.strategies), "queries": len(suite.query_ids)}
+    if config.uses_llm:
+        estimate = _suite_estimate(store, suite, config)
+        out["estimate"] = estimate
+        _ceiling(settings, estimate)
+        if not accept_estimate:
+            out.update(started=False, next="the run is within the ceiling: call start_evaluation again with "
+                                           "accept_estimate=true to start it")
+            return out
+    with _START:
+        _one_at_a_time(store)
+        run_id = _spawn(settings, {"suite": suite.name, "note": note})
+    out.update(started=True, run_id=run_id,
+               next="poll run_progress(run_id) until done; run_summary(run_id) then has the suite's verdict "
+                    "against its previous complete run")
+    return out
+
+
+def start_evaluation(settings: McpSettings, store: Store, collection: str | None, mode: str | None = None,
+                     strategies: list[str] | None = None, max_queries: int | None = None,
+                     name: str | None = None, k: int | None = None, accept_estimate: bool = False,
+                     suite: str | None = None, note: str | None = None) -> dict[str, Any]:
+    """Start a run in the background and return its id (an LLM run: its estimate first); with
+    ``suite``, a new run of that suite (start_suite)."""
+    if not settings.allow_runs:
+        raise RefusedError(READ_ONLY)
+    if suite is not None:
+        _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries, name=name,
+                     k=k)
+        return start_suite(settings, store, suite, note, accept_estimate)
+    if note is not None:
+        raise SearchGradeError("note goes with suite (a note on a suite's run); a run's name is name")
+    target = resolve_collection(settings, store, _needs_collection(collection))
+    mode = mode or "qrels"
+    config = run_config(settings, mode, strategies, max_queries, name, 10 if k is None else k)
     out: dict[str, Any] = {"collection": target.name, "mode": mode, "strategies": list(config.strategies)}
     if config.uses_llm:
         estimate = _estimate(_load(target), config, store)
         out["estimate"] = estimate
-        if estimate["tokens"] > settings.max_tokens:
-            raise RefusedError(f"refused: the estimate is ~{estimate['tokens']:,} tokens, above this server's "
-                               f"ceiling of {settings.max_tokens:,} (--max-tokens); ask for fewer queries "
-                               f"(max_queries) or ask the operator to raise it. Estimate: "
-                               + "; ".join(estimate["lines"]))
+        _ceiling(settings, estimate)
         if not accept_estimate:
             out.update(started=False, next="the run is within the ceiling: call start_evaluation again with "
                                            "accept_estimate=true to start it")
@@ -187,19 +285,19 @@ def start_evaluation(settings: McpSettings, store: Store, collection: str, mode:
     else:
         out["queries_at_most"] = config.max_queries
     with _START:  # two sessions of one HTTP server starting at once: one of them waits, then is refused
-        running = [r.run_id for r in store.list_runs() if r.status == "running"]
-        if running:
-            raise RefusedError(f"run {running[0]} is still running in this store; poll run_progress until it "
-                               "ends, then start again (one run at a time)")
-        run_id = _spawn(settings, target, config)
+        _one_at_a_time(store)
+        run_id = _spawn(settings, {"collection_path": str(target.path), "label": target.name,
+                                   "config": config.to_json()})
     out.update(started=True, run_id=run_id, next="poll run_progress(run_id) until done, then run_summary")
     return out
 
 
-def _spawn(settings: McpSettings, target: Target, config: RunConfig) -> str:
-    """Start the run in a worker process of its own (server/mcp/worker.py); its run id."""
-    request = json.dumps({"data_dir": str(settings.data_dir), "collection_path": str(target.path),
-                          "label": target.name, "config": config.to_json()})
+def _spawn(settings: McpSettings, work: dict[str, Any]) -> str:
+    """Start the run in a worker process of its own (server/mcp/worker.py); its run id.
+
+    ``work``: a collection's run (collection_path, label, config) or a suite's run (suite, note).
+    """
+    request = json.dumps({"data_dir": str(settings.data_dir), **work})
     logs = settings.data_dir / PROGRESS_DIR
     logs.mkdir(parents=True, exist_ok=True)
     log = open(logs / f"worker-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.log", "w")  # noqa: SIM115
@@ -239,6 +337,28 @@ def run_progress(settings: McpSettings, store: Store, run_id: str) -> dict[str, 
     if job is not None:
         out["job"] = {k: v for k, v in job.items() if k not in ("error", "pid")}
         out["error"] = out["error"] or job.get("error")
+    found = suites.entry_of_run(store, run.run_id)
+    if found is not None:
+        name, entry = found
+        if out["done"] and entry["status"] == suites.RUNNING and job is not None and _working(job):
+            # The run is complete; its worker is comparing it with the suite's previous run (and alerting).
+            out.update(done=False, stage="comparing with the suite's previous complete run")
+        out["suite"] = {"suite": name, "status": entry["status"], "verdict": suites.verdict_word(entry),
+                        "baseline_run_id": entry["baseline_run_id"], "error": entry["error"]}
     if out["done"]:
         out["next"] = "run_summary(run_id)" if run.status == "complete" else f"`searchgrade resume {run.run_id}`"
     return out
+
+
+def _working(job: dict[str, Any]) -> bool:
+    """Whether a worker's job is still at work: active by its last progress, and its process alive."""
+    if job.get("state") not in ("starting", "running"):
+        return False
+    pid = job.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False  # gone (killed): nothing more will happen
+    return True

@@ -24,7 +24,8 @@ INSTRUCTIONS = (
     "graded 0-3, with metrics and 95% confidence intervals. Start with list_runs; run_summary gives a "
     "run's figures; compare_runs and gate say whether a change made search better or worse (paired "
     "tests, adjusted p-values: 'not distinguishable' means the queries cannot tell, not that the runs "
-    "are equal). " + DATA_NOTE)
+    "are equal). A suite is a saved evaluation run again and again: start_evaluation(suite=NAME) runs it, "
+    "and compare_runs or gate given a suite's run alone compare it with the suite's previous run. " + DATA_NOTE)
 
 
 def _answer(work: Callable[[], dict[str, Any]]) -> str:
@@ -58,17 +59,21 @@ def build_server(settings: McpSettings) -> Any:
         return server.tool(annotations=annotations, structured_output=False)
 
     @tool()
-    def list_runs(collection: str | None = None, limit: int = 20) -> str:
-        """List stored evaluation runs (newest first) and the collections they evaluated.
+    def list_runs(collection: str | None = None, limit: int = 20, suite: str | None = None) -> str:
+        """List stored evaluation runs (newest first), the collections they evaluated, and the
+        suites (saved evaluations run again and again, each run compared with the previous one).
 
         Args:
             collection: Only runs of this collection (a name from the result's collections).
             limit: At most this many runs (up to 50); runs_left_out counts the rest.
+            suite: Only the runs of this suite (a name from the result's suites).
 
-        Returns JSON: runs [{run_id, name, collection, status, mode, created_at, queries, k}],
-        collections [{collection, runs, latest_complete_run}].
+        Returns JSON: runs [{run_id, name, suite, collection, status, mode, created_at, queries, k}],
+        collections [{collection, runs, latest_complete_run}], suites [{suite, collection, queries,
+        strategies, metric, margin, schedule, next_due_utc, runs, last_run, last_verdict {verdict:
+        drop, gain, no significant change, ...}}].
         """
-        return _answer(lambda: reads.list_runs(store, collection, limit))
+        return _answer(lambda: reads.list_runs(store, collection, limit, suite))
 
     @tool()
     def run_summary(run_id: str, k: int | None = None) -> str:
@@ -81,18 +86,22 @@ def build_server(settings: McpSettings) -> Any:
         Returns JSON: headline (best DCG@10 with its 95% CI and strategy), strategies (each
         metric@k with value, ci_low, ci_high), comparisons (paired differences between strategies,
         adjusted p-values, findings in words), judged (judged@k per strategy and a warning when
-        strategies are judged unevenly), failures (top-1 not relevant, backend errors).
+        strategies are judged unevenly), failures (top-1 not relevant, backend errors); for a run
+        of a suite, suite: its regression verdict against the suite's previous complete run
+        (drop, gain or no significant change, per strategy the change with its adjusted 95% CI).
         """
         return _answer(lambda: reads.run_summary(store, run_id, k))
 
     @tool()
-    def compare_runs(run_a: str, run_b: str, metric: str = "dcg@10") -> str:
+    def compare_runs(run_a: str, run_b: str | None = None, metric: str | None = None) -> str:
         """Did run B get better or worse than run A? Paired over the queries both evaluated.
 
         Args:
-            run_a: The earlier (baseline) run id.
+            run_a: The earlier (baseline) run id; alone (no run_b), a run of a suite, compared
+                with the suite's previous complete run (which becomes run A).
             run_b: The later run id.
-            metric: metric@k, e.g. dcg@10, ndcg@10, mrr, recall@10, precision@5.
+            metric: metric@k, e.g. dcg@10, ndcg@10, mrr, recall@10, precision@5 (default dcg@10;
+                for a suite's run given alone, the suite's metric).
 
         Returns JSON: deltas per strategy (run_a, run_b, change = B - A, ci_low, ci_high: its 95% CI
         adjusted for the strategies compared, p_value_adjusted, verdict "significant" or "not
@@ -128,16 +137,18 @@ def build_server(settings: McpSettings) -> Any:
         return _answer(lambda: reads.failed_queries(store, run_id, strategy, limit))
 
     @tool()
-    def gate(baseline: str, candidate: str, metric: str = "ndcg@10", margin: float = 0.01,
+    def gate(candidate: str, baseline: str | None = None, metric: str | None = None, margin: float | None = None,
              alpha: float = 0.05, strategies: list[str] | None = None) -> str:
         """The regression gate (`searchgrade gate`): is the candidate run significantly worse?
 
         Args:
-            baseline: Baseline run id, or "latest-complete" (the newest complete run of the
-                candidate's collection before it).
             candidate: Candidate run id.
-            metric: metric@k (default ndcg@10).
-            margin: How much worse is tolerated, in the metric's units.
+            baseline: Baseline run id, or "latest-complete" (the newest complete run of the
+                candidate's collection before it); omitted, the candidate must be a run of a
+                suite and the baseline is the suite's previous complete run.
+            metric: metric@k (default ndcg@10; without baseline, the suite's metric).
+            margin: How much worse is tolerated, in the metric's units (default 0.01; without
+                baseline, the suite's margin).
             alpha: Family-wise level over the strategies checked.
             strategies: Strategies to check (default: every strategy both runs have).
 
@@ -147,53 +158,63 @@ def build_server(settings: McpSettings) -> Any:
         return _answer(lambda: reads.gate(store, baseline, candidate, metric, margin, alpha, strategies))
 
     @tool()
-    def estimate_cost(collection: str, mode: str = "llm", strategies: list[str] | None = None,
-                      max_queries: int | None = None) -> str:
+    def estimate_cost(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
+                      max_queries: int | None = None, suite: str | None = None) -> str:
         """What an LLM run would cost, before it runs (`searchgrade evaluate --dry-run`).
 
         Args:
             collection: "demo", a collection of a stored run, or a folder in the server's collections root.
-            mode: "llm" (the LLM writes queries and judges), "qrels_llm" (human judgments, the judge
-                measured against them), or "qrels" (no LLM call).
+            mode: "llm" (the LLM writes queries and judges; the default), "qrels_llm" (human
+                judgments, the judge measured against them), or "qrels" (no LLM call).
             strategies: Strategy names (default: the built-ins).
             max_queries: Queries to evaluate (at most the server's --max-queries).
+            suite: Instead of the above, the next run of this suite (list_runs' suites).
 
         Returns JSON: calls and tokens per stage, the total, and whether the server's token
         ceiling (--max-tokens) allows the run. Nothing is indexed, searched or stored.
         """
-        return _answer(lambda: runs.estimate_cost(settings, store, collection, mode, strategies, max_queries))
+        return _answer(lambda: runs.estimate_cost(settings, store, collection, mode, strategies, max_queries,
+                                                  suite))
 
     @tool(writes=True)
-    def start_evaluation(collection: str, mode: str = "qrels", strategies: list[str] | None = None,
-                         max_queries: int | None = None, name: str | None = None, k: int = 10,
-                         accept_estimate: bool = False) -> str:
+    def start_evaluation(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
+                         max_queries: int | None = None, name: str | None = None, k: int | None = None,
+                         accept_estimate: bool = False, suite: str | None = None, note: str | None = None) -> str:
         """Start an evaluation in the background; returns its run_id at once.
+
+        Give either collection (with the optional mode, strategies, max_queries, name, k) or suite
+        (with the optional note): a suite's run evaluates the suite's frozen queries with its
+        saved settings, as `searchgrade suite run NAME` does, and is then compared with the
+        suite's previous complete run (its verdict is in run_summary).
 
         Args:
             collection: "demo", a collection of a stored run (list_runs), or a folder in the
                 server's collections root.
-            mode: "qrels" (the collection's human judgments), "llm" (an LLM writes queries and
-                grades), or "qrels_llm" (human judgments, judge agreement).
+            mode: "qrels" (the collection's human judgments; the default), "llm" (an LLM writes
+                queries and grades), or "qrels_llm" (human judgments, judge agreement).
             strategies: Strategy names: the built-ins ann, fulltext, hybrid, ann_rerank,
                 fulltext_rerank, hybrid_rerank, and those the operator's strategies file declares
                 (an unknown name is answered with the list); default: all.
             max_queries: A seeded sample of this many queries (capped by the server's --max-queries;
                 the same number gives the same queries, so two runs can be compared).
             name: A name for the run.
-            k: Cut-off of the headline metrics.
+            k: Cut-off of the headline metrics (default 10).
             accept_estimate: An LLM run first returns its cost estimate without starting; call
                 again with true to start it (refused above the server's token ceiling).
+            suite: A suite's name (list_runs' suites): start its next run instead.
+            note: With suite, a note on its run ("synonyms v3 deployed"), shown on its trend.
 
         Needs the server started with --allow-runs. One run at a time; it goes on after this
         session (and this server) ends. Poll run_progress(run_id), then run_summary.
         """
         return _answer(lambda: runs.start_evaluation(settings, store, collection, mode, strategies,
-                                                     max_queries, name, k, accept_estimate))
+                                                     max_queries, name, k, accept_estimate, suite, note))
 
     @tool()
     def run_progress(run_id: str) -> str:
         """A run's status (running, complete, failed, cancelled, interrupted), its stages with the
-        share done, and done=true when nothing more will happen."""
+        share done, and done=true when nothing more will happen; for a run of a suite, suite
+        {suite, status, verdict, baseline_run_id} (done only once it is compared)."""
         return _answer(lambda: runs.run_progress(settings, store, run_id))
 
     resources.register(server, store)

@@ -5,12 +5,15 @@ stdin, waits two seconds and kills the server's process group (the MCP lifecycle
 run in a thread of the server would die with it. So start_evaluation starts this module in a new
 session (its own process group) and hands it the run's configuration; here the run is a
 background job exactly as the app's (server/jobs.py: the pipeline, its heartbeat, the first
-Results page kept on completion). The worker prints the run id on its first stdout line as soon
+Results page kept on completion); a suite's run is the job of the app's "Run now", ``run_suite``
+(server/mcp/suites.py ``suite_job``): evaluated, compared with the suite's previous complete run,
+alerted on, and only then ended. The worker prints the run id on its first stdout line as soon
 as the run exists, then writes the job's stages to ``<data dir>/mcp/<run id>.json`` while it
 works (what run_progress reads), and exits when the run ends. Killed, its run turns
 ``interrupted`` like any other and `searchgrade resume RUN` finishes it.
 
-    python -m searchgrade.server.mcp.worker < request.json
+    python -m searchgrade.server.mcp.worker < request.json   # {data_dir, collection_path, label, config}
+                                                             # or {data_dir, suite, note}
 """
 
 from __future__ import annotations
@@ -59,10 +62,20 @@ def main() -> int:
 
     request = json.loads(sys.stdin.read())
     data_dir = Path(request["data_dir"])
-    config = RunConfig.from_json(request["config"])
     store = Store(data_dir)
-    path = request["collection_path"]
-    job, _ = jobs.start_job(lambda: load_collection(path), config, store, data_dir, label=request["label"])
+    if request.get("suite"):
+        from searchgrade.server.mcp.suites import suite_job
+
+        try:
+            load, run = suite_job(store, request["suite"], request.get("note"))
+        except Exception as exc:  # noqa: BLE001 - the server waits for one line: give it the reason
+            print(json.dumps({"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}), flush=True)
+            return 1
+        job, _ = jobs.start_job(load, None, store, data_dir, label=f"suite {request['suite']}", run=run)
+    else:
+        config = RunConfig.from_json(request["config"])
+        path = request["collection_path"]
+        job, _ = jobs.start_job(lambda: load_collection(path), config, store, data_dir, label=request["label"])
     announced = None
     while True:
         snap = jobs.wait(job.job_id, PROGRESS_EVERY_S)

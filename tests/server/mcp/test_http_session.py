@@ -58,6 +58,8 @@ async def session_over_http(url: str, token: str | None) -> dict:
         seen["compare"] = await tools.call("compare_runs", run_a=baseline, run_b=candidate)
         seen["gate"] = await tools.call("gate", baseline=baseline, candidate=candidate, metric="dcg@10")
         seen["read_only"] = await tools.error("start_evaluation", collection="demo", strategies=["fulltext"])
+        seen["read_only_suite"] = await tools.error("start_evaluation", suite="nightly")
+        seen["suites"] = (await tools.call("list_runs"))["suites"]
         seen["texts"] = tools.texts
     return seen
 
@@ -71,6 +73,10 @@ def served(tmp_path_factory):
               n_bootstrap=200)
     worse = random_spec(30, n_docs=200, seed=1, strategies=("ann", "fulltext"), name="candidate")
     write_run(store, worse, n_bootstrap=200)
+    first = store.list_runs()[-1]
+    store.create_suite(name="nightly", collection_name=first.collection_name, collection_path=first.collection_path,
+                       source_run_id=first.run_id, mode="qrels", config=first.config,
+                       query_ids=[q["query_id"] for q in store.queries(first.run_id)], metric="dcg@10", margin=0.0)
     port = free_port()
     log = folder / "server.log"
     with open(log, "w") as out:
@@ -114,6 +120,8 @@ def test_the_gate_and_the_comparison_are_the_cli_s_figures(seen, served):
 def test_a_read_only_server_refuses_to_start_a_run_with_one_clear_line(seen):
     assert "read-only" in seen["read_only"] and "--allow-runs" in seen["read_only"]
     assert "\n" not in seen["read_only"]
+    assert seen["read_only_suite"] == seen["read_only"]  # a suite's run is refused the same way
+    assert [s["suite"] for s in seen["suites"]] == ["nightly"]  # while its settings read as usual
 
 
 def test_without_the_token_every_request_is_refused(served):

@@ -14,6 +14,7 @@ import pytest
 
 from searchgrade.engine.export import export_run
 from searchgrade.engine.store import Store
+from searchgrade.engine.suites.definition import suite_from_run
 from tests.server.mcp.session import API_KEY, SEARCHGRADE, TOKEN, Tools, server_env
 
 TOOLS = {"list_runs", "run_summary", "compare_runs", "query_results", "failed_queries", "start_evaluation",
@@ -60,11 +61,29 @@ async def session_over_stdio(data_dir, errlog) -> dict:
         query_id = next(csv.DictReader(io.StringIO(seen["csv_resource"])))["query_id"]
         seen["query"] = await tools.call("query_results", run_id=runs[0], query_id=query_id, limit=3)
         seen["templates"] = {t.uri_template for t in (await session.list_resource_templates()).resource_templates}
+        # A suite made from the first run (as `searchgrade suite create` makes it), run by the agent.
+        suite_from_run(Store(data_dir), "demo-nightly", runs[0])
+        seen["suite_started"] = await tools.call("start_evaluation", suite="demo-nightly", note="agent's run")
+        seen["suite_progress"] = await tools.until_done(seen["suite_started"]["run_id"])
+        suite_run = seen["suite_started"]["run_id"]
+        seen["suite_summary"] = await tools.call("run_summary", run_id=suite_run)
+        seen["suite_compare"] = await tools.call("compare_runs", run_a=suite_run)
+        seen["suite_gate"] = await tools.call("gate", candidate=suite_run)
+        seen["suite_listed"] = await tools.call("list_runs", suite="demo-nightly")
+        seen["suite_extra"] = await tools.error("start_evaluation", suite="demo-nightly", strategies=["ann"])
+        # One run at a time: a run running in the store (as `searchgrade evaluate` elsewhere would
+        # leave it) refuses both starts. (A run the server started finishes too soon to be raced.)
+        store = Store(data_dir)
+        seen["busy"] = store.create_run(name="elsewhere", collection_name="demo", collection_path="/tmp/none",
+                                        mode="qrels", label_source="human", grade_min=0, grade_max=3, threshold=2,
+                                        k=10, depth=10, config={"k": 10, "mode": "qrels"})
+        seen["second_at_once"] = await tools.error("start_evaluation", collection="demo", strategies=["fulltext"])
+        seen["suite_at_once"] = await tools.error("start_evaluation", suite="demo-nightly")
+        store.finish_run(seen["busy"], "cancelled")
         seen["texts"] = tools.texts
         # A run started just before the agent closes the session goes on without it.
         seen["left_running"] = (await tools.call("start_evaluation", collection="demo", strategies=["fulltext"],
                                                  max_queries=2, name="left running"))["run_id"]
-        seen["second_at_once"] = await tools.error("start_evaluation", collection="demo", strategies=["fulltext"])
     return seen
 
 
@@ -122,6 +141,34 @@ def test_two_runs_of_the_same_sample_compare_and_pass_the_gate(seen):
     assert gate["strategies"][0]["line"].startswith("PASS  fulltext")
 
 
+def test_a_suite_started_by_the_agent_is_its_next_run_compared_with_the_previous_one(seen):
+    first = seen["runs"][0]
+    started, progress = seen["suite_started"], seen["suite_progress"]
+    assert started["started"] is True and started["suite"] == "demo-nightly" and started["queries"] == 4
+    assert progress["status"] == "complete" and progress["done"] is True, progress
+    assert progress["suite"] == {"suite": "demo-nightly", "status": "compared", "verdict": "no significant change",
+                                 "baseline_run_id": first, "error": None}
+    store = Store(seen["data_dir"])
+    (entry,) = [e for e in store.suite_entries("demo-nightly") if e["run_id"] == started["run_id"]]
+    assert entry["trigger"] == "mcp" and entry["note"] == "agent's run" and entry["baseline_run_id"] == first
+    assert {q["query_id"] for q in store.queries(started["run_id"])} == set(store.get_suite("demo-nightly").query_ids)
+    summary = seen["suite_summary"]
+    assert summary["run"]["suite"] == "demo-nightly" and summary["suite"]["baseline_run_id"] == first
+    (fulltext,) = summary["suite"]["strategies"]
+    (stored,) = entry["verdict"]
+    assert fulltext["change"] == pytest.approx(stored["change"]) == 0 and fulltext["verdict"] is None
+    assert "no 95% CI from 4 queries" in fulltext["line"]  # too few for a verdict, said as such
+    assert seen["suite_compare"]["run_a"]["run_id"] == first and seen["suite_compare"]["run_b"]["run_id"] == started["run_id"]
+    assert seen["suite_compare"]["deltas"][0]["change"] == 0
+    assert seen["suite_gate"]["baseline"] == first and seen["suite_gate"]["suite"] == "demo-nightly"
+    assert seen["suite_gate"]["metric"] == "dcg@10" and seen["suite_gate"]["verdict"] == "PASS"
+    listed = seen["suite_listed"]
+    assert [r["run_id"] for r in listed["runs"]] == [started["run_id"], first]
+    (suite,) = listed["suites"]
+    assert suite["last_run"]["run_id"] == started["run_id"] and suite["last_verdict"]["verdict"] == "no significant change"
+    assert "give suite without strategies" in seen["suite_extra"]
+
+
 def test_corpus_text_comes_back_marked_as_untrusted_data(seen):
     query = seen["query"]
     assert set(query["query"]) == {"untrusted_query_text", "truncated"}
@@ -154,7 +201,8 @@ def test_the_csv_resource_is_what_searchgrade_export_writes(seen, tmp_path):
 
 
 def test_one_run_at_a_time(seen):
-    assert f"run {seen['left_running']} is still running" in seen["second_at_once"]
+    assert f"run {seen['busy']} is still running" in seen["second_at_once"]
+    assert f"run {seen['busy']} is still running" in seen["suite_at_once"]
 
 
 def test_a_run_goes_on_after_the_session_that_started_it_ended(seen):
