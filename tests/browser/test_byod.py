@@ -135,7 +135,7 @@ def _evaluate_and_see_results(page, home: Path):
     assert run.status == "complete", run.error
     [dcg] = [r["value"] for r in store.metric_summary(run.run_id, 10) if r["metric"] == "dcg"]
     headline = page.locator('[data-testid="stMetric"]').first.inner_text()
-    assert f"{dcg:.2f}" in headline, headline
+    assert f"{dcg:.3f}" in headline, headline
     return store, run
 
 
