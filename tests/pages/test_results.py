@@ -198,3 +198,34 @@ def test_a_run_offers_save_as_suite_and_warns_when_the_reranker_is_the_judge(sto
     at = open_page("views/results.py")
     assert note in " ".join(w.value for w in at.warning).replace("\\", "")
     assert any(b.label == "Save" for b in at.button)
+
+
+def test_two_rerankers_on_one_base_each_have_a_bar_series_a_colour_and_a_table_row(store):
+    # ANN reranked by two declared rerankers (issue 27): tei puts d1 / d2 first, cohere only on q2.
+    spec = tiny_spec(config={"rerankers": ["tei", "cohere"]})
+    spec.rankings = {"ann": spec.rankings["ann"], "fulltext": spec.rankings["fulltext"],
+                     "ann_tei": spec.rankings["ann_rerank"],
+                     "ann_cohere": {"q1": ["d3", "d1", "d5"], "q2": ["d2", "d4", "d6"]}}
+    run_id = write_run(store, spec)
+    at = open_page("views/results.py")
+    data = chart(at, "strategies")["data"]
+    series = {t["name"]: t for t in data if t["x"]}
+    assert list(series) == ["Without reranker", "With cohere", "With tei"]
+    # Each reranked bar stands at its base's place and is named by its own label in the hover.
+    assert series["With tei"]["x"] == ["ANN (dense)"] and series["With cohere"]["x"] == ["ANN (dense)"]
+    assert series["With tei"]["customdata"][0][2] == "ANN (dense) + tei"
+    assert series["With cohere"]["customdata"][0][2] == "ANN (dense) + cohere"
+    assert series["Without reranker"]["x"] == ["ANN (dense)", "Full-text (BM25)"]  # ANN once, not once per reranker
+    stored = {r["strategy"]: r["value"] for r in store.metric_summary(run_id, 3) if r["metric"] == "dcg"}
+    assert series["With tei"]["y"] == pytest.approx([stored["ann_tei"]])
+    assert series["With cohere"]["y"] == pytest.approx([stored["ann_cohere"]])
+    legend = {t["name"]: t["marker"]["color"] for t in data if not t["x"]}
+    assert set(legend) == {"ANN (dense)", "Full-text (BM25)", "ANN (dense) + tei", "ANN (dense) + cohere"}
+    assert len(set(legend.values())) == 4  # a colour per series
+    assert series["With tei"]["marker"]["color"] == [legend["ANN (dense) + tei"]]
+    table = at.dataframe[0].value
+    rows = {(r["Strategy"], r["Reranker"] if isinstance(r["Reranker"], str) else None): r
+            for r in table.to_dict("records")}
+    assert set(rows) == {("ANN (dense)", "cohere"), ("ANN (dense)", "tei"), ("Full-text (BM25)", None)}
+    assert rows[("ANN (dense)", "tei")]["With reranker"] == pytest.approx(stored["ann_tei"])
+    assert rows[("ANN (dense)", "cohere")]["Change"] == pytest.approx(stored["ann_cohere"] - stored["ann"])
