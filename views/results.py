@@ -18,6 +18,7 @@ from searchgrade.engine.report.downloads import per_query_csv, trec_zip
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.results import bar_series, reranker_state
 from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import base_of
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
@@ -155,16 +156,22 @@ for series, frame in bar_series(view.metric_summary).items():
                       "<extra></extra>",
     )
 for strategy in view.metric_summary["strategy"]:
-    # The legend: one entry per strategy in its colour (the bars' traces are the series).
+    # Each strategy's colour in the chart's data (the bars' traces are the series); Plotly draws no
+    # legend entry for a trace without points, so the key a reader sees is the annotation below.
     figure.add_bar(name=chart_text(strategy_label(strategy)), x=[], y=[], marker_color=colors[strategy],
-                   showlegend=True)
-figure.update_layout(barmode="group", yaxis_title=name, height=400, margin={"t": 30, "b": 10},
-                     legend={"orientation": "h", "y": -0.12}, meta={"chart": "strategies", "metric": name})
+                   showlegend=False)
+key_lines = [[s for s in view.metric_summary["strategy"] if base_of(s) is None],
+             [s for s in view.metric_summary["strategy"] if base_of(s) is not None]]
+figure.add_annotation(
+    text="<br>".join("   ".join(f'<span style="color:{colors[s]}">■</span> {chart_text(strategy_label(s))}'
+                                for s in line) for line in key_lines if line),
+    xref="paper", yref="paper", x=0.5, y=-0.1, xanchor="center", yanchor="top", showarrow=False,
+    align="left", font={"size": 12})
+figure.update_layout(barmode="group", yaxis_title=name, height=430, margin={"t": 30, "b": 70},
+                     showlegend=False, meta={"chart": "strategies", "metric": name})
 chart.plotly_chart(figure, key="results_strategies_chart")
 number = {"format": "%.3f"}
 config = {c: st.column_config.NumberColumn(**number) for c in (WITHOUT, WITH)}
-config["Reranker"] = st.column_config.TextColumn(help="The reranker of the row's \"with\" value (default: the "
-                                                      "run's default reranker, X_rerank)")
 config["Change"] = st.column_config.NumberColumn(format="%+.3f")
 tables.markdown(f"**{plain(name)}**")
 tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index=True, column_config=config)

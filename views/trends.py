@@ -76,7 +76,10 @@ if suite != NO_SUITE:
     else:
         suite_trend_chart(points, suite, info.metric, key="trends_suite_chart")
     st.markdown("**Runs of the suite: significant changes, what changed since the previous run, notes**")
-    st.dataframe(suite_runs_table(store, suite), hide_index=True, key="trends_suite_runs")
+    # What changed and the note first: here the question is why the line moved.
+    st.dataframe(suite_runs_table(store, suite), hide_index=True, key="trends_suite_runs",
+                 column_order=["created (UTC)", "what changed", "note", "significant changes", "status", "run",
+                               "trigger"])
     glossary()
     st.stop()
 metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")

@@ -131,14 +131,6 @@ def _headline(rows: pd.DataFrame, metric: str, k: int, n_queries: int,
                     n_strategies=len(rows), ties=[label(s) for s in ties])
 
 
-def reranker_name(twin: str | None) -> str | None:
-    """The reranker of a reranked twin as a table shows it: "tei" for ``ann_tei``, "default" for
-    ``ann_rerank`` (the run's default reranker), None for no twin."""
-    if twin is None:
-        return None
-    return reranker_of(twin) or "default"
-
-
 def series_name(twin: str) -> str:
     """The bar chart's series of a reranked twin: "With reranker" for the run's default reranker
     (``X_rerank``), "With tei" for a declared one (``X_tei``)."""
@@ -150,9 +142,9 @@ def with_without(rows: pd.DataFrame) -> pd.DataFrame:
     """Per retrieval strategy and reranker: the value without and with it, and the change.
 
     A base that several rerankers rerank (``ann_rerank``, ``ann_tei``, ``ann_cohere``) has a row per
-    reranker, the Reranker column naming each ("default", "tei", "cohere"); the column is empty (the
-    page drops it) when no declared reranker ran, so a run with the default reranker only reads as
-    before.
+    reranker; when a declared reranker ran, each row is named by its reranked twin ("ANN (dense) +
+    tei", its "without" the base's value), else by the base, as a run with the default reranker
+    only always read.
     """
     out = []
     values = dict(zip(rows["strategy"], rows["value"], strict=True))
@@ -163,9 +155,9 @@ def with_without(rows: pd.DataFrame) -> pd.DataFrame:
         if without is None and with_ is None:
             continue
         change = with_ - without if without is not None and with_ is not None else None
-        out.append({"Strategy": label(base), "Reranker": reranker_name(reranked) if declared else None,
-                    WITHOUT: without, WITH: with_, "Change": change})
-    return pd.DataFrame(out, columns=["Strategy", "Reranker", WITHOUT, WITH, "Change"])
+        name = label(reranked) if declared and reranked is not None else label(base)
+        out.append({"Strategy": name, WITHOUT: without, WITH: with_, "Change": change})
+    return pd.DataFrame(out, columns=["Strategy", WITHOUT, WITH, "Change"])
 
 
 def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
