@@ -18,7 +18,7 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.engine.report.suites import suite_names, suite_runs_table, suite_trend, summary
+from searchgrade.engine.report.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
 from searchgrade.engine.report.trends import trend_series, trend_table
 from searchgrade.views._colors import band_color, strategy_color
 from searchgrade.views._common import (
@@ -64,9 +64,12 @@ suite = four.selectbox("Suite", [NO_SUITE, *suites], key="trends_suite", disable
 if suite != NO_SUITE:
     info = summary(store.get_suite(suite))
     # A suite's runs are tested on the suite's own metric: the chart shows that one, and says so.
-    one.selectbox("Metric", [info.metric], key="trends_suite_metric", disabled=True,
-                  help="The suite's metric: its regression test (and so its markers) is on it. Another metric "
-                       "needs another suite (`searchgrade suite create NAME --from RUN --metric ndcg@10`).")
+    shown, suite_k = metric_parts(info.metric)
+    why = ("The suite's metric: its regression test (and so its markers) is on it. Another metric needs "
+           "another suite (`searchgrade suite create NAME --from RUN --metric ndcg@10`).")
+    one.selectbox("Metric", [shown], key="trends_suite_metric", disabled=True, help=why)
+    two.selectbox("k", [suite_k if suite_k is not None else "the run's k"], key="trends_suite_k", disabled=True,
+                  help=why)
     st.caption(plain(f"Suite {suite}: {info.collection}, {info.queries} frozen queries; each run compared with "
                      f"the previous complete one on {info.metric} (margin {info.margin:g}), adjusted over the "
                      "strategies. Times are UTC."))

@@ -24,6 +24,7 @@ from searchgrade.engine.alerts.channels import check_email_address, check_smtp_s
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import trial_text
 from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.report.common import METRIC_LABELS
 from searchgrade.engine.store import Store, SuiteRecord
 from searchgrade.engine.store.connection import now_utc
 from searchgrade.engine.suites.definition import suite_collection, suite_from_run
@@ -88,6 +89,12 @@ def point_words(line: str, changes: list[str], note: str | None) -> str:
     configuration since, its note ("no change" when there is nothing to say)."""
     parts = [line, "changed: " + "; ".join(changes) if changes else "", f"note: {note}" if note else ""]
     return " | ".join(p for p in parts if p) or "no change"
+
+
+def metric_parts(metric: str) -> tuple[str, int | None]:
+    """A suite's metric as the Trends selectors show one: ("DCG", 3) for "dcg@3" (k None: the run's)."""
+    spec = parse_metric(metric)
+    return METRIC_LABELS.get(spec.key, spec.key), spec.k
 
 
 def suite_names(store: Store, collection: str | None = None) -> list[str]:

@@ -152,7 +152,8 @@ def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_change
     hover = lines["Full-text (BM25)"]["text"][1]
     assert "changed: index.rerank_depth: 50 -&gt; 100" in hover and "note: synonyms v3 deployed" in hover
     # The suite's metric, said where the metric is chosen; the runs table names the change and the note.
-    assert at.selectbox(key="trends_suite_metric").value == "dcg@3" and at.selectbox(key="trends_suite_metric").disabled
+    assert at.selectbox(key="trends_suite_metric").value == "DCG" and at.selectbox(key="trends_suite_metric").disabled
+    assert at.selectbox(key="trends_suite_k").value == 3 and at.selectbox(key="trends_suite_k").disabled
     runs = next(df.value for df in at.dataframe if "what changed" in df.value.columns)
     assert runs.loc[0, "what changed"] == "index.rerank_depth: 50 -> 100" and runs.loc[0, "note"] == "synonyms v3 deployed"
     assert runs.loc[0, "significant changes"].startswith("drop: fulltext dcg@3")
