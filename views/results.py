@@ -18,8 +18,9 @@ from searchgrade.engine.report.downloads import per_query_csv, trec_zip
 from searchgrade.engine.report.reranker import trained_reranker_use
 from searchgrade.engine.report.results import bar_series, reranker_state
 from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import base_of
 from searchgrade.engine.run.strategies import label as strategy_label
-from searchgrade.views._colors import strategy_color
+from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
     GLOSSARY,
     chart_text,
@@ -138,25 +139,37 @@ if not state.ran and state.why_not:
 chart, tables = st.columns([3, 2])
 figure = go.Figure()
 decimals = 3
+# One colour per strategy, on every chart (views/_colors.py): a reranked twin a darker shade of its
+# base's, each reranker of one base its own.
+colors = strategy_colors([*view.strategies, *view.by_position["strategy"]])
 for series, frame in bar_series(view.metric_summary).items():
     figure.add_bar(
         # Plain lists, not arrays: the figure's JSON then holds the numbers as they are stored.
         name=series, x=[chart_text(s) for s in frame["Strategy"]], y=frame["value"].tolist(),
-        # One colour per strategy, on every chart (views/_colors.py): the reranked twin the darker.
-        marker_color=[strategy_color(s) for s in frame["strategy"]], showlegend=False,
+        marker_color=[colors[s] for s in frame["strategy"]], showlegend=False,
         error_y={"type": "data", "array": frame["err_plus"].tolist(),
                  "arrayminus": frame["err_minus"].tolist(), "visible": True},
         text=[f"{v:.{decimals}f}" for v in frame["value"]], textposition="inside", insidetextanchor="start",
-        customdata=frame[["ci_low", "ci_high"]].values.tolist(), offsetgroup=series,
-        hovertemplate="%{x} (" + series.lower() + "): %{y:.3f} (95% CI %{customdata[0]:.3f} to "
-                      "%{customdata[1]:.3f})<extra></extra>",
+        customdata=[[lo, hi, chart_text(n)] for lo, hi, n in zip(frame["ci_low"], frame["ci_high"], frame["name"],
+                                                                  strict=True)],
+        offsetgroup=series,
+        hovertemplate="%{customdata[2]}: %{y:.3f} (95% CI %{customdata[0]:.3f} to %{customdata[1]:.3f})"
+                      "<extra></extra>",
     )
 for strategy in view.metric_summary["strategy"]:
-    # The legend: one entry per strategy in its colour (the bars' traces are the two series).
-    figure.add_bar(name=chart_text(strategy_label(strategy)), x=[], y=[], marker_color=strategy_color(strategy),
-                   showlegend=True)
-figure.update_layout(barmode="group", yaxis_title=name, height=400, margin={"t": 30, "b": 10},
-                     legend={"orientation": "h", "y": -0.12}, meta={"chart": "strategies", "metric": name})
+    # Each strategy's colour in the chart's data (the bars' traces are the series); Plotly draws no
+    # legend entry for a trace without points, so the key a reader sees is the annotation below.
+    figure.add_bar(name=chart_text(strategy_label(strategy)), x=[], y=[], marker_color=colors[strategy],
+                   showlegend=False)
+key_lines = [[s for s in view.metric_summary["strategy"] if base_of(s) is None],
+             [s for s in view.metric_summary["strategy"] if base_of(s) is not None]]
+figure.add_annotation(
+    text="<br>".join("   ".join(f'<span style="color:{colors[s]}">■</span> {chart_text(strategy_label(s))}'
+                                for s in line) for line in key_lines if line),
+    xref="paper", yref="paper", x=0.5, y=-0.1, xanchor="center", yanchor="top", showarrow=False,
+    align="left", font={"size": 12})
+figure.update_layout(barmode="group", yaxis_title=name, height=430, margin={"t": 30, "b": 70},
+                     showlegend=False, meta={"chart": "strategies", "metric": name})
 chart.plotly_chart(figure, key="results_strategies_chart")
 number = {"format": "%.3f"}
 config = {c: st.column_config.NumberColumn(**number) for c in (WITHOUT, WITH)}
@@ -191,7 +204,7 @@ figure = go.Figure()
 for strategy, frame in view.by_position.groupby("strategy", sort=False):
     figure.add_scatter(
         x=frame["rank"].tolist(), y=frame["mean_grade_all"].tolist(), mode="lines+markers",
-        name=chart_text(strategy_label(strategy)), line={"color": strategy_color(strategy)},
+        name=chart_text(strategy_label(strategy)), line={"color": colors[strategy]},
         customdata=frame[["with_result", "queries", "mean_grade"]].values.tolist(),
         hovertemplate=(chart_text(strategy_label(strategy)) + " at rank %{x}: %{y:.3f} over %{customdata[1]} "
                        "queries; %{customdata[0]} of them have a result there (their mean grade "

@@ -3,7 +3,6 @@ changes marked and what changed named, notes, "Run now", the schedule and the al
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
@@ -18,11 +17,10 @@ from searchgrade.engine.report.suites import (
     suite_trend,
     summary,
 )
-from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server.outbound import check_typed_url
-from searchgrade.views._colors import strategy_color
-from searchgrade.views._common import app_exposed, chart_text, get_store, plain
+from searchgrade.views._common import app_exposed, get_store, plain
 from searchgrade.views._suite_actions import may_change_suites, start_suite_run
+from searchgrade.views._suite_trend import suite_trend_chart
 
 st.session_state.setdefault("suites_name", None)
 
@@ -56,30 +54,7 @@ trend = suite_trend(store, name)
 if trend.empty:
     st.info("No complete run of this suite yet.")
 else:
-    figure = go.Figure()
-    for strategy, rows in trend.groupby("strategy", sort=False):
-        color = strategy_color(strategy) or "#888888"
-        label = chart_text(strategy_label(strategy))
-        x = [t.isoformat() for t in rows["created_at"]]
-        hover = [chart_text(" | ".join(filter(None, [line, "changed: " + "; ".join(ch) if ch else "",
-                                                     f"note: {note}" if note else ""]))) or "no change"
-                 for line, ch, note in zip(rows["line"], rows["changes"], rows["note"], strict=True)]
-        figure.add_scatter(x=x, y=rows["value"].tolist(), mode="lines+markers", name=label, line={"color": color},
-                           error_y={"type": "data", "array": (rows["ci_high"] - rows["value"]).tolist(),
-                                    "arrayminus": (rows["value"] - rows["ci_low"]).tolist()},
-                           text=hover, hovertemplate="%{y:.3f}<br>%{text}<extra>" + label + "</extra>")
-        for verdict, symbol, mark in (("drop", "triangle-down", "#c0392b"), ("gain", "triangle-up", "#1e8449")):
-            marked = rows[rows["verdict"] == verdict]
-            if not marked.empty:
-                figure.add_scatter(x=[t.isoformat() for t in marked["created_at"]], y=marked["value"].tolist(),
-                                   mode="markers", name=f"{label}: significant {verdict}",
-                                   marker={"symbol": symbol, "size": 16, "color": mark})
-    figure.update_layout(title=f"{info.metric} per run of suite {chart_text(name)} (paired: the same queries)",
-                         xaxis_title="run (UTC)", yaxis_title=info.metric, height=420, meta={"chart": "suite_trend"})
-    st.plotly_chart(figure, key="suites_trend")
-    st.caption("Each run is compared with the suite's previous complete run by the paired test of the "
-               "dashboard; a marker says the change is significant (a triangle down: a drop, which "
-               "alerts; up: a gain).")
+    suite_trend_chart(trend, name, info.metric, key="suites_trend")
 
 st.subheader("Runs")
 table = suite_runs_table(store, name)

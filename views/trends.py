@@ -1,5 +1,7 @@
 """Trends: one metric across runs over time, one series per collection and strategy, with 95% CI
-bands, broken where runs are not comparable (engine/report/trends.py)."""
+bands, broken where runs are not comparable (engine/report/trends.py); or, with a suite picked, the
+suite's runs as one paired series per strategy with its significant changes marked and what changed
+named (engine/report/suites.py, drawn as on the Suites page)."""
 
 from __future__ import annotations
 
@@ -16,11 +18,23 @@ from searchgrade.engine.report.common import (
     metric_label,
     metric_names,
 )
+from searchgrade.engine.report.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
 from searchgrade.engine.report.trends import trend_series, trend_table
 from searchgrade.views._colors import band_color, strategy_color
-from searchgrade.views._common import chart_text, glossary, home, plain, run_choices, trend, trend_cutoffs
+from searchgrade.views._common import (
+    chart_text,
+    get_store,
+    glossary,
+    home,
+    plain,
+    run_choices,
+    trend,
+    trend_cutoffs,
+)
+from searchgrade.views._suite_trend import suite_trend_chart
 
 ALL = "All collections"
+NO_SUITE = "None: every run"
 
 st.session_state.setdefault("trends_metric", PRIMARY_METRIC)
 
@@ -34,16 +48,47 @@ cutoffs = trend_cutoffs(home(), runs_key)
 # The latest run's collection first: one collection's runs are what a trend compares.
 collections = list(dict.fromkeys(r.collection_name for r in runs))
 options = [*collections, ALL] if len(collections) > 1 else collections
-one, two, three = st.columns(3)
-metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
-if st.session_state.get("trends_k") not in cutoffs:
-    st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
-k = two.selectbox("k", cutoffs, key="trends_k")
+one, two, three, four = st.columns(4)
 if st.session_state.get("trends_collection") not in options:
     st.session_state["trends_collection"] = options[0]
 collection = three.selectbox("Collection", options, key="trends_collection",
                              help="The latest run's collection by default: a line joins only runs of one "
                                   "collection on one query set.")
+store = get_store()
+suites = suite_names(store, None if collection == ALL else collection)
+if st.session_state.get("trends_suite") not in [NO_SUITE, *suites]:
+    st.session_state["trends_suite"] = NO_SUITE
+suite = four.selectbox("Suite", [NO_SUITE, *suites], key="trends_suite", disabled=not suites,
+                       help="A suite's runs hold the same frozen queries: one paired series per strategy, its "
+                            "significant changes marked, what changed since the previous run on each point.")
+if suite != NO_SUITE:
+    info = summary(store.get_suite(suite))
+    # A suite's runs are tested on the suite's own metric: the chart shows that one, and says so.
+    shown, suite_k = metric_parts(info.metric)
+    why = ("The suite's metric: its regression test (and so its markers) is on it. Another metric needs "
+           "another suite (`searchgrade suite create NAME --from RUN --metric ndcg@10`).")
+    one.selectbox("Metric", [shown], key="trends_suite_metric", disabled=True, help=why)
+    two.selectbox("k", [suite_k if suite_k is not None else "the run's k"], key="trends_suite_k", disabled=True,
+                  help=why)
+    st.caption(plain(f"Suite {suite}: {info.collection}, {info.queries} frozen queries; each run compared with "
+                     f"the previous complete one on {info.metric} (margin {info.margin:g}), adjusted over the "
+                     "strategies. Times are UTC."))
+    points = suite_trend(store, suite)
+    if points.empty:
+        st.info(plain(f"No complete run of suite {suite} yet."))
+    else:
+        suite_trend_chart(points, suite, info.metric, key="trends_suite_chart")
+    st.markdown("**Runs of the suite: significant changes, what changed since the previous run, notes**")
+    # What changed and the note first: here the question is why the line moved.
+    st.dataframe(suite_runs_table(store, suite), hide_index=True, key="trends_suite_runs",
+                 column_order=["created (UTC)", "what changed", "note", "significant changes", "status", "run",
+                               "trigger"])
+    glossary()
+    st.stop()
+metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
+if st.session_state.get("trends_k") not in cutoffs:
+    st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
+k = two.selectbox("k", cutoffs, key="trends_k")
 frame = trend(home(), metric, k, None if collection == ALL else collection, runs_key)
 name = metric_label(metric, k)
 if frame.empty:
@@ -98,7 +143,8 @@ notes = ["Bands: 95% confidence intervals over each run's queries.",
 if collection == ALL:
     notes.append("Collections are not comparable with each other: each has its own series (dotted after the "
                  "first).")
-notes.append("Runs are not paired here: use Compare for a paired test of two runs.")
+notes.append("Runs are not paired here: use Compare for a paired test of two runs"
+             + (f", or pick a suite ({', '.join(suites)}): its runs are one paired series." if suites else "."))
 st.caption(plain(" ".join(notes)))
 table = trend_table(frame)
 st.dataframe(table, hide_index=True, key="trends_table",

@@ -38,7 +38,7 @@ from searchgrade.engine.report.significance import (
     results_comparisons,
     significance,
 )
-from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, strategy_order
+from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, reranker_of, strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
 
@@ -131,36 +131,57 @@ def _headline(rows: pd.DataFrame, metric: str, k: int, n_queries: int,
                     n_strategies=len(rows), ties=[label(s) for s in ties])
 
 
+def series_name(twin: str) -> str:
+    """The bar chart's series of a reranked twin: "With reranker" for the run's default reranker
+    (``X_rerank``), "With tei" for a declared one (``X_tei``)."""
+    name = reranker_of(twin)
+    return f"With {name}" if name else WITH
+
+
 def with_without(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per retrieval strategy: the value without and with the reranker, and the change."""
+    """Per retrieval strategy and reranker: the value without and with it, and the change.
+
+    A base that several rerankers rerank (``ann_rerank``, ``ann_tei``, ``ann_cohere``) has a row per
+    reranker; when a declared reranker ran, each row is named by its reranked twin ("ANN (dense) +
+    tei", its "without" the base's value), else by the base, as a run with the default reranker
+    only always read.
+    """
     out = []
     values = dict(zip(rows["strategy"], rows["value"], strict=True))
-    for base, reranked in pairs(values):
+    found = pairs(values)
+    declared = any(t is not None and reranker_of(t) is not None for _, t in found)
+    for base, reranked in found:
         without, with_ = values.get(base), values.get(reranked) if reranked else None
         if without is None and with_ is None:
             continue
         change = with_ - without if without is not None and with_ is not None else None
-        out.append({"Strategy": label(base), WITHOUT: without, WITH: with_, "Change": change})
+        name = label(reranked) if declared and reranked is not None else label(base)
+        out.append({"Strategy": name, WITHOUT: without, WITH: with_, "Change": change})
     return pd.DataFrame(out, columns=["Strategy", WITHOUT, WITH, "Change"])
 
 
 def bar_series(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The bar chart's two series (without, with reranker): Strategy, value, err_plus, err_minus."""
-    series: dict[str, pd.DataFrame] = {}
+    """The bar chart's series: "Without reranker" (one bar per retrieval strategy), then one series
+    per reranker (``series_name``: "With reranker" for the default one, "With tei", ...), each bar
+    at its base's place on the axis. Columns: Strategy (the base's label: the axis), strategy (the
+    bar's own), name (its label: "ANN (dense) + tei"), value, err_plus, err_minus, ci_low, ci_high."""
     by_strategy = rows.set_index("strategy")
-    bases = pairs(by_strategy.index)
-    for name, pick in ((WITHOUT, lambda p: p[0]), (WITH, lambda p: p[1])):
-        out = []
-        for pair in bases:
-            base, s = pair[0], pick(pair)
-            if s is not None and s in by_strategy.index:
-                r = by_strategy.loc[s]
-                out.append({"Strategy": label(base), "strategy": s, "value": r["value"],
-                            "err_plus": r["ci_high"] - r["value"], "err_minus": r["value"] - r["ci_low"],
-                            "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
-        if out:
-            series[name] = pd.DataFrame(out)
-    return series
+    found = pairs(by_strategy.index)
+    rows_of: dict[str, list[dict[str, Any]]] = {WITHOUT: []}
+    for base in dict.fromkeys(b for b, _ in found):
+        if base in by_strategy.index:
+            rows_of[WITHOUT].append(_bar(by_strategy, base, base))
+    for base, twin in found:
+        if twin is not None and twin in by_strategy.index:
+            rows_of.setdefault(series_name(twin), []).append(_bar(by_strategy, base, twin))
+    return {name: pd.DataFrame(out) for name, out in rows_of.items() if out}
+
+
+def _bar(by_strategy: pd.DataFrame, base: str, strategy: str) -> dict[str, Any]:
+    r = by_strategy.loc[strategy]
+    return {"Strategy": label(base), "strategy": strategy, "name": label(strategy), "value": r["value"],
+            "err_plus": r["ci_high"] - r["value"], "err_minus": r["value"] - r["ci_low"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
 
 
 POSITION_COLUMNS = ["strategy", "rank", "mean_grade", "n", "judge_failed", "with_result", "queries",

@@ -44,7 +44,9 @@ class ResultsView:
     strategies: list[str]
     #: strategy, label, value, ci_low, ci_high, n for the selected metric.
     metric_summary: pd.DataFrame
-    #: base label x (Without reranker, With reranker) for the selected metric and for mean relevance.
+    #: Per retrieval strategy and reranker (results.with_without): Strategy (the base's label, or
+    #: the reranked twin's when a declared reranker ran), Without reranker, With reranker, Change;
+    #: for the selected metric and for mean relevance.
     metric_table: pd.DataFrame
     relevance_table: pd.DataFrame
     #: Per strategy and rank 1..k (results.relevance_by_position): strategy, rank, mean_grade (over

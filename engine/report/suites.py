@@ -3,6 +3,8 @@
 ``suite_trend``: a suite's runs as one paired series per strategy (the suite's metric, with each
 run's 95% CI), each point with its verdict against the previous complete run ("drop", "gain" or
 none), what changed since the previous run (from the stored configurations) and its note.
+``said`` is the point's words (its verdict line, what changed, its note), shown on hover both on
+the Suites page and on Trends when a suite is picked (views/_suite_trend.py draws the chart for both).
 ``suite_runs_table``: one row per run of the suite. The actions (save a run as a suite, run it in
 the app's background job, schedule it, set its alert channels, send a test alert, note a run) are
 thin calls into engine/suites/ so the page imports no engine module beyond this one.
@@ -22,6 +24,7 @@ from searchgrade.engine.alerts.channels import check_email_address, check_smtp_s
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import trial_text
 from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.report.common import METRIC_LABELS
 from searchgrade.engine.store import Store, SuiteRecord
 from searchgrade.engine.store.connection import now_utc
 from searchgrade.engine.suites.definition import suite_collection, suite_from_run
@@ -30,7 +33,7 @@ from searchgrade.engine.suites.runner import COULD_NOT_EVALUATE, run_suite
 from searchgrade.engine.suites.schedule import check, describe
 
 TREND_COLUMNS = ["entry_id", "run_id", "created_at", "strategy", "value", "ci_low", "ci_high", "verdict",
-                 "line", "changes", "note"]
+                 "line", "changes", "note", "said"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,26 @@ def suite_trend(store: Store, name: str) -> pd.DataFrame:
                          "ci_high": r["ci_high"], "verdict": change.verdict if change else None,
                          "line": change.line() if change else "", "changes": list(e["changes"] or []),
                          "note": e["note"]})
+            rows[-1]["said"] = point_words(rows[-1]["line"], rows[-1]["changes"], rows[-1]["note"])
     return pd.DataFrame(rows, columns=TREND_COLUMNS)
+
+
+def point_words(line: str, changes: list[str], note: str | None) -> str:
+    """A trend point in words: its change against the previous run, what changed in the
+    configuration since, its note ("no change" when there is nothing to say)."""
+    parts = [line, "changed: " + "; ".join(changes) if changes else "", f"note: {note}" if note else ""]
+    return " | ".join(p for p in parts if p) or "no change"
+
+
+def metric_parts(metric: str) -> tuple[str, int | None]:
+    """A suite's metric as the Trends selectors show one: ("DCG", 3) for "dcg@3" (k None: the run's)."""
+    spec = parse_metric(metric)
+    return METRIC_LABELS.get(spec.key, spec.key), spec.k
+
+
+def suite_names(store: Store, collection: str | None = None) -> list[str]:
+    """The suites of ``collection`` (every suite when None), by name."""
+    return [s.name for s in store.list_suites() if collection is None or s.collection_name == collection]
 
 
 def suite_runs_table(store: Store, name: str) -> pd.DataFrame:

@@ -12,7 +12,9 @@ starts on the newest run. What each test checks, and what the page showed before
 - Trends over two collections draws a series per collection (one line joined them);
 - every interval shown beside a verdict excludes 0 exactly when the verdict is "significant", and
   "Recommended" appears only when the best beats every other strategy;
-- Compare of a -0.002 change draws it small on a symmetric axis (the axis zoomed to +-0.006).
+- Compare of a -0.002 change draws it small on a symmetric axis (the axis zoomed to +-0.006);
+- Trends of a suite (issue 23): its paired series with the regression marker, the changed setting
+  and the note named on the point (Trends had no suite to pick).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from searchgrade.core.records import Document, Query
 from searchgrade.engine.store import Store
 from tests.browser.server import environment, serve_app
 from tests.pages.synthetic import RunSpec, write_run
+from tests.pages.test_suites_page import _suite_with_a_drop
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -254,3 +257,22 @@ def test_compare_draws_a_small_change_small(dashboard, browser):
     for low_ci, high_ci, significant in _verdicts(page):
         assert (low_ci > 0 or high_ci < 0) == significant
     _shot(page, "compare")
+
+
+def test_trends_of_a_suite_marks_the_regression_and_names_what_changed(dashboard, browser):
+    url, store = dashboard
+    _suite_with_a_drop(store)  # two runs of collection "tiny", the second's full-text a stored drop
+    page = _open(browser, url, "trends")
+    page.get_by_role("combobox", name="Suite").wait_for()
+    _choose(page, "Suite", "nightly")
+    trend = _chart(page, "suite_trend")
+    names = [t["name"] for t in trend["data"]]
+    assert "Full-text (BM25): significant drop" in names and "Full-text (BM25)" in names
+    hover = page.evaluate("""() => {
+        const gd = [...document.querySelectorAll('.js-plotly-plot')].find(
+            g => g.layout && g.layout.meta && g.layout.meta.chart === 'suite_trend');
+        return gd.data.find(t => t.name === 'Full-text (BM25)').text;
+    }""")
+    assert "changed: index.rerank_depth: 50 -&gt; 100" in hover[1] and "note: synonyms v3 deployed" in hover[1]
+    assert "Suite nightly: tiny, 2 frozen queries" in " ".join(_text(page).split()).replace("\\", "")
+    _shot(page, "trends-suite")

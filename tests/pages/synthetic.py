@@ -41,6 +41,8 @@ class RunSpec:
     #: query_id -> doc ids whose judgment failed (stored as grade NULL, source "llm").
     failed: dict[str, set[str]] | None = None
     stats: dict | None = None
+    #: More of the run's stored configuration (e.g. {"rerankers": ["tei"]}: its ``ann_tei`` pairs with ``ann``).
+    config: dict | None = None
 
 
 def write_run(store: Store, spec: RunSpec, *, n_bootstrap: int = 1000) -> str:
@@ -51,7 +53,7 @@ def write_run(store: Store, spec: RunSpec, *, n_bootstrap: int = 1000) -> str:
     source = "llm" if llm else "human"
     # Human labels with judge-vs-human agreement: the judge ran too.
     judged_too = llm or "agreement" in (spec.stats or {})
-    config = {"k": spec.k, "mode": spec.mode, "llm": {"model": "fake"} if judged_too else None}
+    config = {"k": spec.k, "mode": spec.mode, "llm": {"model": "fake"} if judged_too else None, **(spec.config or {})}
     run_id = store.create_run(
         name=spec.name, collection_name=spec.collection_name, collection_path=f"/tmp/{spec.collection_name}",
         mode=spec.mode, label_source=source, grade_min=0 if llm else min(grades),

@@ -41,6 +41,41 @@ def test_strategy_chart_shows_stored_values_with_ci_error_bars(tiny_run, store):
     assert without["error_y"]["arrayminus"][0] == pytest.approx(stored["ann"]["value"] - stored["ann"]["ci_low"])
 
 
+def test_two_rerankers_on_one_base_each_have_a_bar_series_a_colour_and_a_table_row(store):
+    # ANN reranked by two declared rerankers (issue 27): tei puts d1 / d2 first, cohere only on q2.
+    spec = tiny_spec(config={"rerankers": ["tei", "cohere"]})
+    spec.rankings = {"ann": spec.rankings["ann"], "fulltext": spec.rankings["fulltext"],
+                     "ann_tei": spec.rankings["ann_rerank"],
+                     "ann_cohere": {"q1": ["d3", "d1", "d5"], "q2": ["d2", "d4", "d6"]}}
+    run_id = write_run(store, spec)
+    at = open_page("views/results.py")
+    data = chart(at, "strategies")["data"]
+    series = {t["name"]: t for t in data if t["x"]}
+    assert list(series) == ["Without reranker", "With cohere", "With tei"]
+    # Each reranked bar stands at its base's place and is named by its own label in the hover.
+    assert series["With tei"]["x"] == ["ANN (dense)"] and series["With cohere"]["x"] == ["ANN (dense)"]
+    assert series["With tei"]["customdata"][0][2] == "ANN (dense) + tei"
+    assert series["With cohere"]["customdata"][0][2] == "ANN (dense) + cohere"
+    assert series["Without reranker"]["x"] == ["ANN (dense)", "Full-text (BM25)"]  # ANN once, not once per reranker
+    stored = {r["strategy"]: r["value"] for r in store.metric_summary(run_id, 3) if r["metric"] == "dcg"}
+    assert series["With tei"]["y"] == pytest.approx([stored["ann_tei"]])
+    assert series["With cohere"]["y"] == pytest.approx([stored["ann_cohere"]])
+    legend = {t["name"]: t["marker"]["color"] for t in data if not t["x"]}
+    assert set(legend) == {"ANN (dense)", "Full-text (BM25)", "ANN (dense) + tei", "ANN (dense) + cohere"}
+    assert len(set(legend.values())) == 4  # a colour per series
+    assert series["With tei"]["marker"]["color"] == [legend["ANN (dense) + tei"]]
+    # The key under the chart names each strategy in its colour (Plotly draws no legend for the empty traces).
+    [key] = chart(at, "strategies")["layout"]["annotations"]
+    for name, color in legend.items():
+        assert f'<span style="color:{color}">■</span> {name}' in key["text"]
+    table = at.dataframe[0].value
+    rows = table.set_index("Strategy")
+    assert list(rows.index) == ["ANN (dense) + cohere", "ANN (dense) + tei", "Full-text (BM25)"]
+    assert rows.loc["ANN (dense) + tei", "With reranker"] == pytest.approx(stored["ann_tei"])
+    assert rows.loc["ANN (dense) + tei", "Without reranker"] == pytest.approx(stored["ann"])
+    assert rows.loc["ANN (dense) + cohere", "Change"] == pytest.approx(stored["ann_cohere"] - stored["ann"])
+
+
 def test_tables_failed_queries_and_recommendations_are_there(tiny_run):
     at = open_page("views/results.py")
     frames = [df.value for df in at.dataframe]

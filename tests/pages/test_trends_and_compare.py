@@ -134,3 +134,30 @@ def test_compare_of_runs_with_no_changed_query_says_so_and_shows_what_differs(st
     assert "Only in run A, so not compared: ANN + reranker." in warnings
     settings = next(df.value for df in at.dataframe if "Setting" in df.value.columns)
     assert settings.set_index("Setting").loc["k"].tolist() == ["3", "2"]
+
+
+def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_changed(store):
+    from tests.pages.test_suites_page import _suite_with_a_drop
+
+    _suite_with_a_drop(store)
+    at = open_page("views/trends.py")
+    assert at.selectbox(key="trends_suite").options == ["None: every run", "nightly"]
+    at.selectbox(key="trends_suite").set_value("nightly").run()
+    spec = chart(at, "suite_trend")
+    assert spec["layout"]["meta"] == {"chart": "suite_trend", "suite": "nightly", "metric": "dcg@3"}
+    lines = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
+    assert set(lines) == {"ANN (dense)", "Full-text (BM25)", "ANN + reranker"}
+    drop = next(t for t in spec["data"] if t["name"] == "Full-text (BM25): significant drop")
+    assert drop["marker"]["symbol"] == "triangle-down" and drop["y"] == [lines["Full-text (BM25)"]["y"][1]]
+    hover = lines["Full-text (BM25)"]["text"][1]
+    assert "changed: index.rerank_depth: 50 -&gt; 100" in hover and "note: synonyms v3 deployed" in hover
+    # The suite's metric, said where the metric is chosen; the runs table names the change and the note.
+    assert at.selectbox(key="trends_suite_metric").value == "DCG" and at.selectbox(key="trends_suite_metric").disabled
+    assert at.selectbox(key="trends_suite_k").value == 3 and at.selectbox(key="trends_suite_k").disabled
+    runs = next(df.value for df in at.dataframe if "what changed" in df.value.columns)
+    assert runs.loc[0, "what changed"] == "index.rerank_depth: 50 -> 100" and runs.loc[0, "note"] == "synonyms v3 deployed"
+    assert runs.loc[0, "significant changes"].startswith("drop: fulltext dcg@3")
+    # Back to every run of the collection: the unpaired trend, which points at the suite.
+    at.selectbox(key="trends_suite").set_value("None: every run").run()
+    assert chart(at, "trend")
+    assert any("pick a suite (nightly)" in str(c.value).replace("\\", "") for c in at.caption)
