@@ -105,7 +105,8 @@ class RunReads:
     def reranker_rows(self, metric: str, k: int, compute: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """The baseline-vs-reranker table's rows at metric@k (``significance.reranker_rows``), kept
         under the statistical procedure that computed them: another's are never served."""
-        return self._get("reranker_rows", f"{metric}@{k}/{PROCEDURE}", compute)
+        # "/twins": rows kept before a declared reranker's row was named by its twin are read afresh.
+        return self._get("reranker_rows", f"{metric}@{k}/{PROCEDURE}/twins", compute)
 
     def failed_queries(self, strategy: str, compute: Callable[[], dict[str, list]]) -> dict[str, list]:
         """The failed-queries table of a strategy, as column name -> values

@@ -28,7 +28,7 @@ from searchgrade.engine.report.common import (
     metric_label,
 )
 from searchgrade.engine.run.scoring import higher_is_better
-from searchgrade.engine.run.strategies import label, pairs
+from searchgrade.engine.run.strategies import label, pairs, reranker_of
 from searchgrade.engine.statistics.paired import (
     PairedDifference,
     interval_words,
@@ -237,7 +237,9 @@ def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], PairedDiffer
         with_, without = _pair(wide, reranked, base)
         diff = sign * (with_ - without)
         out.append({
-            "Strategy": label(base), "strategy": base,
+            # A declared reranker's twin is named ("ANN (dense) + tei"): a base several rerankers
+            # rerank has a row per reranker; the default reranker's row keeps the base's name.
+            "Strategy": label(reranked) if reranker_of(reranked) else label(base), "strategy": base,
             WITHOUT: float(without.mean()), WITH: float(with_.mean()),
             "Change": d.diff, "CI low": d.ci_low, "CI high": d.ci_high,
             "p-value": d.p_value, "Comparisons": d.m, "Verdict": verdict(d),

@@ -74,6 +74,9 @@ def test_two_rerankers_on_one_base_each_have_a_bar_series_a_colour_and_a_table_r
     assert rows.loc["ANN (dense) + tei", "With reranker"] == pytest.approx(stored["ann_tei"])
     assert rows.loc["ANN (dense) + tei", "Without reranker"] == pytest.approx(stored["ann"])
     assert rows.loc["ANN (dense) + cohere", "Change"] == pytest.approx(stored["ann_cohere"] - stored["ann"])
+    # The baseline-vs-reranker table: a row per reranker, each named by its twin.
+    [paired] = [df.value for df in at.dataframe if "Queries improved" in df.value.columns]
+    assert sorted(paired["Strategy"]) == ["ANN (dense) + cohere", "ANN (dense) + tei"]
 
 
 def test_tables_failed_queries_and_recommendations_are_there(tiny_run):

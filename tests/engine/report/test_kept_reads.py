@@ -70,7 +70,7 @@ def test_another_metric_and_cut_off_are_kept_on_first_view_and_equal_fresh(run, 
     store, run_id = run
     for metric, k in (("ndcg", 5), ("precision", 7)):
         first = results_view(store, run_id, metric, k)
-        assert (("reranker_rows", f"{metric}@{k}/{PROCEDURE}")) in store.kept_reads(run_id)
+        assert (("reranker_rows", f"{metric}@{k}/{PROCEDURE}/twins")) in store.kept_reads(run_id)
         _same_view(first, _fresh_view(store, run_id, metric, k, monkeypatch))
         _same_view(results_view(store, run_id, metric, k), first)
 
