@@ -4,7 +4,8 @@ A channel that fails (a webhook that answers 500, an SMTP server that does not a
 ``ATTEMPTS`` times with a short backoff, then recorded failed with its error (shown by
 `searchgrade suite show` and on the Suites page). A failure no retry mends (the settings are
 incomplete, a certificate is untrusted, a login is refused: a SearchGradeError, ChannelRefused
-included) is recorded at once: retrying a refused password would only risk locking the account. Nothing here fails the run that raised the alert.
+included) is recorded at once: retrying a refused password would only risk locking the account.
+Nothing here fails the run that raised the alert.
 """
 
 from __future__ import annotations
