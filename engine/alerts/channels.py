@@ -37,6 +37,7 @@ ENV_SMTP_FROM = "SEARCHGRADE_SMTP_FROM"
 ENV_SMTP_PASSWORD = "SEARCHGRADE_SMTP_PASSWORD"
 ENV_SMTP_CA_FILE = "SEARCHGRADE_SMTP_CA_FILE"
 DEFAULT_SMTP_PORT = 587
+SMTPS_PORT = 465
 TIMEOUT_S = 10.0
 
 
@@ -89,7 +90,8 @@ def smtp_settings(environ: Mapping[str, str] | None = None) -> dict[str, object]
     """The SMTP settings from the environment (module docstring).
 
     Raises:
-        SearchGradeError: no host, a port that is not a number, a user without a password.
+        SearchGradeError: no host, a port that is not a number (or 465, implicit TLS), a user without
+            a password, a CA file that is not a file.
     """
     env = os.environ if environ is None else environ
     host = env.get(ENV_SMTP_HOST, "").strip()
@@ -99,6 +101,9 @@ def smtp_settings(environ: Mapping[str, str] | None = None) -> dict[str, object]
     raw_port = env.get(ENV_SMTP_PORT, "").strip() or str(DEFAULT_SMTP_PORT)
     if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
         raise SearchGradeError(f"{ENV_SMTP_PORT}={raw_port!r} is not a TCP port; set it to e.g. 587")
+    if int(raw_port) == SMTPS_PORT:  # would wait for a greeting the server sends only after a TLS handshake
+        raise SearchGradeError(f"{ENV_SMTP_PORT}=465 is implicit TLS (SMTPS), which searchgrade does not speak; "
+                               "set the server's STARTTLS port, usually 587")
     user = env.get(ENV_SMTP_USER, "").strip() or None
     password = env.get(ENV_SMTP_PASSWORD) or None
     if user and not password:

@@ -88,9 +88,14 @@ def test_without_a_login_a_plain_relay_on_loopback_is_used():
         relay.stop()
 
 
-def test_a_ca_file_that_is_missing_or_no_certificate_is_one_line(tls_mailbox, tmp_path):
+def test_a_ca_file_that_is_missing_or_holds_no_certificate_is_one_line(tls_mailbox, tmp_path):
     with pytest.raises(SearchGradeError, match="SEARCHGRADE_SMTP_CA_FILE=.* is not a file; give the PEM file"):
         check_smtp_server(_env(tls_mailbox, SEARCHGRADE_SMTP_CA_FILE=str(tmp_path / "nope.pem")))
     (tmp_path / "junk.pem").write_text("not a certificate\n", encoding="utf-8")
     with pytest.raises(SearchGradeError, match="holds no CA certificate"):
         check_smtp_server(_env(tls_mailbox, SEARCHGRADE_SMTP_CA_FILE=str(tmp_path / "junk.pem")))
+
+
+def test_the_smtps_port_is_refused_in_one_line_rather_than_waiting_for_a_greeting(tls_mailbox):
+    with pytest.raises(SearchGradeError, match="SEARCHGRADE_SMTP_PORT=465 is implicit TLS .* usually 587"):
+        check_smtp_server({**_env(tls_mailbox), "SEARCHGRADE_SMTP_PORT": "465"})
