@@ -119,6 +119,13 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, certif
     assert code == 0
     source = out.strip().splitlines()[-1]
     assert _run(capsys, "suite", "create", "prod", "--from", source, "--data-dir", data)[0] == 0
+    # The SMTP server's CA not trusted yet: one line naming the fix, nothing stored.
+    monkeypatch.delenv("SEARCHGRADE_SMTP_CA_FILE")
+    code, _, err = _run(capsys, "suite", "alert", "prod", "--email", "team@example.com", "--data-dir", data)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "certificate is not trusted" in err
+    assert "set SEARCHGRADE_SMTP_CA_FILE to the PEM file of the CA that signed it" in err
+    assert Store(data).get_suite("prod").email is None and mailbox.logins == []
+    monkeypatch.setenv("SEARCHGRADE_SMTP_CA_FILE", str(certificates[0]))
     assert _run(capsys, "suite", "alert", "prod", "--webhook", listener.url, "--email", "team@example.com",
                 "--data-dir", data)[0] == 0
     store = Store(data)
