@@ -39,6 +39,9 @@ ENV_SMTP_CA_FILE = "SEARCHGRADE_SMTP_CA_FILE"
 DEFAULT_SMTP_PORT = 587
 SMTPS_PORT = 465
 TIMEOUT_S = 10.0
+#: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH: the chain is trusted,
+#: the name is not the certificate's.
+CERT_NAME_MISMATCH = (62, 64)
 
 
 class ChannelRefused(SearchGradeError):
@@ -146,6 +149,9 @@ def _session(settings: Mapping[str, object]) -> smtplib.SMTP:
             try:
                 smtp.starttls(context=tls_context(settings))
             except ssl.SSLCertVerificationError as exc:
+                if exc.verify_code in CERT_NAME_MISMATCH:
+                    raise ChannelRefused(f"{where}'s certificate is not issued to {host!r} ({exc.verify_message}); "
+                                         f"set {ENV_SMTP_HOST} to a name the certificate names") from None
                 raise ChannelRefused(f"{where}'s certificate is not trusted ({exc.verify_message}); set "
                                      f"{ENV_SMTP_CA_FILE} to the PEM file of the CA that signed it (verification "
                                      "cannot be turned off)") from None
@@ -162,6 +168,13 @@ def _session(settings: Mapping[str, object]) -> smtplib.SMTP:
                     else str(exc.smtp_error)
                 raise ChannelRefused(f"{where} refused the login of {user!r} ({exc.smtp_code} {answer}); check "
                                      f"{ENV_SMTP_USER} and {ENV_SMTP_PASSWORD}") from None
+            except smtplib.SMTPResponseException:
+                raise
+            except smtplib.SMTPException:  # no AUTH at all, or none of PLAIN, LOGIN, CRAM-MD5 offered
+                offered = smtp.esmtp_features.get("auth", "").strip() or "none"
+                raise ChannelRefused(f"{where} offers no login searchgrade can make (PLAIN, LOGIN or CRAM-MD5; it "
+                                     f"offers: {offered}); unset {ENV_SMTP_USER} and {ENV_SMTP_PASSWORD} if it "
+                                     "relays without a login") from None
     except BaseException:
         smtp.close()
         raise

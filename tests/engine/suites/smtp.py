@@ -13,9 +13,9 @@ from pathlib import Path
 USER, PASSWORD = "alerts@example.com", "s3cret-Pa55"
 
 
-def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
-    """(ca.pem, server.pem, server.key): a CA, and a server certificate it signed for 127.0.0.1 and
-    localhost, with the extensions a strict verifier asks for."""
+def make_certificates(folder: Path, *, ip: bool = True) -> tuple[Path, Path, Path]:
+    """(ca.pem, server.pem, server.key): a CA, and a server certificate it signed for localhost and
+    (``ip``) 127.0.0.1, with the extensions a strict verifier asks for."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -37,9 +37,8 @@ def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
               .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-              .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                          x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                             critical=False)
+              .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")] + (
+                  [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))] if ip else [])), critical=False)
               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
@@ -60,9 +59,11 @@ class Mailbox:
         certificate: (server.pem, server.key): STARTTLS offered and required before anything but EHLO,
             and a login (USER, PASSWORD) required to send.
         plain_login: no TLS, yet AUTH offered in clear (the server a password must never reach).
+        login: with ``certificate``, False for a server that offers no login mechanism.
     """
 
-    def __init__(self, certificate: tuple[Path, Path] | None = None, *, plain_login: bool = False) -> None:
+    def __init__(self, certificate: tuple[Path, Path] | None = None, *, plain_login: bool = False,
+                 login: bool = True) -> None:
         from aiosmtpd.controller import Controller
         from aiosmtpd.smtp import AuthResult, LoginPassword
 
@@ -86,8 +87,11 @@ class Mailbox:
         if certificate is not None:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             context.load_cert_chain(str(certificate[0]), str(certificate[1]))
-            options = {"tls_context": context, "require_starttls": True, "auth_required": True,
-                       "authenticator": authenticator}
+            options = {"tls_context": context, "require_starttls": True}
+            if login:
+                options.update(auth_required=True, authenticator=authenticator)
+            else:
+                options.update(auth_exclude_mechanism={"LOGIN", "PLAIN"})
         elif plain_login:
             options = {"auth_require_tls": False, "auth_required": True, "authenticator": authenticator}
         with socket.socket() as s:

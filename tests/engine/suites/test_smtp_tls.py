@@ -11,7 +11,7 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.alerts.channels import ChannelRefused, check_smtp_server, send_email
-from tests.engine.suites.smtp import PASSWORD, USER, Mailbox
+from tests.engine.suites.smtp import PASSWORD, USER, Mailbox, make_certificates
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,32 @@ def test_a_ca_file_that_is_missing_or_holds_no_certificate_is_one_line(tls_mailb
 def test_the_smtps_port_is_refused_in_one_line_rather_than_waiting_for_a_greeting(tls_mailbox):
     with pytest.raises(SearchGradeError, match="SEARCHGRADE_SMTP_PORT=465 is implicit TLS .* usually 587"):
         check_smtp_server({**_env(tls_mailbox), "SEARCHGRADE_SMTP_PORT": "465"})
+
+
+def test_a_trusted_certificate_for_another_name_says_to_set_the_host(tmp_path):
+    ca, *certificate = make_certificates(tmp_path, ip=False)  # localhost only, not 127.0.0.1
+    mailbox = Mailbox(tuple(certificate))
+    try:
+        env = _env(mailbox, SEARCHGRADE_SMTP_CA_FILE=str(ca), SEARCHGRADE_SMTP_USER=USER,
+                   SEARCHGRADE_SMTP_PASSWORD=PASSWORD)
+        with pytest.raises(ChannelRefused, match="certificate is not issued to '127.0.0.1' .*; set "
+                                                 "SEARCHGRADE_SMTP_HOST to a name the certificate names"):
+            send_email("team@example.com", "s", "t", env)
+        send_email("team@example.com", "s", "by its name", {**env, "SEARCHGRADE_SMTP_HOST": "localhost"})
+        assert mailbox.logins == [(USER, True)] and "by its name" in mailbox.messages[0]
+    finally:
+        mailbox.stop()
+
+
+def test_a_login_to_a_server_that_offers_none_says_to_unset_the_user(certificates):
+    mailbox = Mailbox(certificates[1:], login=False)
+    try:
+        env = _env(mailbox, SEARCHGRADE_SMTP_CA_FILE=str(certificates[0]), SEARCHGRADE_SMTP_USER=USER,
+                   SEARCHGRADE_SMTP_PASSWORD=PASSWORD)
+        with pytest.raises(ChannelRefused, match=r"offers no login searchgrade can make \(PLAIN, LOGIN or "
+                                                 r"CRAM-MD5; it offers: none\); unset SEARCHGRADE_SMTP_USER"):
+            check_smtp_server(env)
+        send_email("team@example.com", "s", "no login", _env(mailbox, SEARCHGRADE_SMTP_CA_FILE=str(certificates[0])))
+        assert "no login" in mailbox.messages[0]
+    finally:
+        mailbox.stop()
