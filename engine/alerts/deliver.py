@@ -2,7 +2,10 @@
 
 A channel that fails (a webhook that answers 500, an SMTP server that does not answer) is tried
 ``ATTEMPTS`` times with a short backoff, then recorded failed with its error (shown by
-`searchgrade suite show` and on the Suites page). Nothing here fails the run that raised the alert.
+`searchgrade suite show` and on the Suites page). A failure no retry mends (the settings are
+incomplete, a certificate is untrusted, a login is refused: a SearchGradeError, ChannelRefused
+included) is recorded at once: retrying a refused password would only risk locking the account.
+Nothing here fails the run that raised the alert.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.alerts.channels import mask, send_email, send_webhook
 
 ATTEMPTS = 3
@@ -36,6 +40,8 @@ def _attempt(send: Callable[[], None], sleep: Callable[[float], None]) -> tuple[
             return attempt, None
         except Exception as exc:  # a channel never fails the run: every error is recorded instead
             error = (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+            if isinstance(exc, SearchGradeError):
+                return attempt, error
             if attempt < ATTEMPTS:
                 sleep(BACKOFF_S * attempt)
     return ATTEMPTS, error

@@ -38,9 +38,10 @@ def regression_text(suite: str, before: str, after: str, drops: Sequence[Any], *
 def outage_text(suite: str, error: str, run_id: str | None) -> tuple[str, str]:
     subject = f"searchgrade: suite {suite}: could not evaluate"
     where = f" (run {run_id})" if run_id else ""
-    return subject, (f"searchgrade suite {suite!r} could not evaluate{where}: {error}. This is no quality "
-                     "alert: the search was not measured. You get one such alert per outage, and one "
-                     "when the suite evaluates again.")
+    end = "" if error.rstrip().endswith((".", "?", "!")) else "."  # the error may end its own sentence
+    return subject, (f"searchgrade suite {suite!r} could not evaluate{where}: {error.rstrip()}{end} "
+                     "This is no quality alert: the search was not measured. You get one such alert per "
+                     "outage, and one when the suite evaluates again.")
 
 
 def recovered_text(suite: str, run_id: str) -> tuple[str, str]:

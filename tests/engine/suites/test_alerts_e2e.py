@@ -1,19 +1,23 @@
 """A suite over a declared HTTP strategy served by the real local search server, alerting to a real
-webhook listener and a real SMTP server (aiosmtpd) on loopback:
+webhook listener and a real SMTP server (aiosmtpd) on loopback requiring STARTTLS (its certificate
+signed by a CA the test makes, trusted through SEARCHGRADE_SMTP_CA_FILE) and a login:
 
 - the server unchanged: no alert;
 - its ranking degraded (made-up documents put first): exactly one regression alert on each channel,
   with the suite, strategy, metric, before -> after with the CI, the adjusted p, the queries that
   dropped most and the link to Compare;
-- the server failing every search: one "could not evaluate" alert for the outage (not one per run),
-  and one when it evaluates again; the recovered ranking is a significant gain, recorded, no alert;
+- the server down: stopped (connections refused), then up but failing every search: one "could not
+  evaluate" alert for the outage (not one per run), and one when it evaluates again; the recovered
+  ranking is a significant gain, recorded, no alert; the SMTP password wrong meanwhile: the email is
+  recorded refused (not retried) and the run does not fail;
 - a failing channel is retried, recorded failed, and the test alert says so with exit 1.
 """
 
 from __future__ import annotations
 
 import json
-import socket
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -23,7 +27,8 @@ from searchgrade.cli import main
 from searchgrade.engine.store import Store
 from searchgrade.engine.suites.regression import StrategyChange
 from tests.conftest import TINY_QRELS, TINY_QUERIES, write_beir
-from tests.indexes.declared.conftest import SearchServer
+from tests.engine.suites.smtp import PASSWORD, USER, Mailbox
+from tests.indexes.declared.conftest import REPO, SearchServer
 
 #: The tiny collection with four more queries: nine, so one strategy's paired test can reach a verdict.
 QUERIES = {**TINY_QUERIES, "q6": "rovers on the red planet", "q7": "racket sport on clay courts",
@@ -59,35 +64,28 @@ class Listener:
         return [b["text"] for b in self.bodies]
 
 
-class Mailbox:
-    """A real SMTP server on loopback (aiosmtpd), keeping every message's text."""
+class Server(SearchServer):
+    """The real local search server, which can be stopped (connections refused) and started again
+    on its port, as the suite's declaration names it."""
 
-    def __init__(self) -> None:
-        from aiosmtpd.controller import Controller
+    def __init__(self, collection, data_dir) -> None:
+        super().__init__(collection, data_dir)
+        self.argv = [sys.executable, "-m", "tests.indexes.declared.search_server", "--collection", str(collection),
+                     "--data-dir", str(data_dir), "--port", str(self.port)]
 
-        self.messages: list[str] = []
-        mailbox = self
-
-        class Handler:
-            async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's name
-                mailbox.messages.append(envelope.content.decode("utf-8", "replace"))
-                return "250 OK"
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
-        self.controller.start()
-
-    def stop(self) -> None:
-        self.controller.stop()
+    def start_again(self) -> None:
+        self.process = subprocess.Popen(self.argv, cwd=REPO, stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if line.split() != ["PORT", str(self.port)]:
+            self.process.kill()
+            raise RuntimeError(f"search server did not start again on port {self.port}: {line!r}")
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, certificates):
     folder = write_beir(tmp_path_factory.mktemp("beir") / "tiny9", queries=QUERIES, qrels=QRELS)
-    server = SearchServer(folder, tmp_path_factory.mktemp("server-data"))
-    listener, mailbox = Listener(), Mailbox()
+    server = Server(folder, tmp_path_factory.mktemp("server-data"))
+    listener, mailbox = Listener(), Mailbox(certificates[1:])  # STARTTLS and a login required
     yield folder, server, listener, mailbox
     server.stop()
     listener.server.shutdown()
@@ -101,10 +99,14 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, tmp_path, capsys, monkeypatch):
+def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, certificates, tmp_path, capsys,
+                                                                   monkeypatch):
     folder, server, listener, mailbox = world
     monkeypatch.setenv("SEARCHGRADE_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("SEARCHGRADE_SMTP_PORT", str(mailbox.port))
+    monkeypatch.setenv("SEARCHGRADE_SMTP_USER", USER)
+    monkeypatch.setenv("SEARCHGRADE_SMTP_PASSWORD", PASSWORD)
+    monkeypatch.setenv("SEARCHGRADE_SMTP_CA_FILE", str(certificates[0]))
     monkeypatch.setenv("SEARCHGRADE_APP_URL", "http://searchgrade.example:8501")
     data = str(tmp_path / "d")
     strategies = tmp_path / "strategies.toml"
@@ -117,6 +119,13 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, tmp_pa
     assert code == 0
     source = out.strip().splitlines()[-1]
     assert _run(capsys, "suite", "create", "prod", "--from", source, "--data-dir", data)[0] == 0
+    # The SMTP server's CA not trusted yet: one line naming the fix, nothing stored.
+    monkeypatch.delenv("SEARCHGRADE_SMTP_CA_FILE")
+    code, _, err = _run(capsys, "suite", "alert", "prod", "--email", "team@example.com", "--data-dir", data)
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "certificate is not trusted" in err
+    assert "set SEARCHGRADE_SMTP_CA_FILE to the PEM file of the CA that signed it" in err
+    assert Store(data).get_suite("prod").email is None and mailbox.logins == []
+    monkeypatch.setenv("SEARCHGRADE_SMTP_CA_FILE", str(certificates[0]))
     assert _run(capsys, "suite", "alert", "prod", "--webhook", listener.url, "--email", "team@example.com",
                 "--data-dir", data)[0] == 0
     store = Store(data)
@@ -143,25 +152,43 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, tmp_pa
         assert words in text, words
     assert "significant drop" in mailbox.messages[0] and "es dcg@10:" in mailbox.messages[0]
 
-    # Down (every search answered 500), twice: one "could not evaluate" alert for the outage.
-    server.control(fail_every=1)
-    assert _run(capsys, "suite", "run", "prod", "--data-dir", data)[0] == 1
+    # Down: the search server stopped (connections refused), then started again but answering 500 to
+    # every search: one outage, one "could not evaluate" alert.
+    server.stop()
     code, _, err = _run(capsys, "suite", "run", "prod", "--data-dir", data)
     assert code == 1 and "could not evaluate" in err
     assert len(listener.bodies) == 2 and len(mailbox.messages) == 2
     outage = listener.texts()[1]
-    assert "could not evaluate" in outage and "strategy es failed" in outage and "no quality alert" in outage
+    assert "could not evaluate" in outage and "strategy es failed on the first query: cannot connect to " \
+        f"{server.url}/tiny/_search (connection refused)" in outage and "?." not in outage
+    assert "no quality alert" in outage
+    assert "could not evaluate" in mailbox.messages[1]
+    server.start_again()
+    server.control(fail_every=1)
+    code, _, err = _run(capsys, "suite", "run", "prod", "--data-dir", data)
+    assert code == 1 and "could not evaluate" in err
+    assert len(listener.bodies) == 2 and len(mailbox.messages) == 2
+    print(store.suite_entries("prod")[-1]["error"])
+    assert "strategy es failed on the first query: HTTP 500" in store.suite_entries("prod")[-1]["error"]
 
     # Back, with the original ranking: one "evaluating again" alert; the gain is recorded, not alerted.
+    # The SMTP password is wrong meanwhile: the email is refused and recorded, the run is not failed.
     server.control()
+    monkeypatch.setenv("SEARCHGRADE_SMTP_PASSWORD", "wrong")
     code, _, err = _run(capsys, "suite", "run", "prod", "--data-dir", data)
+    monkeypatch.setenv("SEARCHGRADE_SMTP_PASSWORD", PASSWORD)
     assert code == 0 and "significant gain" in err
-    assert len(listener.bodies) == 3 and "evaluates again" in listener.texts()[2]
+    assert len(listener.bodies) == 3 and "evaluates again" in listener.texts()[2] and len(mailbox.messages) == 2
     last = store.suite_entries("prod")[-1]
     assert last["baseline_run_id"] == degraded  # the previous complete, evaluated run
     assert StrategyChange.from_json(last["verdict"][0]).verdict == "gain"
-    kinds = [a["kind"] for a in store.suite_alerts("prod")]
-    assert kinds == ["regression", "regression", "could not evaluate", "could not evaluate", "recovered", "recovered"]
+    alerts = store.suite_alerts("prod")
+    assert [a["kind"] for a in alerts] == ["regression", "regression", "could not evaluate", "could not evaluate",
+                                           "recovered", "recovered"]
+    refused = next(a for a in alerts[-2:] if a["channel"] == "email")
+    assert (refused["status"], refused["attempts"]) == ("failed", 1)  # a refused login is not retried
+    assert "refused the login" in refused["error"] and "SEARCHGRADE_SMTP_PASSWORD" in refused["error"]
+    assert "wrong" not in refused["error"]
 
     # A failing channel: retried, recorded, said in one line per channel, exit 1.
     listener.status = 500
