@@ -273,15 +273,7 @@ class HttpNode:
     def _session(self) -> Any:
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-
-            if self.policy is None:
-                session = requests.Session()
-            else:
-                session = self.policy.session()
-                session.rebuild_auth = _drop_secrets_elsewhere(session, self.secret_headers)
-            session.headers.update(self.headers)
-            self._local.session = session
+            session = self._local.session = guarded_session(self.policy, self.headers, self.secret_headers)
         return session
 
     def request(self, query: str, k: int) -> tuple[Any, float]:
@@ -409,6 +401,21 @@ class HttpNode:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
                                 thread_name_prefix=f"searchgrade-{self.name}") as pool:
             return list(pool.map(one, batch.texts))
+
+
+def guarded_session(policy: OutboundPolicy | None, headers: Mapping[str, str], secret_headers: set[str]) -> Any:
+    """A requests session with ``headers``: plain for a declaration from a file (``policy`` None),
+    else the policy's session (every address checked, on every redirect) that drops the secret
+    headers when a redirect leaves their host. One per thread (requests' sessions are not shared)."""
+    import requests
+
+    if policy is None:
+        session = requests.Session()
+    else:
+        session = policy.session()
+        session.rebuild_auth = _drop_secrets_elsewhere(session, secret_headers)
+    session.headers.update(headers)
+    return session
 
 
 def _drop_secrets_elsewhere(session: Any, secret_headers: set[str]) -> Any:

@@ -56,9 +56,9 @@ from searchgrade.indexes.declared.http import (
     RETRY_STATUSES,
     _compile,
     _connection_reason,
-    _drop_secrets_elsewhere,
     _retry_after,
     _start,
+    guarded_session,
 )
 from searchgrade.indexes.declared.rerankers import RerankerKind, RerankerSpec, register_kind
 from searchgrade.indexes.rerank.service import RerankFailed
@@ -211,15 +211,7 @@ class HttpReranker:
     def _session(self) -> Any:
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-
-            if self.policy is None:
-                session = requests.Session()
-            else:
-                session = self.policy.session()
-                session.rebuild_auth = _drop_secrets_elsewhere(session, self.secret_headers)
-            session.headers.update(self.headers)
-            self._local.session = session
+            session = self._local.session = guarded_session(self.policy, self.headers, self.secret_headers)
         return session
 
     def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
