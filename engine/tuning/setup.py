@@ -70,8 +70,10 @@ def strategy_kind(name: str, registry: Any, settings: Any, n_docs: int) -> str:
 
 
 def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | None = None,
-                   space_file: str | None = None, reuse: bool = True, collection: Any = None) -> Tuning:
-    """Everything ``tune`` needs for one strategy of a stored run (see the module).
+                   space_file: str | None = None, reuse: bool = True, collection: Any = None,
+                   only_queries: Any = None) -> Tuning:
+    """Everything ``tune`` needs for one strategy of a stored run (see the module); with
+    ``only_queries`` (a suite's frozen ids), only those of the run's queries are tuned and held out.
 
     Raises:
         SearchGradeError: the run is not complete, the strategy is not in it or has nothing to
@@ -111,6 +113,12 @@ def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | N
     else:
         space = default_space(kind, strategy)
     queries = store.queries(run.run_id)
+    if only_queries is not None:
+        wanted = set(only_queries)
+        queries = [q for q in queries if q["query_id"] in wanted]
+        if not queries:
+            raise SearchGradeError(f"run {run.run_id} has none of the {len(wanted)} queries asked for: tune a run "
+                                   "that evaluated them")
     texts = {q["query_id"]: q["text"] for q in queries}
     types = {q["query_id"]: q["query_type"] for q in queries}
     if run.mode == "qrels" and collection.qrels:

@@ -28,7 +28,8 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
               space_file: str | None = None, metric: str = "ndcg@10", trials: int = DEFAULT_TRIALS,
               time_budget_s: float | None = None, seed: int = 0,
               on_trial: Callable[[TrialRecord, Tuning], None] | None = None,
-              on_ready: Callable[[Tuning, Any], None] | None = None, collection: Any = None) -> dict[str, Any]:
+              on_ready: Callable[[Tuning, Any], None] | None = None, collection: Any = None,
+              only_queries: Any = None) -> dict[str, Any]:
     """Tune one strategy of a stored run and keep the study (see the module).
 
     Raises:
@@ -45,7 +46,7 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
     run = store.get_run(run_id)
     spec.check_threshold(run.threshold)
     tuning = prepare_tuning(store, run.run_id, data_dir, strategy=strategy, space_file=space_file,
-                            collection=collection)
+                            collection=collection, only_queries=only_queries)
     tuning.target.k = max(tuning.k, spec.k or 0)
     try:
         split = split_queries(tuning.query_ids, tuning.query_types, seed=seed)

@@ -92,3 +92,45 @@ def test_an_ivf_index_tunes_its_nprobe_with_the_queries_embedded_once(tmp_path, 
     report = tune_json(capsys, run_id, data, "--strategy", "ann", "--trials", "2")
     assert report["start"] == {"ivf_nprobe": 1} and set(report["best"]) == {"ivf_nprobe"}
     assert report["configuration"]["flags"].startswith("--ann-index ivf --ivf-nprobe ")
+
+
+def test_a_suite_tunes_its_latest_complete_run_on_its_frozen_queries(tiny_run, capsys):
+    run_id, data = tiny_run
+    assert main(["suite", "create", "tiny-suite", "--from", run_id, "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+    assert main(["suite", "run", "tiny-suite", "--data-dir", str(data)]) == 0
+    store = Store(data)
+    latest = store.suite_entries("tiny-suite")[-1]["run_id"]
+    assert latest != run_id and store.get_run(latest).status == "complete"
+    frozen = store.get_suite("tiny-suite").query_ids
+    capsys.readouterr()
+    assert main(["tune", "tiny-suite", "--strategy", "fulltext", "--trials", "1", "--data-dir", str(data)]) == 0
+    out, err = capsys.readouterr()
+    assert f"suite tiny-suite's latest complete run {latest} ({len(frozen)} frozen queries)" in err
+    assert f"of suite tiny-suite's latest complete run {latest}" in out
+    report = tune_json(capsys, "tiny-suite", data, "--strategy", "fulltext", "--trials", "1")
+    assert report["run"] == latest and report["suite"] == "tiny-suite"
+    assert sorted(report["split"]["heldout"]) == sorted(frozen)
+    assert tune_json(capsys, run_id, data, "--strategy", "fulltext", "--trials", "1")["suite"] is None
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("prefix", "is both run "),
+    ("nothing-here", "'nothing-here' is neither a run nor a suite"),
+    ("empty-suite", "has no complete run to tune"),
+])
+def test_a_name_that_is_both_or_neither_or_a_suite_without_a_run_is_one_line(tiny_run, capsys, name, words):
+    run_id, data = tiny_run
+    store = Store(data)
+    if name == "prefix":
+        name = run_id  # a suite named as the run
+        if name not in {s.name for s in store.list_suites()}:
+            assert main(["suite", "create", name, "--from", run_id, "--data-dir", str(data)]) == 0
+    if name == "empty-suite" and name not in {s.name for s in store.list_suites()}:
+        assert main(["suite", "create", name, "--from", run_id, "--data-dir", str(data)]) == 0
+        source = store.suite_entries(name)[0]
+        store.update_suite_entry(source["entry_id"], status="could not evaluate")
+    capsys.readouterr()
+    assert main(["tune", name, "--trials", "1", "--data-dir", str(data)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
