@@ -14,6 +14,7 @@ from searchgrade.engine.paths import data_dir
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET
     from searchgrade.engine.tuning.study import DEFAULT_TRIALS
 
     p = sub.add_parser("tune", help="tune a strategy's parameters (Optuna TPE) on some of a run's queries; "
@@ -29,6 +30,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"trials per fold, stored ones included (default: {DEFAULT_TRIALS})")
     p.add_argument("--time-budget", type=float, metavar="SECONDS",
                    help="stop starting trials after this many seconds per fold")
+    p.add_argument("--judge-budget", type=int, metavar="N", default=None,
+                   help="an LLM-judged run: pairs trials retrieve without a grade that the run's judge may grade "
+                   f"during tuning (each once, through the cache; default {DEFAULT_JUDGE_BUDGET}); the held-out "
+                   "comparison judges every pair it shows")
     p.add_argument("--seed", type=int, default=0, help="seed of the split and the sampler (default: 0)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output (default: text)")
     add_common(p)
@@ -66,7 +71,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     report = run_study(store, run_id, data_dir(args.data_dir), strategy=args.strategy, space_file=args.space,
                        metric=args.metric, trials=args.trials, time_budget_s=args.time_budget, seed=args.seed,
-                       on_trial=trial, on_ready=ready, only_queries=source.query_ids)
+                       on_trial=trial, on_ready=ready, only_queries=source.query_ids,
+                       judge_budget=args.judge_budget)
     report["suite"] = source.suite
     if quiet:
         print(json.dumps(report, indent=2, default=str))
@@ -106,6 +112,15 @@ def print_report(report: dict[str, Any]) -> None:
         print("in the strategies file:\n" + words["snippet"])
     print(f"recommendation: the {'tuned' if report['recommendation'] == 'tuned' else 'starting'} configuration")
     print(f"held-out grades read during tuning: {report['heldout_grade_reads']}")
+    judge = report.get("judge")
+    if judge:
+        sent = judge["pairs_judged"]
+        print(f"judge: {sent['tuning']} new pairs judged during tuning (budget {judge['budget']}) + "
+              f"{sent['heldout']} for the held-out comparison, {judge['cache_hits']} from the cache; "
+              f"{judge['requests']['total']} requests")
+        if judge["unjudged_over_budget"]:
+            print(f"judge budget spent: {judge['unjudged_over_budget']} new pairs of tuning queries stayed "
+                  "unjudged (they count 0; --judge-budget raises it)")
     calls = report["backend_calls"]
     if calls["total"]:
         print(f"backend requests: {calls['tuning']} tuning + {calls['heldout']} held-out = {calls['total']}")
