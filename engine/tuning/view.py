@@ -8,6 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchgrade.engine.tuning.apply import tuned_run_parts
+
+__all__ = ["UNTUNABLE", "TuneView", "comparison_words", "pareto_flags", "tune_view", "tuned_run_parts"]
+
 #: Left out of the section's choices: ANN is exact search below 200,000 documents (nothing to tune);
 #: an IVF index's nprobe is tuned from the command line (`searchgrade tune RUN --strategy ann`).
 UNTUNABLE = ("ann",)
