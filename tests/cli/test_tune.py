@@ -41,6 +41,16 @@ def test_tune_json_has_the_documented_shape_and_a_second_call_resumes(tiny_run, 
     # 5 folds and the study on every query, 3 trials each.
     assert report["trials"] == 18 and report["heldout_grade_reads"] == 0
     assert "fusion" in report["best"] and report["configuration"]["flags"].startswith("--fusion ")
+    # "Evaluate this configuration": the run's configuration with the tuned fusion string.
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.tuning.apply import tuned_run_config
+
+    run = Store(data).get_run(run_id)
+    tuned = tuned_run_config(run, report)
+    assert tuned.index.fusion == report["best"]["fusion"] and tuned.strategies == ("ann", "fulltext", "hybrid")
+    assert tuned.name.endswith("· hybrid tuned")
+    assert {**tuned.to_json(), "index": None, "name": None} == {**RunConfig.from_json(run.config).to_json(),
+                                                                 "index": None, "name": None}
     again = tune_json(capsys, run_id, data, "--strategy", "hybrid", "--trials", "3")
     assert again["study"] == report["study"] and again["resumed"] and again["resumed_trials"] == 18
     assert again["best"] == report["best"] and again["trials"] == 18
@@ -55,6 +65,10 @@ def test_bm25_trials_search_the_same_index_and_leave_no_weights_files(tiny_run, 
     report = tune_json(capsys, run_id, data, "--strategy", "fulltext", "--trials", "2", "--seed", "3")
     assert set(report["best"]) == {"bm25_k1", "bm25_b"} and report["trials"] == 12
     assert report["configuration"]["flags"].startswith("--bm25-k1 ")
+    from searchgrade.engine.tuning.apply import tuned_run_config
+
+    tuned = tuned_run_config(Store(data).get_run(run_id), report)
+    assert (tuned.index.bm25_k1, tuned.index.bm25_b) == (report["best"]["bm25_k1"], report["best"]["bm25_b"])
     assert sorted(p.name for p in data.glob("indexes/*/weights-*")) == before
 
 
