@@ -102,7 +102,10 @@ def test_evaluate_this_configuration_starts_a_run_of_the_tuned_configuration(tin
                   trials=2, seed=0)
     # The study as run_study keeps it for a fulltext tuning of this run.
     report.update(study="s2", run=tiny_run, kind="fulltext", strategy="fulltext",
-                  best={"bm25_k1": 1.2, "bm25_b": 0.6}, configuration={"flags": "--bm25-k1 1.2 --bm25-b 0.6"})
+                  best={"bm25_k1": 1.2, "bm25_b": 0.6}, configuration={"flags": "--bm25-k1 1.2 --bm25-b 0.6"},
+                  judge={"budget": 1, "pairs_judged": {"tuning": 1, "heldout": 2}, "cache_hits": 0, "failures": 0,
+                         "requests": {"tuning": 1, "heldout": 2, "total": 3}, "unjudged_over_budget": 4,
+                         "budget_spent": True})
     store.open_tuning_study("s2", tiny_run, "fulltext", "ndcg@3", [], 0, split.to_json())
     store.finish_tuning_study("s2", report)
     started = []
@@ -118,6 +121,8 @@ def test_evaluate_this_configuration_starts_a_run_of_the_tuned_configuration(tin
 
     monkeypatch.setattr(jobs, "start_job", start_job)
     at = open_page("views/results.py", state={"app_open_run": tiny_run})
+    assert ("The run's LLM judge graded 1 new pairs during tuning (budget 1) and 2 for the held-out comparison, 0 "
+            "from the cache (3 requests); 4 new pairs stayed unjudged once the budget was spent.") in _text(at)
     at.button(key="results_tune_evaluate").click().run()
     assert not at.exception, [e.message for e in at.exception]
     (load, config, label), = started

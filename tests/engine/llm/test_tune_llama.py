@@ -23,7 +23,6 @@ _TAIL = " What should a beginner know about it? People care about this for many 
 DOCS = {
     "rust": ("Rust", "Rust is iron oxide. It forms when iron reacts with oxygen and water over time." + _TAIL),
     "bread": ("Bread", "Bread is made from flour, water and yeast; the yeast makes the dough rise." + _TAIL),
-    "tides": ("Tides", "Tides are the rise and fall of the sea caused by the gravity of the moon." + _TAIL),
 }
 
 
@@ -34,7 +33,7 @@ def test_new_pairs_are_judged_within_the_budget_counted_and_cached(counting_prox
     # Queries written by a scripted server, then judged by the real one: the run's judge.
     with FakeOpenAIServer(Recorder()) as fake:
         assert main(["evaluate", str(collection), "--llm", "--model", "fake", "--base-url", fake.base_url,
-                     "--docs", "3", "--queries-per-doc", "1", "--keyword-per-doc", "0",
+                     "--docs", "2", "--queries-per-doc", "1", "--keyword-per-doc", "0",
                      "--strategies", "fulltext", "--data-dir", str(data)]) == 0
     source = capsys.readouterr().out.strip().splitlines()[-1]
     assert main(["evaluate", str(collection), "--llm", "--queries-from", source, "--model", "gemma-3-270m",
