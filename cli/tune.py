@@ -56,6 +56,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"{len(split.tuning)} tuning queries, {len(split.heldout)} held out")
         print(f"tuning {tuning.target.strategy} of {source.words()}: {folds}; {args.metric}, TPE (seed {args.seed}); "
               f"space: {'; '.join(p.describe() for p in tuning.space.params)}", file=sys.stderr)
+        if tuning.judge is not None:
+            print(f"new pairs are judged by the run's LLM judge ({tuning.judge.client.model}), at most "
+                  f"{tuning.judge.budget} during tuning (--judge-budget); the held-out comparison judges all "
+                  "it shows", file=sys.stderr)
 
     best: dict[int, float] = {}
 

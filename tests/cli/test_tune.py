@@ -8,6 +8,7 @@ import json
 import pytest
 
 from searchgrade.cli import main
+from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.store import Store
 from tests.conftest import write_beir
 
@@ -148,3 +149,13 @@ def test_a_name_that_is_both_or_neither_or_a_suite_without_a_run_is_one_line(tin
     assert main(["tune", name, "--trials", "1", "--data-dir", str(data)]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and words in err, err
+
+
+def test_a_suites_frozen_queries_are_the_only_ones_tuned_and_held_out(tiny_run, capsys):
+    from searchgrade.engine.tuning.study import run_study
+
+    run_id, data = tiny_run
+    report = run_study(Store(data), run_id, data, strategy="fulltext", trials=1, only_queries=("q1", "q3", "q4"))
+    assert sorted(report["split"]["heldout"]) == ["q1", "q3", "q4"] and report["split"]["method"] == "k-fold"
+    with pytest.raises(SearchGradeError, match="has none of the 1 queries asked for"):
+        run_study(Store(data), run_id, data, strategy="fulltext", trials=1, only_queries=("nope",))
