@@ -1,5 +1,6 @@
-"""`searchgrade tune RUN`: tune one strategy's parameters on part of a run's queries, and measure
-the gain on the others (docs/tuning.md)."""
+"""`searchgrade tune RUN_OR_SUITE`: tune one strategy's parameters on part of a run's queries (a
+suite's: its latest complete run, on its frozen queries), and measure the gain on the others
+(docs/tuning.md)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from searchgrade.engine.paths import data_dir
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET
     from searchgrade.engine.tuning.study import DEFAULT_TRIALS
 
     p = sub.add_parser("tune", help="tune a strategy's parameters (Optuna TPE) on some of a run's queries; "
                        "the gain is measured on the held-out rest with a paired 95%% CI")
-    p.add_argument("run", help="run id (or an unambiguous prefix) of a complete run")
+    p.add_argument("run", metavar="RUN_OR_SUITE", help="run id (or an unambiguous prefix) of a complete run, or "
+                   "a suite's name: its latest complete run, on the suite's frozen queries")
     p.add_argument("--space", metavar="FILE", help="a TOML search space ([params] NAME = [low, high] or a list "
                    "of choices; docs/tuning.md); default: the strategy kind's space")
     p.add_argument("--strategy", help="the strategy to tune (default: the space file's, else the run's "
@@ -27,6 +30,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help=f"trials per fold, stored ones included (default: {DEFAULT_TRIALS})")
     p.add_argument("--time-budget", type=float, metavar="SECONDS",
                    help="stop starting trials after this many seconds per fold")
+    p.add_argument("--judge-budget", type=int, metavar="N", default=None,
+                   help="an LLM-judged run: pairs trials retrieve without a grade that the run's judge may grade "
+                   f"during tuning (each once, through the cache; default {DEFAULT_JUDGE_BUDGET}); the held-out "
+                   "comparison judges every pair it shows")
     p.add_argument("--seed", type=int, default=0, help="seed of the split and the sampler (default: 0)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output (default: text)")
     add_common(p)
@@ -34,10 +41,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from searchgrade.engine.tuning.source import resolve_source
     from searchgrade.engine.tuning.study import run_study
 
     store = open_store(args)
-    run_id = store.get_run(args.run).run_id
+    source = resolve_source(store, args.run)
+    run_id = source.run_id
     quiet = args.format == "json"
 
     def ready(tuning: Any, split: Any) -> None:
@@ -45,8 +54,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
             return
         folds = f"{len(split.folds)}-fold cross-validation" if split.method == "k-fold" else (
             f"{len(split.tuning)} tuning queries, {len(split.heldout)} held out")
-        print(f"tuning {tuning.target.strategy} of run {run_id}: {folds}; {args.metric}, TPE (seed {args.seed}); "
+        print(f"tuning {tuning.target.strategy} of {source.words()}: {folds}; {args.metric}, TPE (seed {args.seed}); "
               f"space: {'; '.join(p.describe() for p in tuning.space.params)}", file=sys.stderr)
+        if tuning.judge is not None:
+            print(f"new pairs are judged by the run's LLM judge ({tuning.judge.client.model}), at most "
+                  f"{tuning.judge.budget} during tuning (--judge-budget); the held-out comparison judges all "
+                  "it shows", file=sys.stderr)
 
     best: dict[int, float] = {}
 
@@ -62,7 +75,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     report = run_study(store, run_id, data_dir(args.data_dir), strategy=args.strategy, space_file=args.space,
                        metric=args.metric, trials=args.trials, time_budget_s=args.time_budget, seed=args.seed,
-                       on_trial=trial, on_ready=ready)
+                       on_trial=trial, on_ready=ready, only_queries=source.query_ids,
+                       judge_budget=args.judge_budget)
+    report["suite"] = source.suite
     if quiet:
         print(json.dumps(report, indent=2, default=str))
     else:
@@ -86,7 +101,8 @@ def print_report(report: dict[str, Any]) -> None:
     h = report["heldout"]
     metric = h["metric"]
     resumed = f" ({report['resumed_trials']} resumed from the store)" if report.get("resumed_trials") else ""
-    print(f"study {report['study']}: {report['trials']} trials of {report['strategy']}{resumed}")
+    of = f" of suite {report['suite']}'s latest complete run {report['run']}" if report.get("suite") else ""
+    print(f"study {report['study']}: {report['trials']} trials of {report['strategy']}{of}{resumed}")
     print(f"held out ({h['queries']} queries{', each held out once: k-fold' if report['split']['method'] == 'k-fold' else ''}):")
     print(f"  start  {metric} {_figure(h['start'])}  judged {h['judged']['start']:.2f}  {_ms(h['latency']['start'])}")
     print(f"  tuned  {metric} {_figure(h['tuned'])}  judged {h['judged']['tuned']:.2f}  {_ms(h['latency']['tuned'])}")
@@ -100,6 +116,15 @@ def print_report(report: dict[str, Any]) -> None:
         print("in the strategies file:\n" + words["snippet"])
     print(f"recommendation: the {'tuned' if report['recommendation'] == 'tuned' else 'starting'} configuration")
     print(f"held-out grades read during tuning: {report['heldout_grade_reads']}")
+    judge = report.get("judge")
+    if judge:
+        sent = judge["pairs_judged"]
+        print(f"judge: {sent['tuning']} new pairs judged during tuning (budget {judge['budget']}) + "
+              f"{sent['heldout']} for the held-out comparison, {judge['cache_hits']} from the cache; "
+              f"{judge['requests']['total']} requests")
+        if judge["unjudged_over_budget"]:
+            print(f"judge budget spent: {judge['unjudged_over_budget']} new pairs of tuning queries stayed "
+                  "unjudged (they count 0; --judge-budget raises it)")
     calls = report["backend_calls"]
     if calls["total"]:
         print(f"backend requests: {calls['tuning']} tuning + {calls['heldout']} held-out = {calls['total']}")

@@ -12,7 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from searchgrade.engine.tuning.view import UNTUNABLE, comparison_words, tune_view
+from searchgrade.engine import SearchGradeError
+from searchgrade.engine.tuning.view import UNTUNABLE, comparison_words, tune_view, tuned_run_parts
 from searchgrade.server import jobs
 from searchgrade.views._common import get_store, home, plain
 
@@ -49,7 +50,35 @@ def _front(trials: list[dict]) -> go.Figure:
     return figure
 
 
-def _report(report: dict, trials: list[dict]) -> None:
+def _evaluate_tuned(run_id: str, report: dict) -> None:
+    """ "Evaluate this configuration": a new run of the collection with the tuned configuration, in
+    the background worker (as the Evaluate page starts runs); its progress is on Evaluate."""
+    st.markdown("**Evaluate this configuration**: a new run of the same collection and queries with the tuned "
+                "parameters, to compare with this one (and to save as a suite).")
+    active = jobs.active_job()
+    if st.button("Evaluate this configuration", key="results_tune_evaluate", disabled=active is not None):
+        try:
+            load, config = tuned_run_parts(get_store(), run_id, report)
+        except SearchGradeError as exc:
+            st.error(plain(str(exc)))
+            return
+        job, started = jobs.start_job(load, config, get_store(), home(), label=f"{config.name}")
+        if not started:
+            st.toast("Another job is running: the tuned configuration was not started.")
+            return
+        st.session_state["evaluate_job_id"] = job.job_id
+        st.session_state["evaluate_form"] = False
+        st.session_state["results_tune_started"] = job.job_id
+    started = st.session_state.get("results_tune_started")
+    if started:
+        st.success(f"The tuned configuration is being evaluated ({plain(str(jobs.snapshot(started).collection))}): "
+                   "watch it on the Evaluate page; it opens in Results when complete.")
+        st.page_link("views/evaluate.py", label="Watch it on Evaluate", icon=":material/play_circle:")
+    elif active is not None:
+        st.caption("Another job is running; the tuned configuration can be evaluated when it ends.")
+
+
+def _report(report: dict, trials: list[dict], run_id: str) -> None:
     for sentence in comparison_words(report):
         st.markdown(plain(sentence))
     st.plotly_chart(_front(trials), key="results_tune_front")
@@ -64,6 +93,7 @@ def _report(report: dict, trials: list[dict]) -> None:
         st.code(words["snippet"], language="toml")
     st.caption(plain(f"Start: {json.dumps(report['start'])} · tuned: {json.dumps(report['best'])} · "
                      f"study {report['study']}"))
+    _evaluate_tuned(run_id, report)
 
 
 def tune_section(run_id: str) -> None:
@@ -100,7 +130,7 @@ def tune_section(run_id: str) -> None:
         st.rerun()
     view = tune_view(store, run_id)
     if view.study is not None and view.study["report"] is not None:
-        _report(view.study["report"], view.trials)
+        _report(view.study["report"], view.trials, run_id)
     elif view.study is not None:
         st.info(plain(f"A tuning of {view.study['strategy']} stopped after {len(view.trials)} trials: tune it "
                       "again with the same settings to continue."))

@@ -34,6 +34,19 @@ class Grades:
         self.reads[query_id] += 1
         return self._grades.get(query_id) or {}
 
+    def of_unread(self, query_id: str) -> Mapping[str, int]:
+        """The same as ``of`` (held-out queries refused alike), not counted as a read: which pairs
+        hold a grade, for the judge of new pairs (engine/tuning/judging.py)."""
+        if self.allowed is not None and query_id not in self.allowed:
+            raise HeldOutRead(f"query {query_id!r} is not readable here (held out from the tuning)")
+        return self._grades.get(query_id) or {}
+
+    def add(self, query_id: str, doc_id: str, grade: int) -> None:
+        """A new grade (the judge's, for a pair a trial retrieved), seen by every view of these grades."""
+        if self.allowed is not None and query_id not in self.allowed:
+            raise HeldOutRead(f"query {query_id!r} is not writable here (held out from the tuning)")
+        self._grades.setdefault(query_id, {})[doc_id] = grade
+
     def only(self, query_ids: Iterable[str]) -> Grades:
         """The same grades, readable for ``query_ids`` only; reads are counted in the same counter."""
         ids = frozenset(query_ids)

@@ -42,6 +42,8 @@ class Tuning:
     k: int
     threshold: int
     label_source: str
+    #: The run's LLM judge for the pairs trials retrieve (engine/tuning/judging.py); None: no judge.
+    judge: Any = None
 
 
 def recommended_strategy(store: Any, run: Any) -> str:
@@ -70,8 +72,10 @@ def strategy_kind(name: str, registry: Any, settings: Any, n_docs: int) -> str:
 
 
 def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | None = None,
-                   space_file: str | None = None, reuse: bool = True, collection: Any = None) -> Tuning:
-    """Everything ``tune`` needs for one strategy of a stored run (see the module).
+                   space_file: str | None = None, reuse: bool = True, collection: Any = None,
+                   only_queries: Any = None, judge_budget: int | None = None) -> Tuning:
+    """Everything ``tune`` needs for one strategy of a stored run (see the module); with
+    ``only_queries`` (a suite's frozen ids), only those of the run's queries are tuned and held out.
 
     Raises:
         SearchGradeError: the run is not complete, the strategy is not in it or has nothing to
@@ -111,6 +115,12 @@ def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | N
     else:
         space = default_space(kind, strategy)
     queries = store.queries(run.run_id)
+    if only_queries is not None:
+        wanted = set(only_queries)
+        queries = [q for q in queries if q["query_id"] in wanted]
+        if not queries:
+            raise SearchGradeError(f"run {run.run_id} has none of the {len(wanted)} queries asked for: tune a run "
+                                   "that evaluated them")
     texts = {q["query_id"]: q["text"] for q in queries}
     types = {q["query_id"]: q["query_type"] for q in queries}
     if run.mode == "qrels" and collection.qrels:
@@ -122,6 +132,9 @@ def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | N
             if g["grade"] is not None:
                 grades.setdefault(g["query_id"], {})[g["doc_id"]] = int(g["grade"])
         label_source = run.label_source
+    judge = None
+    if run.mode == "llm":
+        judge = _run_judge(store, config, queries, collection, judge_budget)
     k = run.k
     built = build_searchers(collection, settings, data_dir, [strategy], registry=registry,
                             collection_fingerprint=run.stats.get("collection_fingerprint"))
@@ -129,7 +142,26 @@ def prepare_tuning(store: Any, run_id: str, data_dir: Path, *, strategy: str | N
         raise SearchGradeError(f"strategy {strategy} cannot be built here: {built.skipped[strategy]}")
     maker = _MAKERS[kind]
     target = maker(strategy, built, settings, space, texts, k, spec, reuse)
-    return Tuning(target, Grades(grades), space, sorted(texts), types, k, run.threshold, label_source)
+    return Tuning(target, Grades(grades), space, sorted(texts), types, k, run.threshold, label_source, judge)
+
+
+def _run_judge(store: Any, config: Any, queries: list[dict[str, Any]], collection: Any,
+               budget: int | None) -> Any:
+    """The run's judge (its model, endpoint and prompt, the store's LLM cache) for new pairs."""
+    from searchgrade.core.records import Query
+    from searchgrade.engine.llm.cache import StoreCache
+    from searchgrade.engine.llm.client import LLMClient
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET, TuneJudge
+
+    budget = DEFAULT_JUDGE_BUDGET if budget is None else budget
+    if budget < 0:
+        raise SearchGradeError(f"--judge-budget of {budget} is negative: give 0 (judge nothing new during "
+                               "tuning) or more")
+    by_id = {q["query_id"]: Query(q["query_id"], q["text"], q["query_type"] or "natural") for q in queries}
+    documents = {d.doc_id: d for d in collection.documents}
+    return TuneJudge(LLMClient(config.llm), StoreCache(store), config.judge or JudgeSettings(), by_id,
+                     documents, budget)
 
 
 def template_variables(spec: Any) -> dict[str, Any]:

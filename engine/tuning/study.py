@@ -28,7 +28,8 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
               space_file: str | None = None, metric: str = "ndcg@10", trials: int = DEFAULT_TRIALS,
               time_budget_s: float | None = None, seed: int = 0,
               on_trial: Callable[[TrialRecord, Tuning], None] | None = None,
-              on_ready: Callable[[Tuning, Any], None] | None = None, collection: Any = None) -> dict[str, Any]:
+              on_ready: Callable[[Tuning, Any], None] | None = None, collection: Any = None,
+              only_queries: Any = None, judge_budget: int | None = None) -> dict[str, Any]:
     """Tune one strategy of a stored run and keep the study (see the module).
 
     Raises:
@@ -45,7 +46,8 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
     run = store.get_run(run_id)
     spec.check_threshold(run.threshold)
     tuning = prepare_tuning(store, run.run_id, data_dir, strategy=strategy, space_file=space_file,
-                            collection=collection)
+                            collection=collection, only_queries=only_queries,
+                            judge_budget=judge_budget)
     tuning.target.k = max(tuning.k, spec.k or 0)
     try:
         split = split_queries(tuning.query_ids, tuning.query_types, seed=seed)
@@ -67,7 +69,11 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
 
     report = tune(tuning.target, tuning.grades, split, tuning.space, spec, k=tuning.target.k,
                   threshold=tuning.threshold, trials=trials, time_budget_s=time_budget_s, seed=seed,
-                  stored=stored, on_trial=keep)
+                  stored=stored, on_trial=keep, judge=tuning.judge)
+    if tuning.judge is not None:  # the run's accounting keeps the tuning's judge calls apart from its own
+        usage = tuning.judge.client.usage.snapshot().get("judge")
+        if usage:
+            store.add_llm_usage(run.run_id, "tune-judge", usage)
     report.update(study=sid, run=run.run_id, resumed=resumed, resumed_trials=sum(map(len, stored.values())),
                   kind=tuning.target.kind, label_source=tuning.label_source, space=tuning.space.to_json(),
                   seed=seed, configuration=configuration_words(tuning.target.kind, tuning.target.strategy,

@@ -121,8 +121,8 @@ def _fits(p: Param) -> bool:
 
 def optimise(target: Target, grades: Grades, query_ids: Sequence[str], space: Space, metric: MetricSpec,
              k: int, threshold: int, *, fold: int, trials: int, time_budget_s: float | None, seed: int,
-             stored: Sequence[TrialRecord] = (), on_trial: Callable[[TrialRecord], None] | None = None
-             ) -> list[TrialRecord]:
+             stored: Sequence[TrialRecord] = (), on_trial: Callable[[TrialRecord], None] | None = None,
+             judge: Any = None) -> list[TrialRecord]:
     """Up to ``trials`` trials (stored ones count) of TPE over ``space`` on ``query_ids``."""
     import optuna
 
@@ -136,7 +136,10 @@ def optimise(target: Target, grades: Grades, query_ids: Sequence[str], space: Sp
     while len(records) < trials and (deadline is None or time.monotonic() < deadline):
         trial = study.ask(dists)
         start = time.perf_counter()
-        scored = score(target.run(trial.params, query_ids), query_ids, grades, metric, k, threshold)
+        lists = target.run(trial.params, query_ids)
+        if judge is not None:
+            judge.fill(lists, query_ids, grades, heldout=False)
+        scored = score(lists, query_ids, grades, metric, k, threshold)
         value = scored.mean()
         study.tell(trial, value)
         record = TrialRecord(fold, len(records), dict(trial.params), value,
@@ -176,7 +179,7 @@ def _clean(value: Any) -> Any:
 def tune(target: Target, grades: Grades, split: Split, space: Space, metric: MetricSpec, *, k: int,
          threshold: int, trials: int, time_budget_s: float | None = None, seed: int = 0,
          stored: Mapping[int, Sequence[TrialRecord]] | None = None,
-         on_trial: Callable[[TrialRecord], None] | None = None) -> dict[str, Any]:
+         on_trial: Callable[[TrialRecord], None] | None = None, judge: Any = None) -> dict[str, Any]:
     """Tune each fold, compare on its held-out queries, and report (see the module).
 
     Returns:
@@ -199,7 +202,7 @@ def tune(target: Target, grades: Grades, split: Split, space: Space, metric: Met
         before = grades.reads_of(heldout_ids)
         records = optimise(target, grades.only(tuning_ids), tuning_ids, space, metric, k, threshold,
                            fold=fold, trials=trials, time_budget_s=time_budget_s, seed=seed,
-                           stored=stored.get(fold, ()), on_trial=on_trial)
+                           stored=stored.get(fold, ()), on_trial=on_trial, judge=judge)
         heldout_reads += grades.reads_of(heldout_ids) - before
         tuning_calls += sum(r.calls for r in records[len(stored.get(fold, ())):])
         all_records += records
@@ -207,9 +210,14 @@ def tune(target: Target, grades: Grades, split: Split, space: Space, metric: Met
         params = best.params if best is not None else dict(target.start)
         fold_best.append(params)
         held = grades.only(heldout_ids)
-        for params_of, scored_into, values in ((target.start, start_scored, start_values),
-                                               (params, tuned_scored, tuned_values)):
-            scored = score(target.run(params_of, heldout_ids), heldout_ids, held, metric, k, threshold)
+        sides = [(target.run(params_of, heldout_ids), scored_into, values)
+                 for params_of, scored_into, values in ((target.start, start_scored, start_values),
+                                                        (params, tuned_scored, tuned_values))]
+        if judge is not None:  # every pair the comparison shows, whatever the budget; both sides
+            for lists, _, _ in sides:  # are then scored against the same grades
+                judge.fill(lists, heldout_ids, held, heldout=True)
+        for lists, scored_into, values in sides:
+            scored = score(lists, heldout_ids, held, metric, k, threshold)
             heldout_calls += scored.calls
             values.update(scored.values)
             scored_into.judged.update(scored.judged)
@@ -221,7 +229,7 @@ def tune(target: Target, grades: Grades, split: Split, space: Space, metric: Met
     if split.method == "k-fold":
         records = optimise(target, grades, split.tuning, space, metric, k, threshold, fold=ALL_QUERIES,
                            trials=trials, time_budget_s=time_budget_s, seed=seed,
-                           stored=stored.get(ALL_QUERIES, ()), on_trial=on_trial)
+                           stored=stored.get(ALL_QUERIES, ()), on_trial=on_trial, judge=judge)
         tuning_calls += sum(r.calls for r in records[len(stored.get(ALL_QUERIES, ())):])
         all_records += records
         final = best_of(records)
@@ -267,4 +275,5 @@ def tune(target: Target, grades: Grades, split: Split, space: Space, metric: Met
         "backend_calls": {"tuning": tuning_calls, "heldout": heldout_calls,
                           "total": tuning_calls + heldout_calls},
         "trial_list": [asdict(r) for r in all_records],
+        "judge": judge.report() if judge is not None else None,
     }

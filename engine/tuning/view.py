@@ -8,6 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchgrade.engine.tuning.apply import tuned_run_parts
+
+__all__ = ["UNTUNABLE", "TuneView", "comparison_words", "pareto_flags", "tune_view", "tuned_run_parts"]
+
 #: Left out of the section's choices: ANN is exact search below 200,000 documents (nothing to tune);
 #: an IVF index's nprobe is tuned from the command line (`searchgrade tune RUN --strategy ann`).
 UNTUNABLE = ("ann",)
@@ -60,9 +64,19 @@ def comparison_words(report: dict[str, Any]) -> list[str]:
            if split["method"] == "k-fold" else
            f"{len(split['heldout'])} held-out queries (tuned on {len(split['tuning'])} others)")
     s, t = h["start"], h["tuned"]
+    judged = []
+    judge = report.get("judge")
+    if judge:  # an LLM-judged run (engine/tuning/judging.py)
+        sent = judge["pairs_judged"]
+        judged.append(f"The run's LLM judge graded {sent['tuning']} new pairs during tuning (budget {judge['budget']}) "
+                      f"and {sent['heldout']} for the held-out comparison, {judge['cache_hits']} from the cache "
+                      f"({judge['requests']['total']} requests)"
+                      + (f"; {judge['unjudged_over_budget']} new pairs stayed unjudged once the budget was spent."
+                         if judge["unjudged_over_budget"] else "."))
     return [
         (f"On {how}: the starting configuration's {h['metric']} is {s['value']:.4f} (95% CI {s['ci_low']:.4f} to "
          f"{s['ci_high']:.4f}), the tuned one's {t['value']:.4f} (95% CI {t['ci_low']:.4f} to {t['ci_high']:.4f})."),
         h["verdict"][0].upper() + h["verdict"][1:] + ".",
         f"The tuner read held-out grades {report['heldout_grade_reads']} times while tuning.",
+        *judged,
     ]

@@ -87,3 +87,51 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     trials = at.dataframe[0].value
     assert len(trials) == 15 and trials["pareto"].any()
     assert any("--fusion 'convex(w=0.1" in c.value for c in at.code)
+
+
+def test_evaluate_this_configuration_starts_a_run_of_the_tuned_configuration(tiny_run, store, monkeypatch):
+    """The button starts a background job whose configuration is the run's with the tuned BM25
+    parameters, and says where to watch it. The job's pipeline is a recorder (the synthetic run's
+    collection is not on disk); engine/tuning/apply.py makes the configuration for real."""
+    from types import SimpleNamespace
+
+    from tests.pages.conftest import open_page
+
+    target, grades, split, _ = fixture([False])
+    report = tune(target, grades, split, default_space("hybrid", "h"), parse_metric("ndcg@3"), k=3, threshold=1,
+                  trials=2, seed=0)
+    # The study as run_study keeps it for a fulltext tuning of this run.
+    report.update(study="s2", run=tiny_run, kind="fulltext", strategy="fulltext",
+                  best={"bm25_k1": 1.2, "bm25_b": 0.6}, configuration={"flags": "--bm25-k1 1.2 --bm25-b 0.6"},
+                  judge={"budget": 1, "pairs_judged": {"tuning": 1, "heldout": 2}, "cache_hits": 0, "failures": 0,
+                         "requests": {"tuning": 1, "heldout": 2, "total": 3}, "unjudged_over_budget": 4,
+                         "budget_spent": True})
+    store.open_tuning_study("s2", tiny_run, "fulltext", "ndcg@3", [], 0, split.to_json())
+    store.finish_tuning_study("s2", report)
+    started = []
+    real = jobs.start_job
+
+    def start_job(load, config, store_, data_dir, *, label):
+        started.append((load, config, label))
+
+        def run(collection, config, store, data_dir, **_):
+            return SimpleNamespace(run_id="new", status="complete", skipped={})
+
+        return real(lambda: SimpleNamespace(notes=[]), config, store_, data_dir, label=label, run=run)
+
+    monkeypatch.setattr(jobs, "start_job", start_job)
+    at = open_page("views/results.py", state={"app_open_run": tiny_run})
+    assert ("The run's LLM judge graded 1 new pairs during tuning (budget 1) and 2 for the held-out comparison, 0 "
+            "from the cache (3 requests); 4 new pairs stayed unjudged once the budget was spent.") in _text(at)
+    at.button(key="results_tune_evaluate").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    (load, config, label), = started
+    run = store.get_run(tiny_run)
+    assert config.index.bm25_k1 == 1.2 and config.index.bm25_b == 0.6
+    from searchgrade.engine.run.config import RunConfig
+
+    assert config.strategies == RunConfig.from_json(run.config).strategies and config.mode == run.mode
+    assert label == config.name == f"{run.name} · fulltext tuned"
+    assert at.session_state["evaluate_job_id"] == at.session_state["results_tune_started"]
+    assert "watch it on the Evaluate page" in "\n".join(s.value for s in at.success)
+    assert "Watch it on Evaluate" in [link.label for link in at.get("page_link")]
