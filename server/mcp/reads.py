@@ -212,16 +212,18 @@ def query_results(store: Store, run_id: str, query_id: str, strategy: str | None
             {"rank": int(r["Rank"]), "doc_id": r["Doc id"], "title": untrusted(r["Title"]),
              "snippet": untrusted((d.documents.get(r["Doc id"]) or {}).get("text"), 200),
              "grade": _int_or_none(r["Grade"]),
-             "judgment": r["Judgment"], "reason": untrusted(r["Judge's reason"]), "score": r["Score"]}
+             "judgment": r["Grade from"], "reason": untrusted(r["Judge's reason"]), "score": r["Score"]}
             for r in rows], "left_out": left}
     relevant, left = capped(d.relevant.to_dict("records") if not d.relevant.empty else [], MAX_ROWS)
+    # Each strategy's rank of a document, from the results themselves (the page's relevant table
+    # says it in words, by label): None where the strategy did not retrieve it.
+    ranks = {s: {r["Doc id"]: int(r["Rank"]) for r in frame.to_dict("records")} for s, frame in d.results.items()}
     return {"run_id": run_id, "query_id": d.query_id, "query": untrusted_query(d.text), "type": d.query_type,
             "source_document": untrusted((d.source or {}).get("text")) if d.source else None,
             "source_ranks": d.source_ranks or None,
             "strategies": results,
             "relevant_documents": [{"doc_id": r["Doc id"], "grade": int(r["Grade"]),
-                                    "rank_by_strategy": {k: _int_or_none(v) for k, v in r.items()
-                                                         if k not in ("Doc id", "Title", "Grade")}}
+                                    "rank_by_strategy": {s: ranks[s].get(r["Doc id"]) for s in ranks}}
                                    for r in relevant], "relevant_left_out": left,
             "data_note": DATA_NOTE}
 

@@ -176,6 +176,11 @@ def test_corpus_text_comes_back_marked_as_untrusted_data(seen):
     assert len(results) == 3 and results[0]["rank"] == 1
     assert set(results[0]["title"]) == {"untrusted_document_text", "truncated"}
     assert "untrusted_document_text" in results[0]["snippet"]
+    assert results[0]["judgment"] in ("human label", "unjudged (counts as 0)")  # the grade's source
+    # The relevant documents with each strategy's rank, a number (None: not retrieved).
+    for doc in query["relevant_documents"]:
+        assert set(doc["rank_by_strategy"]) == set(query["strategies"])
+        assert all(rank is None or isinstance(rank, int) for rank in doc["rank_by_strategy"].values())
     for row in seen["failed"]["failed"]:
         assert all("untrusted_document_text" in cell for cell in row["top1"].values())
 
