@@ -144,6 +144,33 @@ def rerank_order(candidates: Sequence[ScoredDoc], scores: np.ndarray, k: int) ->
     return [ScoredDoc(candidates[i].doc_id, float(scores[i]), rank) for rank, i in enumerate(order, start=1)]
 
 
+def with_texts(docs: Sequence[ScoredDoc], contents: Mapping[str, str],
+               described: Mapping[str, Any]) -> tuple[list[ScoredDoc], list[ScoredDoc], list[str]]:
+    """``docs`` split into those a reranker can score (with their texts, from the collection's
+    ``contents`` or the backend's reply ``described``) and those it cannot (no text known)."""
+    candidates, unscored, texts = [], [], []
+    for doc in docs:
+        content = contents.get(doc.doc_id)
+        if content is None and doc.doc_id in described:
+            content = described[doc.doc_id].content or None
+        if content is None:
+            unscored.append(doc)
+        else:
+            candidates.append(doc)
+            texts.append(content)
+    return candidates, unscored, texts
+
+
+def below_scored(docs: list[ScoredDoc], unscored: Sequence[ScoredDoc], depth: int) -> list[ScoredDoc]:
+    """The reranked ``docs``, then the ``unscored`` ones in their base order below every scored
+    one, up to ``depth`` results."""
+    if unscored and len(docs) < depth:
+        floor = (min(d.score for d in docs) if docs else 0.0) - 1.0
+        docs += [ScoredDoc(d.doc_id, floor - i, len(docs) + i + 1)
+                 for i, d in enumerate(unscored[: depth - len(docs)])]
+    return docs
+
+
 class RerankNode:
     """``X_rerank`` as an executor node: the top ``max(depth, k)`` of X rescored by the scorer, or
     with ``capped`` the top ``depth`` only (a trained reranker, whose blend was chosen at that
@@ -174,17 +201,8 @@ class RerankNode:
         lists = []
         pairs = []
         for qid, text, outcome in zip(batch.ids, batch.texts, base, strict=True):
-            described = outcome.documents or {}
-            candidates, unscored = [], []
-            for doc in outcome.docs[:wanted]:
-                content = self.contents.get(doc.doc_id)
-                if content is None and doc.doc_id in described:
-                    content = described[doc.doc_id].content or None
-                if content is None:
-                    unscored.append(doc)
-                else:
-                    candidates.append(doc)
-                    pairs.append(ScorePair(qid, text, doc.doc_id, content))
+            candidates, unscored, texts = with_texts(outcome.docs[:wanted], self.contents, outcome.documents or {})
+            pairs += [ScorePair(qid, text, d.doc_id, t) for d, t in zip(candidates, texts, strict=True)]
             unscored += outcome.docs[wanted:depth]  # beyond a capped depth: not rescored, base order
             lists.append((candidates, unscored, outcome.documents))
         self.shared.ensure(pairs)
@@ -194,11 +212,7 @@ class RerankNode:
             start = time.perf_counter()
             raw, cost = self.shared.get(qid, [d.doc_id for d in candidates])
             scores = np.asarray(finalize(qid, raw), dtype=np.float64) if finalize and len(raw) else raw
-            docs = rerank_order(candidates, scores, depth)
-            if unscored and len(docs) < depth:
-                floor = (min(d.score for d in docs) if docs else 0.0) - 1.0
-                docs += [ScoredDoc(d.doc_id, floor - i, len(docs) + i + 1)
-                         for i, d in enumerate(unscored[: depth - len(docs)])]
+            docs = below_scored(rerank_order(candidates, scores, depth), unscored, depth)
             out.append(Answer(docs, cost + time.perf_counter() - start, described))
         return out
 

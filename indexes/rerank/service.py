@@ -23,8 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from searchgrade.core.records import ScoredDoc
-from searchgrade.indexes.rerank.cross_encoder import rerank_order
+from searchgrade.indexes.rerank.cross_encoder import below_scored, rerank_order, with_texts
 
 
 class RerankFailed(Exception):
@@ -132,19 +131,9 @@ class ServiceRerankNode:
         wanted = max(self.depth, depth)
         lists, work = [], []
         for qid, text, outcome in zip(batch.ids, batch.texts, inputs[self.base], strict=True):
-            described = outcome.documents or {}
-            candidates, unscored, pairs = [], [], []
-            for doc in outcome.docs[:wanted]:
-                content = self.contents.get(doc.doc_id)
-                if content is None and doc.doc_id in described:
-                    content = described[doc.doc_id].content or None
-                if content is None:
-                    unscored.append(doc)
-                else:
-                    candidates.append(doc)
-                    pairs.append((doc.doc_id, content))
+            candidates, unscored, texts = with_texts(outcome.docs[:wanted], self.contents, outcome.documents or {})
             lists.append((candidates, unscored, outcome.documents))
-            work.append((qid, text, pairs))
+            work.append((qid, text, [(d.doc_id, t) for d, t in zip(candidates, texts, strict=True)]))
         errors = self.shared.ensure(work, self.base)
         out: list[Any] = []
         for qid, (candidates, unscored, described) in zip(batch.ids, lists, strict=True):
@@ -153,10 +142,6 @@ class ServiceRerankNode:
                 continue
             start = time.perf_counter()
             scores, cost = self.shared.get(qid, [d.doc_id for d in candidates], self.base)
-            docs = rerank_order(candidates, scores, depth)
-            if unscored and len(docs) < depth:
-                floor = (min(d.score for d in docs) if docs else 0.0) - 1.0
-                docs += [ScoredDoc(d.doc_id, floor - i, len(docs) + i + 1)
-                         for i, d in enumerate(unscored[: depth - len(docs)])]
+            docs = below_scored(rerank_order(candidates, scores, depth), unscored, depth)
             out.append(Answer(docs, cost + time.perf_counter() - start, described))
         return out
