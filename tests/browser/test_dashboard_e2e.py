@@ -29,6 +29,7 @@ import pytest
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.store import Store
 from tests.browser.server import environment, serve_app
+from tests.browser.test_e2e import _wait_chart
 from tests.pages.synthetic import RunSpec, write_run
 from tests.pages.test_suites_page import _suite_with_a_drop
 
@@ -121,30 +122,6 @@ def _text(page) -> str:
     return page.locator('[data-testid="stMain"]').text_content()
 
 
-def _charts(page) -> dict[str, dict]:
-    """Every Plotly chart by layout.meta.chart: its traces and the y range Plotly drew."""
-    return page.evaluate("""() => {
-        const out = {};
-        for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-            const name = gd.layout && gd.layout.meta && gd.layout.meta.chart;
-            if (name) out[name] = {
-                data: gd.data.map(t => ({name: t.name, x: t.x, y: t.y, mode: t.mode || null})),
-                yrange: gd._fullLayout.yaxis.range.slice()};
-        }
-        return out;
-    }""")
-
-
-def _chart(page, name: str, timeout_s: float = 60) -> dict:
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        charts = _charts(page)
-        if name in charts:
-            return charts[name]
-        time.sleep(0.3)
-    raise AssertionError(f"no {name!r} chart on {page.url}")
-
-
 def _shot(page, name: str) -> None:
     if SCREENSHOT_DIR:
         Path(SCREENSHOT_DIR).mkdir(parents=True, exist_ok=True)
@@ -194,7 +171,7 @@ def test_a_one_result_strategy_is_not_rewarded_and_is_flagged(dashboard, browser
     page.get_by_text("Best DCG@10").wait_for()
     text = " ".join(_text(page).split())
     assert "Full-text (BM25) returned fewer than 10 results on 12 of 12 queries (100%)" in text
-    curves = {t["name"]: t["y"] for t in _chart(page, "position")["data"]}
+    curves = {t["name"]: t["y"] for t in _wait_chart(page, "position")["data"]}
     # Full-text: grade 3 at rank 1 on half of the queries, nothing below: 1.5, then 0 at every rank.
     assert curves["Full-text (BM25)"] == pytest.approx([1.5] + [0.0] * 9)
     assert "Queries with a result at rank 1 / 10: ANN (dense) 12 / 12 of 12; Full-text (BM25) 12 / 0 of 12" in text
@@ -208,12 +185,12 @@ def test_trends_over_two_collections_draws_a_series_for_each(dashboard, browser)
     write_run(store, spec("alpha", "alpha run"))
     write_run(store, spec("beta", "beta run", n_queries=10))
     page = _open(browser, url, "trends")
-    trend = _chart(page, "trend")
+    trend = _wait_chart(page, "trend")
     lines = {t["name"]: t["y"] for t in trend["data"] if t["mode"] == "lines+markers"}
     # The latest run's collection by default: beta's strategies only.
     assert set(lines) == {"ANN (dense)", "Full-text (BM25)"}
     _choose(page, "Collection", "All collections")
-    lines = _until(lambda: {t["name"]: t["y"] for t in _chart(page, "trend")["data"] if t["mode"] == "lines+markers"},
+    lines = _until(lambda: {t["name"]: t["y"] for t in _wait_chart(page, "trend")["data"] if t["mode"] == "lines+markers"},
                    lambda shown: "ANN (dense) · alpha" in shown)
     for collection in ("alpha", "beta"):
         assert len(lines[f"ANN (dense) · {collection}"]) == 1
@@ -245,7 +222,7 @@ def test_compare_draws_a_small_change_small(dashboard, browser):
     write_run(store, spec("drift", "drift after", late=2))
     page = _open(browser, url, "compare")
     page.get_by_text("Change in DCG@10").wait_for()
-    chart = _chart(page, "compare")
+    chart = _wait_chart(page, "compare")
     [bars] = chart["data"]
     change = dict(zip(bars["x"], bars["y"], strict=True))["ANN (dense)"]
     assert change == pytest.approx(-2 * (1 / 3.321928 - 1 / 3.459432) / 12, abs=1e-6)  # -0.002
@@ -265,7 +242,7 @@ def test_trends_of_a_suite_marks_the_regression_and_names_what_changed(dashboard
     page = _open(browser, url, "trends")
     page.get_by_role("combobox", name="Suite").wait_for()
     _choose(page, "Suite", "nightly")
-    trend = _chart(page, "suite_trend")
+    trend = _wait_chart(page, "suite_trend")
     names = [t["name"] for t in trend["data"]]
     assert "Full-text (BM25): significant drop" in names and "Full-text (BM25)" in names
     hover = page.evaluate("""() => {

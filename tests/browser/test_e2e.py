@@ -62,14 +62,16 @@ def app(tmp_path):
 
 
 def _charts(page) -> dict[str, dict]:
-    """Every Plotly chart on the page, by layout.meta.chart: its traces as Plotly.js holds them."""
+    """Every Plotly chart on the page, by layout.meta.chart: its traces as Plotly.js holds them, and
+    the y range it drew."""
     return page.evaluate("""() => {
         const out = {};
         for (const gd of document.querySelectorAll('.js-plotly-plot')) {
             const name = gd.layout && gd.layout.meta && gd.layout.meta.chart;
             if (name) out[name] = {data: gd.data.map(t => ({name: t.name, x: t.x, y: t.y, fill: t.fill || null,
                                                            mode: t.mode || null})),
-                                   layout: {meta: gd.layout.meta}};
+                                   layout: {meta: gd.layout.meta},
+                                   yrange: gd._fullLayout.yaxis.range.slice()};
         }
         return out;
     }""")
