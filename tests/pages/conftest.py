@@ -14,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
 #: What the app reads to offer the LLM mode; tests start without any of it.
 LLM_ENVIRONMENT = ("SEARCHGRADE_LLM_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+#: How long one script run of a page under test may take. A page runs in 1-2 s here; CI once had
+#: a run stall past 60 s that no rerun reproduced, so the bound is wide and a run still slower
+#: than pytest's faulthandler_timeout dumps every thread's stack (pyproject.toml) to show where.
+APPTEST_TIMEOUT_S = 180
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +68,7 @@ def tiny_run(store) -> str:
     return write_run(store, tiny_spec())
 
 
-def open_page(page: str, *, state: dict | None = None, timeout: float = 60):
+def open_page(page: str, *, state: dict | None = None, timeout: float = APPTEST_TIMEOUT_S):
     """The real app (app.py and its st.navigation), switched to one page and run."""
     from streamlit.testing.v1 import AppTest
 

@@ -8,7 +8,7 @@ import re
 from searchgrade.engine.labels.rescore import rescore_run
 from searchgrade.engine.report import review as review_model
 from tests.engine.holes_fixtures import K, holey_spec
-from tests.pages.conftest import open_page
+from tests.pages.conftest import APPTEST_TIMEOUT_S, open_page
 from tests.pages.synthetic import write_run
 
 
@@ -55,7 +55,7 @@ def test_results_widget_warns_and_shows_judged_beside_the_metric(store):
 
     spec, _ = holey_spec(n_queries=8)
     run_id = write_run(store, spec, n_bootstrap=50)
-    at = AppTest.from_function(_results_widget, args=(run_id, K), default_timeout=60).run()
+    at = AppTest.from_function(_results_widget, args=(run_id, K), default_timeout=APPTEST_TIMEOUT_S).run()
     assert not at.exception
     [warning] = _unescaped(at.warning)
     assert "favours the better-judged Full-text (BM25)" in warning and "NDCG, judged only@10" in warning
@@ -74,7 +74,7 @@ def test_compare_widget_flags_a_change_whose_sign_flips_on_the_judged_results(st
     spec.qrels = {q: {d: truth[q].get(d, 0) for ranking in spec.rankings.values() for d in ranking[q]}
                   for q in spec.qrels}
     after = write_run(store, spec, n_bootstrap=50)
-    at = AppTest.from_function(_compare_widget, args=(before, after, K), default_timeout=60).run()
+    at = AppTest.from_function(_compare_widget, args=(before, after, K), default_timeout=APPTEST_TIMEOUT_S).run()
     assert not at.exception
     [warning] = _unescaped(at.warning)
     assert warning.startswith("ANN (dense): NDCG@10 changes by +") and "judged@10 0.30 -> 1.00" in warning

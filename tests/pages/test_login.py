@@ -9,7 +9,7 @@ from streamlit import config
 from streamlit.testing.v1 import AppTest
 
 from searchgrade.server import auth
-from tests.pages.conftest import APP
+from tests.pages.conftest import APP, APPTEST_TIMEOUT_S
 
 PASSWORD = "correct horse battery staple"
 
@@ -21,7 +21,7 @@ def fresh_limiter(monkeypatch, home):
 
 def _app(address: str | None = "127.0.0.1") -> AppTest:
     config.set_option("server.address", address)
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=APPTEST_TIMEOUT_S)
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     return at
@@ -95,7 +95,7 @@ def test_a_login_expires(monkeypatch):
 
 def test_with_st_login_configured_only_the_login_button_shows():
     config.set_option("server.address", "0.0.0.0")
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=APPTEST_TIMEOUT_S)
     at.secrets["auth"] = {
         "redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "s" * 32,
         "client_id": "id", "client_secret": "secret",

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 from searchgrade.cli import main
 from tests.conftest import write_beir
 from tests.engine.traffic.test_traffic_cli import write_log
+from tests.pages.conftest import APPTEST_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def _results_part():
 
 
 def test_evaluate_shows_the_head_and_tail_and_offers_grading_by_clicks(clicks_run):
-    at = AppTest.from_function(_evaluate_part, default_timeout=60).run()
+    at = AppTest.from_function(_evaluate_part, default_timeout=APPTEST_TIMEOUT_S).run()
     assert not at.exception
     head, tail = [d.value for d in at.dataframe if "Share of searches" in d.value.columns]
     assert head["Searches"].tolist() == [40, 20, 13] and tail["Searches"].tolist() == [10, 8, 1]
@@ -60,7 +61,7 @@ def test_results_shows_the_traffic_weighted_means_and_the_bands(clicks_run):
 
     store = Store(clicks_run)
     view = traffic_view(store, store.list_runs()[0], "dcg", 10)
-    at = AppTest.from_function(_results_part, default_timeout=60).run()
+    at = AppTest.from_function(_results_part, default_timeout=APPTEST_TIMEOUT_S).run()
     assert not at.exception
     table, bands = [d.value for d in at.dataframe if "Traffic-weighted" in d.value.columns]
     assert table["Traffic-weighted"].tolist() == pytest.approx(view.table["Traffic-weighted"].tolist())

@@ -15,6 +15,7 @@ from searchgrade.engine.tuning.space import default_space
 from searchgrade.engine.tuning.tuner import tune
 from searchgrade.server import jobs
 from tests.engine.tuning.test_heldout import fixture
+from tests.pages.conftest import APPTEST_TIMEOUT_S
 
 pytestmark = pytest.mark.usefixtures("clean_jobs")
 
@@ -63,7 +64,7 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     from streamlit.testing.v1 import AppTest
 
     release, calls = fake_study
-    at = AppTest.from_function(section, default_timeout=60)
+    at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
     at.session_state["tune_run"] = tiny_run
     at.run()
     assert "Tune a strategy" in [h.value for h in at.subheader]
