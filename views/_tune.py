@@ -13,7 +13,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.tuning.view import UNTUNABLE, comparison_words, tune_view, tuned_run_parts
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.engine.tuning.view import (
+    DEFAULT_JUDGE_BUDGET,
+    UNTUNABLE,
+    comparison_words,
+    tune_view,
+    tuned_run_parts,
+)
 from searchgrade.server import jobs
 from searchgrade.views._common import get_store, home, plain
 
@@ -115,16 +122,25 @@ def tune_section(run_id: str) -> None:
     options = [s for s in strategies if s not in UNTUNABLE]
     active = jobs.active_job()
     with st.form("results_tune_form", border=True):
-        strategy = st.selectbox("Strategy", options, key="results_tune_strategy")
+        strategy = st.selectbox("Strategy", options, key="results_tune_strategy", format_func=strategy_label)
         trials = st.number_input("Trials", min_value=1, max_value=1000, value=50, step=10, key="results_tune_trials")
         budget = st.number_input("Time budget (seconds, 0 for none)", min_value=0, max_value=86_400, value=0,
                                  step=60, key="results_tune_budget")
+        judge_budget = None
+        if run.mode == "llm":
+            judge_budget = st.number_input(
+                "New pairs the judge may grade while tuning", min_value=0, max_value=100_000,
+                value=DEFAULT_JUDGE_BUDGET, step=50, key="results_tune_judge_budget",
+                help="Results a trial retrieves that the run's LLM judge never graded: each is judged once, "
+                     "through the cache, until this many; the rest count as unjudged. The held-out "
+                     "comparison judges every pair it shows.")
         start = st.form_submit_button("Tune", type="primary", disabled=active is not None or not options)
     if active is not None:
         st.caption("Another job is running; tuning can start when it ends.")
     if start:
         _, started = jobs.start_tuning(run_id, store, home(), label=run.collection_name, strategy=strategy,
-                                       trials=int(trials), time_budget_s=float(budget) or None)
+                                       trials=int(trials), time_budget_s=float(budget) or None,
+                                       judge_budget=None if judge_budget is None else int(judge_budget))
         if not started:
             st.toast("Another job is running: tuning was not started.")
         st.rerun()

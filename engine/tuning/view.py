@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchgrade.engine.tuning.apply import tuned_run_parts
+from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET  # the Tune section's judge budget, as the CLI's
 
-__all__ = ["UNTUNABLE", "TuneView", "comparison_words", "pareto_flags", "tune_view", "tuned_run_parts"]
+__all__ = ["DEFAULT_JUDGE_BUDGET", "UNTUNABLE", "TuneView", "comparison_words", "pareto_flags", "tune_view",
+           "tuned_run_parts"]
 
 #: Left out of the section's choices: ANN is exact search below 200,000 documents (nothing to tune);
 #: an IVF index's nprobe is tuned from the command line (`searchgrade tune RUN --strategy ann`).

@@ -31,11 +31,12 @@ def section():
 @pytest.fixture
 def fake_study(monkeypatch):
     release = threading.Event()
-    calls = []
+    calls, budgets = [], []
 
     def run_study(store, run_id, data_dir, *, strategy=None, trials=50, time_budget_s=None, on_trial=None,
-                  on_ready=None, **_):
+                  on_ready=None, judge_budget=None, **_):
         calls.append((strategy, trials, time_budget_s))
+        budgets.append(judge_budget)
         target, grades, split, _ = fixture([False])
         on_ready(None, split)
         store.open_tuning_study("s1", run_id, strategy, "ndcg@3", [], 0, split.to_json())
@@ -51,7 +52,7 @@ def fake_study(monkeypatch):
         store.finish_tuning_study("s1", report)
 
     monkeypatch.setattr("searchgrade.engine.tuning.study.run_study", run_study)
-    yield release, calls
+    yield release, calls, budgets
     release.set()
 
 
@@ -63,17 +64,19 @@ def _text(at) -> str:
 def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_run, fake_study):
     from streamlit.testing.v1 import AppTest
 
-    release, calls = fake_study
+    release, calls, budgets = fake_study
     at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
     at.session_state["tune_run"] = tiny_run
     at.run()
     assert "Tune a strategy" in [h.value for h in at.subheader]
-    assert "ann" not in at.selectbox(key="results_tune_strategy").options
-    assert at.selectbox(key="results_tune_strategy").options == ["ann_rerank", "fulltext"]
+    # A qrels run has no judge to spend: no judge budget is asked for, none is passed.
+    assert "results_tune_judge_budget" not in [n.key for n in at.number_input]
+    assert "ANN (dense)" not in at.selectbox(key="results_tune_strategy").options  # exact search: nothing to tune
+    assert at.selectbox(key="results_tune_strategy").options == ["ANN + reranker", "Full-text (BM25)"]
     at.selectbox(key="results_tune_strategy").set_value("fulltext")
     at.number_input(key="results_tune_trials").set_value(15)
     at.button[[b.label for b in at.button].index("Tune")].click().run()
-    assert calls == [("fulltext", 15, None)] and jobs.active_job().kind == "tune"
+    assert calls == [("fulltext", 15, None)] and budgets == [None] and jobs.active_job().kind == "tune"
     assert "Tuning continues if you close or refresh this tab" in _text(at)
     release.set()
     deadline = time.time() + 30
@@ -88,6 +91,25 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     trials = at.dataframe[0].value
     assert len(trials) == 15 and trials["pareto"].any()
     assert any("--fusion 'convex(w=0.1" in c.value for c in at.code)
+
+
+def test_an_llm_run_is_tuned_with_the_judge_budget_typed(store, fake_study):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.pages.synthetic import llm_spec, write_run
+
+    release, calls, budgets = fake_study
+    release.set()
+    at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
+    at.session_state["tune_run"] = write_run(store, llm_spec())
+    at.run()
+    from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET
+
+    assert at.number_input(key="results_tune_judge_budget").value == DEFAULT_JUDGE_BUDGET  # as --judge-budget
+    at.number_input(key="results_tune_judge_budget").set_value(7)
+    at.button[[b.label for b in at.button].index("Tune")].click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert budgets == [7]
 
 
 def test_evaluate_this_configuration_starts_a_run_of_the_tuned_configuration(tiny_run, store, monkeypatch):
