@@ -248,8 +248,9 @@ def start_tuning(
 ) -> tuple[Job, bool]:
     """Tune one strategy of a complete run in a worker thread (engine/tuning/study.py), unless a
     job is active. ``judge_budget``: an LLM run's new pairs its judge may grade during tuning
-    (None: the tuner's default). Progress is stage "tune": trials done of every fold's trials; the study and
-    its trials are in the store (``store.tuning_studies(run_id)``), so a cancelled tuning resumes.
+    (None: the tuner's default). Progress is stage "tune": trials done of every fold's trials; the
+    study and its trials are in the store (``store.tuning_studies(run_id)``), so a cancelled tuning
+    resumes.
 
     Returns:
         (job, started) as :func:`start_job`.
