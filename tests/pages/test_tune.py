@@ -11,6 +11,7 @@ import time
 import pytest
 
 from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET
 from searchgrade.engine.tuning.space import default_space
 from searchgrade.engine.tuning.tuner import tune
 from searchgrade.server import jobs
@@ -31,12 +32,11 @@ def section():
 @pytest.fixture
 def fake_study(monkeypatch):
     release = threading.Event()
-    calls, budgets = [], []
+    calls = []
 
     def run_study(store, run_id, data_dir, *, strategy=None, trials=50, time_budget_s=None, on_trial=None,
                   on_ready=None, judge_budget=None, **_):
-        calls.append((strategy, trials, time_budget_s))
-        budgets.append(judge_budget)
+        calls.append((strategy, trials, time_budget_s, judge_budget))
         target, grades, split, _ = fixture([False])
         on_ready(None, split)
         store.open_tuning_study("s1", run_id, strategy, "ndcg@3", [], 0, split.to_json())
@@ -52,8 +52,20 @@ def fake_study(monkeypatch):
         store.finish_tuning_study("s1", report)
 
     monkeypatch.setattr("searchgrade.engine.tuning.study.run_study", run_study)
-    yield release, calls, budgets
+    yield release, calls
     release.set()
+
+
+def _open_section(run_id: str):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
+    at.session_state["tune_run"] = run_id
+    return at.run()
+
+
+def _click_tune(at) -> None:
+    at.button[[b.label for b in at.button].index("Tune")].click().run()
 
 
 def _text(at) -> str:
@@ -62,12 +74,8 @@ def _text(at) -> str:
 
 
 def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_run, fake_study):
-    from streamlit.testing.v1 import AppTest
-
-    release, calls, budgets = fake_study
-    at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
-    at.session_state["tune_run"] = tiny_run
-    at.run()
+    release, calls = fake_study
+    at = _open_section(tiny_run)
     assert "Tune a strategy" in [h.value for h in at.subheader]
     # A qrels run has no judge to spend: no judge budget is asked for, none is passed.
     assert "results_tune_judge_budget" not in [n.key for n in at.number_input]
@@ -75,8 +83,8 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     assert at.selectbox(key="results_tune_strategy").options == ["ANN + reranker", "Full-text (BM25)"]
     at.selectbox(key="results_tune_strategy").set_value("fulltext")
     at.number_input(key="results_tune_trials").set_value(15)
-    at.button[[b.label for b in at.button].index("Tune")].click().run()
-    assert calls == [("fulltext", 15, None)] and budgets == [None] and jobs.active_job().kind == "tune"
+    _click_tune(at)
+    assert calls == [("fulltext", 15, None, None)] and jobs.active_job().kind == "tune"
     assert "Tuning continues if you close or refresh this tab" in _text(at)
     release.set()
     deadline = time.time() + 30
@@ -94,22 +102,16 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
 
 
 def test_an_llm_run_is_tuned_with_the_judge_budget_typed(store, fake_study):
-    from streamlit.testing.v1 import AppTest
-
     from tests.pages.synthetic import llm_spec, write_run
 
-    release, calls, budgets = fake_study
+    release, calls = fake_study
     release.set()
-    at = AppTest.from_function(section, default_timeout=APPTEST_TIMEOUT_S)
-    at.session_state["tune_run"] = write_run(store, llm_spec())
-    at.run()
-    from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET
-
+    at = _open_section(write_run(store, llm_spec()))
     assert at.number_input(key="results_tune_judge_budget").value == DEFAULT_JUDGE_BUDGET  # as --judge-budget
     at.number_input(key="results_tune_judge_budget").set_value(7)
-    at.button[[b.label for b in at.button].index("Tune")].click().run()
+    _click_tune(at)
     assert not at.exception, [e.message for e in at.exception]
-    assert budgets == [7]
+    assert [call[3] for call in calls] == [7]
 
 
 def test_evaluate_this_configuration_starts_a_run_of_the_tuned_configuration(tiny_run, store, monkeypatch):
