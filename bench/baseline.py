@@ -57,7 +57,7 @@ class Tree:
     label: str
 
     def module(self, name: str) -> str:
-        """The import name of ``name`` (``engine.report.results``) in this tree."""
+        """The import name of ``name`` (``viewmodels.results``) in this tree."""
         return self.prefix + name
 
     def cli(self) -> list[str]:

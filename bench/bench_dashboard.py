@@ -24,7 +24,7 @@ the process), over the same runs for both implementations, each in a process of 
 "baseline" is the whole tree of --baseline (default 090b02f, main before issue 12's view models),
 checked out of git into a temporary folder (bench/baseline.py) and run from there: its view models,
 its dashboard SQL and its store, reading the database this tree wrote (it knows migrations 1-2 and
-reads only their tables). "new" is this tree's engine/report/. Prints the machine and its load, the
+reads only their tables). "new" is this tree's viewmodels/. Prints the machine and its load, the
 median of --repeats calls of each (fewer for a baseline call that takes over --slow-s seconds: the
 count is printed), the ratio, the issue's target, and checks that both give the same figures.
 
@@ -167,7 +167,7 @@ def main() -> int:
     if not 1 <= args.repeats <= len(NEW_CUTOFFS):
         parser.error(f"--repeats must be 1 to {len(NEW_CUTOFFS)} (one metric and one k not opened before per repeat)")
 
-    from searchgrade.engine.report import results
+    from searchgrade.viewmodels import results
     from searchgrade.engine.store import Store
 
     print(f"machine: {machine('numpy', 'duckdb')}")

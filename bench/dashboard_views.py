@@ -7,7 +7,7 @@ view as the parent asks, and writes its timings and figures to ``--out`` (a pick
 whose object columns are strings, so the parent needs none of this tree's classes).
 
 The view models it calls exist under the same names in every tree since the dashboard's first
-version (engine/report/: results_view, failed_queries, query_detail, compare_runs, run_choices,
+version (viewmodels/: results_view, failed_queries, query_detail, compare_runs, run_choices,
 trend_cutoffs, trend); ``Store.session`` (one open database per page) only where the tree has it.
 """
 
@@ -88,9 +88,9 @@ def main() -> int:
         return importlib.import_module(args.prefix + name)
 
     Store = module("engine.store").Store
-    results, drilldown, compare = module("engine.report.results"), module("engine.report.drilldown"), \
-        module("engine.report.compare")
-    runs, trends = module("engine.report.runs"), module("engine.report.trends")
+    results, drilldown, compare = module("viewmodels.results"), module("viewmodels.drilldown"), \
+        module("viewmodels.compare")
+    runs, trends = module("viewmodels.runs"), module("viewmodels.trends")
     # A tree that keeps a complete run's reads (migrations 7 and 8) is also timed with nothing kept.
     keeps = any("kept_reads" in sql for _, sql in module("engine.store.migrations").MIGRATIONS)
 

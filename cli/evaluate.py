@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from searchgrade.engine.llm.querygen import QueryGenSettings
     from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.run.pipeline import RunOutcome
-    from searchgrade.engine.run.runner import StageRunner
+    from searchgrade.engine.run.stage_runner import StageRunner
     from searchgrade.engine.store import Store
 
 
@@ -97,11 +97,11 @@ def _runner(args: argparse.Namespace) -> Iterator[StageRunner]:
     """Where the run's heavy stages run: on the Ray session --ray asks for (closed when the
     command ends), else here."""
     if args.ray is None:
-        from searchgrade.engine.run.runner import LocalRunner
+        from searchgrade.engine.run.stage_runner import LocalRunner
 
         yield LocalRunner()
         return
-    from searchgrade.engine.ray.runner import RayRunner
+    from searchgrade.engine.ray.stage_runner import RayRunner
     from searchgrade.engine.ray.session import ray_session
 
     with ray_session(None if args.ray == RAY_LOCAL else args.ray) as session:
@@ -213,7 +213,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args, config)
     if args.ray is not None and config.index is not None:
-        from searchgrade.engine.ray.runner import device_on_ray
+        from searchgrade.engine.ray.stage_runner import device_on_ray
 
         device_on_ray(config.index.device, config.index.embedding_backend)  # --device cuda: stop here
     collection = load(args)
@@ -222,7 +222,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any, runner: StageRunner) -> int:
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.run.pipeline import run_evaluation
 
     store = open_store(args)
@@ -290,7 +290,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace, store: Store, run_id: str, runner: StageRunner) -> int:
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.run.pipeline import resume_run
 
     bars = Bars()

@@ -80,7 +80,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_rescore(args: argparse.Namespace) -> int:
     from searchgrade.cli.show import print_table
     from searchgrade.engine.labels.rescore import rescore_run
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
     run_id = rescore_run(store, store.get_run(args.run).run_id, name=args.name, on_complete=keep_first_view)

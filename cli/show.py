@@ -8,11 +8,11 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from searchgrade.cli.options import add_common, open_store
-from searchgrade.engine.report.ann_index import ann_index_text
-from searchgrade.engine.report.embedding import embedding_text
-from searchgrade.engine.report.holes import holes_lines, holes_panel
-from searchgrade.engine.report.reranker import trained_reranker_use
-from searchgrade.engine.report.traffic import traffic_json, traffic_lines
+from searchgrade.viewmodels.ann_index import ann_index_text
+from searchgrade.viewmodels.embedding import embedding_text
+from searchgrade.viewmodels.holes import holes_lines, holes_panel
+from searchgrade.viewmodels.reranker import trained_reranker_use
+from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 
@@ -129,9 +129,9 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
 def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None:
     """The Results page's paired differences on the headline metric at k, in its words and with
     its figures (the same kept tests): the best strategy against each other, each reranked twin."""
-    from searchgrade.engine.report.common import PRIMARY_METRIC, metric_label
-    from searchgrade.engine.report.significance import family_note, family_size, figures_text, results_family
-    from searchgrade.engine.report.significance import significance as best_against_others
+    from searchgrade.viewmodels.common import PRIMARY_METRIC, metric_label
+    from searchgrade.viewmodels.significance import family_note, family_size, figures_text, results_family
+    from searchgrade.viewmodels.significance import significance as best_against_others
 
     rows, tested = results_family(store, run, PRIMARY_METRIC, k)
     if not tested:
@@ -197,8 +197,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def comparisons_json(store: Store, run: RunRecord, k: int | None) -> dict[str, Any]:
     """The Results page's paired differences on the headline metric (at k, default the page's)."""
-    from searchgrade.engine.report.common import PRIMARY_METRIC, primary_k
-    from searchgrade.engine.report.significance import comparison_record, results_family
+    from searchgrade.viewmodels.common import PRIMARY_METRIC, primary_k
+    from searchgrade.viewmodels.significance import comparison_record, results_family
 
     k = k or primary_k(run)
     if run.status != "complete" and not store.metric_summary(run.run_id, k):

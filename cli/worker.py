@@ -35,7 +35,7 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.store import new_owner
     from searchgrade.engine.suites.worker import serve, work_once
 

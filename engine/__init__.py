@@ -1,5 +1,6 @@
-"""The evaluator: collections, runs and their configuration, grading, scoring, the store, the
-dashboard's view models (report/) and the command line (cli/). Never imports streamlit.
+"""The evaluator: collections, runs and their configuration and stages, grading, the LLM, metrics,
+statistics, labels, suites, tuning, the store. Never imports streamlit, and never imports the
+layers above it (the view models in viewmodels/, server/, cli/, the screens).
 
 ``SearchGradeError`` (core.records) is re-exported here for the views, which import only engine.
 """

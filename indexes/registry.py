@@ -3,8 +3,9 @@
 A built-in strategy is one entry of ``BUILTIN`` (name, label, what it reranks, what it needs, its
 factory; its place in the table is its display order). Every strategy a user declares in a
 strategies file (indexes/declared/spec.py) is built by its kind's registration
-(indexes/declared/kinds.py): an HTTP or Elasticsearch/OpenSearch endpoint, a Milvus collection, a
-Python class. Any registered strategy ``X`` can be wrapped by our cross-encoder: ``X_rerank``
+(indexes/declared/kinds.py, one registration per kind): an HTTP, Elasticsearch or OpenSearch
+endpoint, a Milvus collection, a Postgres table (pgvector, full text), a LanceDB table, a Python
+class, or a hybrid fusing two other strategies. Any registered strategy ``X`` can be wrapped by our cross-encoder: ``X_rerank``
 reranks X's top candidates (the built-ins always offer their reranked twin; a declared strategy
 offers it with ``rerank = true``).
 

@@ -150,14 +150,14 @@ def start_job(
         label: The collection as the user named it, shown while it loads.
         run: The pipeline entry point (engine.run.pipeline.run_evaluation unless a test passes a fake);
             called with the keywords progress, on_run_created, on_usage and on_complete (the
-            first Results page kept when the run completes: engine.report.results.keep_first_view).
+            first Results page kept when the run completes: viewmodels.results.keep_first_view).
 
     Returns:
         (job, started): the new job and True, or the already active job and False.
     """
     if run is None:
         from searchgrade.engine.run.pipeline import run_evaluation as run
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
 
     def body(report: _Reporter) -> Any:
         report.progress("load collection", 0, 1)
@@ -192,7 +192,7 @@ def start_resume(
     """
     if resume is None:
         from searchgrade.engine.run.pipeline import resume_run as resume
-    from searchgrade.engine.report.results import keep_first_view
+    from searchgrade.viewmodels.results import keep_first_view
 
     def body(report: _Reporter) -> Any:
         report.created(run_id)

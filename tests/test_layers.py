@@ -1,8 +1,9 @@
 """The layers stay apart and imports run one way.
 
-    app.py, views/  ->  cli/, server/  ->  engine/  ->  indexes/  ->  core/
+    app.py, views/  ->  cli/, server/  ->  viewmodels/  ->  engine/  ->  indexes/  ->  core/
 
 (cli/ may start the app, so it may import server/, never views/; server/ never imports cli/;
+viewmodels/ is what the surfaces show, computed from engine/, which never imports it;
 demo/ is data, found by engine/paths.py.)
 Read from the source (every import, also those inside functions and under TYPE_CHECKING), not by
 importing anything.
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TOPS = ("core", "indexes", "engine", "server", "cli", "views")
+TOPS = ("core", "indexes", "engine", "viewmodels", "server", "cli", "views")
 PREFIX = "searchgrade."
 
 
@@ -90,7 +91,7 @@ def third_party(top: str) -> dict[str, set[str]]:
 
 def test_walker_sees_imports_inside_functions_and_submodules():
     # A guard that cannot fail is no guard: the walker must find the lazy imports the run uses.
-    on_ray = imports_of(ROOT / "engine" / "ray" / "runner.py")
+    on_ray = imports_of(ROOT / "engine" / "ray" / "stage_runner.py")
     assert "searchgrade.indexes.builtin.ann" in on_ray  # `from ...builtin import ann` inside a method
     assert "streamlit" in {m.split(".")[0] for m in imports_of(ROOT / "views" / "_common.py")}
     assert "searchgrade.server.jobs" in imports_of(ROOT / "views" / "_common.py")
@@ -98,7 +99,7 @@ def test_walker_sees_imports_inside_functions_and_submodules():
 
 def test_nothing_imports_the_old_top_level_names():
     # One import name: a bare `engine` / `indexes` / `core` / `views` would be a second copy of a module.
-    bare = {"engine", "indexes", "core", "views", "cli", "server", "app", "demo"}
+    bare = {"engine", "indexes", "core", "viewmodels", "views", "cli", "server", "app", "demo"}
     found = {}
     for top in TOPS + ("app", "tests", "bench"):
         files = source_files(top) if top not in ("tests", "bench") else sorted((ROOT / top).rglob("*.py"))
@@ -113,15 +114,16 @@ def test_nothing_imports_the_old_top_level_names():
     ("core", {"core"}),
     ("indexes", {"core", "indexes"}),
     ("engine", {"core", "indexes", "engine", "demo"}),  # demo: the bundled collection (data)
-    ("server", {"core", "indexes", "engine", "server"}),
-    ("cli", {"core", "indexes", "engine", "server", "cli"}),
-    ("views", {"core", "indexes", "engine", "server", "views"}),
+    ("viewmodels", {"core", "indexes", "engine", "viewmodels"}),
+    ("server", {"core", "indexes", "engine", "viewmodels", "server"}),
+    ("cli", {"core", "indexes", "engine", "viewmodels", "server", "cli"}),
+    ("views", {"core", "indexes", "engine", "viewmodels", "server", "views"}),
 ])
 def test_imports_run_one_way(top, allowed):
     assert offenders(top, allowed) == {}
 
 
-@pytest.mark.parametrize("top", ["core", "indexes", "engine", "server", "cli"])
+@pytest.mark.parametrize("top", ["core", "indexes", "engine", "viewmodels", "server", "cli"])
 def test_only_views_import_streamlit(top):
     assert {f: n for f, n in third_party(top).items() if "streamlit" in n} == {}
 
@@ -134,17 +136,6 @@ def test_views_import_only_ours_and_the_drawing_libraries():
 
 def test_app_imports_only_views():
     assert {top_of(m) for m in imports_of(ROOT / "app.py") if top_of(m)} <= {"views"}
-
-
-def test_the_run_and_the_gate_never_import_the_report_layer():
-    # The dashboard's view models sit above the run: a caller hands the run its completion hook
-    # (engine.report.results.keep_first_view), and the gate reads stored metrics from engine/run/.
-    files = [p for top in ("engine/run", "engine/ray", "engine/labels") for p in sorted((ROOT / top).rglob("*.py"))]
-    files.append(ROOT / "engine" / "gate.py")
-    report = PREFIX + "engine.report"
-    bad = {str(p.relative_to(ROOT)): sorted(m for m in imports_of(p) if m == report or m.startswith(report + "."))
-           for p in files}
-    assert {f: m for f, m in bad.items() if m} == {}
 
 
 def circles(found: dict[str, set[str]]) -> list[set[str]]:
@@ -183,7 +174,7 @@ def test_no_import_circles():
     assert [sorted(group) for group in circles(graph())] == []
 
 
-#: What the screens may use of the evaluator: the view models (engine/report), the package faces, and
+#: What the screens may use of the evaluator: the view models (viewmodels), the package faces, and
 #: the records a page needs to start a run or show its settings. Not the run's stages, the store's
 #: SQL modules, Ray, the metrics' internals or the systems under test (indexes/).
 VIEWS_MAY_USE = {
@@ -200,7 +191,7 @@ def _public_for_views(module: str) -> bool:
     if any(part.startswith("_") for part in module.split(".")[1:]) and not module.startswith("searchgrade.views."):
         return False
     top = top_of(module)
-    return (top in ("views", "server") or module.startswith("searchgrade.engine.report")
+    return (top in ("views", "server", "viewmodels")
             or module in VIEWS_MAY_USE)
 
 

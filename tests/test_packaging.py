@@ -22,14 +22,14 @@ from typing import NamedTuple
 import pytest
 
 from searchgrade.engine.paths import DEMO_DIR
-from searchgrade.engine.report.collection_form import SOURCES
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.collection_form import SOURCES
 from tests.browser.server import chromium, environment, serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 #: The repository's folders that install as searchgrade.<name> (with app.py, as searchgrade.app).
-INSTALLED_TOPS = ("core", "cli", "server", "engine", "indexes", "views", "demo")
+INSTALLED_TOPS = ("core", "cli", "server", "viewmodels", "engine", "indexes", "views", "demo")
 #: Folders at the root that hold Python but are not installed (build/: what an in-tree build leaves).
 NOT_INSTALLED = {"tests", "bench", "docs", "build"}
 #: What a build from the checkout must not see: the VCS, venvs, data directories, build leftovers.

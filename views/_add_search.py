@@ -2,7 +2,7 @@
 strategies file's keys), Test it, save it in the run store, edit, delete, export as a snippet.
 
 Called from views/evaluate.py with one line, after the Strategies picker. What is typed is checked
-as a strategies file's declaration and then as typed in the app (engine/report/add_search.py): on
+as a strategies file's declaration and then as typed in the app (viewmodels/add_search.py): on
 an exposed app its hosts may not reach loopback, link-local or private networks unless the operator
 allows them, on every app its secrets are ``env:`` names bound to their host and its paths lie in
 the collections root. The strategies file's own declarations are listed read-only.
@@ -15,9 +15,9 @@ from pathlib import Path
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.report import add_search as model
-from searchgrade.engine.report.collection_form import Choice
-from searchgrade.engine.report.declared import Declared, test_strategy
+from searchgrade.viewmodels import add_search as model
+from searchgrade.viewmodels.collection_form import Choice
+from searchgrade.viewmodels.declared import Declared, test_strategy
 from searchgrade.server import auth
 from searchgrade.server.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS
 from searchgrade.views._common import app_exposed, get_store, home, plain, public

@@ -1,6 +1,6 @@
 """The Evaluate page's collection section: the source (demo, path, upload), the column mapping of a
 single-file corpus, and the queries and judgments beside it. Widgets only; the decisions are in
-engine/report/collection_form.py."""
+viewmodels/collection_form.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.paths import DEMO_DIR, collections_root
-from searchgrade.engine.report import collection_form as form
-from searchgrade.engine.report import evaluate as evaluate_model
+from searchgrade.viewmodels import collection_form as form
+from searchgrade.viewmodels import evaluate as evaluate_model
 from searchgrade.server.uploads import MB, SavedUpload, UploadLimits, save_upload
 from searchgrade.views._common import app_exposed, get_store, home, public
 

@@ -8,13 +8,13 @@ import re
 import streamlit as st
 
 from searchgrade.engine.paths import data_dir
-from searchgrade.engine.report import compare as compare_model
-from searchgrade.engine.report import drilldown as drilldown_model
-from searchgrade.engine.report import evaluate as evaluate_model
-from searchgrade.engine.report import results as results_model
-from searchgrade.engine.report import runs as runs_model
-from searchgrade.engine.report import trends as trends_model
-from searchgrade.engine.report.results_view import ResultsView
+from searchgrade.viewmodels import compare as compare_model
+from searchgrade.viewmodels import drilldown as drilldown_model
+from searchgrade.viewmodels import evaluate as evaluate_model
+from searchgrade.viewmodels import results as results_model
+from searchgrade.viewmodels import runs as runs_model
+from searchgrade.viewmodels import trends as trends_model
+from searchgrade.viewmodels.results_view import ResultsView
 from searchgrade.engine.store import STOPPED_STATUSES, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
@@ -51,7 +51,7 @@ def glossary() -> None:
 
 def run_label(run) -> str:
     """The one label of a run on every page: "name · collection · date" (and the status when not
-    complete); engine/report/runs.py says it, for the pages' dropdowns and titles alike."""
+    complete); viewmodels/runs.py says it, for the pages' dropdowns and titles alike."""
     return runs_model.run_label(run)
 
 
@@ -211,7 +211,7 @@ def public(text: str) -> str:
     """Text for the page with the server's folders (data directory, demo, collections root) hidden,
     made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
     from searchgrade.engine.paths import DEMO_DIR, collections_root
-    from searchgrade.engine.report.collection_form import hide_server_paths
+    from searchgrade.viewmodels.collection_form import hide_server_paths
 
     root = collections_root()
     folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}

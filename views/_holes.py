@@ -1,4 +1,4 @@
-"""Holes in the judgments where decisions are made (engine/report/holes.py): on Results, judged@k
+"""Holes in the judgments where decisions are made (viewmodels/holes.py): on Results, judged@k
 beside the metric with the warning, the condensed NDCG and the RBP residual when strategies are
 judged unevenly; on Compare, a change whose sign flips between NDCG and the condensed NDCG."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from searchgrade.engine.report import holes as holes_model
-from searchgrade.engine.report import review as review_model
+from searchgrade.viewmodels import holes as holes_model
+from searchgrade.viewmodels import review as review_model
 from searchgrade.views._common import home, plain, store_for
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.labels.rescore import rescore_run
-from searchgrade.engine.report.rating import (
+from searchgrade.viewmodels.rating import (
     GRADE_WORDS,
     LabelStatus,
     RateItem,
@@ -26,7 +26,7 @@ from searchgrade.engine.report.rating import (
     save_rating,
     shown_rating,
 )
-from searchgrade.engine.report.results import keep_first_view
+from searchgrade.viewmodels.results import keep_first_view
 from searchgrade.views._common import get_store, plain
 
 #: The rater's name for this browser session.

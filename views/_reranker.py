@@ -6,7 +6,7 @@ import re
 
 import streamlit as st
 
-from searchgrade.engine.report.reranker import NEVER_SAW, card_figures, trained_rerankers
+from searchgrade.viewmodels.reranker import NEVER_SAW, card_figures, trained_rerankers
 from searchgrade.engine.training.reranker import RerankerTrainingConfig
 from searchgrade.server import jobs
 from searchgrade.views._common import get_store, home, plain

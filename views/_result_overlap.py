@@ -1,11 +1,11 @@
-"""Results panels for strategies that overlap or fail (engine/report/result_overlap.py), kept apart from
+"""Results panels for strategies that overlap or fail (viewmodels/result_overlap.py), kept apart from
 the page's own sections: which strategies find the same documents, and backend problems."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from searchgrade.engine.report import result_overlap as overlap_model
+from searchgrade.viewmodels import result_overlap as overlap_model
 from searchgrade.views._common import home, plain, store_for
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from searchgrade.engine.report import query_slices as slices_model
-from searchgrade.engine.report.common import metric_label
+from searchgrade.viewmodels import query_slices as slices_model
+from searchgrade.viewmodels.common import metric_label
 from searchgrade.views._common import home, plain, store_for
 
 SHOW = {"good": st.success, "warn": st.warning, "info": st.info}

@@ -1,7 +1,7 @@
 """A suite's trend chart: its runs as one paired series per strategy, a marker on each significant
 change (a triangle down: a drop; up: a gain) and, on hover, the point's words (its change, what
 changed in the configuration, its note). Drawn on the Suites page and on Trends when a suite is
-picked, from ``engine.report.suites.suite_trend``."""
+picked, from ``viewmodels.suites.suite_trend``."""
 
 from __future__ import annotations
 

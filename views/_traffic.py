@@ -6,8 +6,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from searchgrade.engine.report import traffic as traffic_model
-from searchgrade.engine.report.common import metric_label
+from searchgrade.viewmodels import traffic as traffic_model
+from searchgrade.viewmodels.common import metric_label
 from searchgrade.views._common import home, plain, store_for
 
 

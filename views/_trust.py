@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from searchgrade.engine.report import trust as trust_model
-from searchgrade.engine.report.common import METRIC_LABELS, metric_label
+from searchgrade.viewmodels import trust as trust_model
+from searchgrade.viewmodels.common import METRIC_LABELS, metric_label
 from searchgrade.views._common import home, plain, store_for
 
 SHOW = {"good": st.success, "warn": st.warning, "info": st.info}

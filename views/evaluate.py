@@ -11,9 +11,9 @@ from searchgrade.engine.llm.accounting import usage_text
 from searchgrade.engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
 from searchgrade.engine.llm.key_policy import key_withheld_note
 from searchgrade.engine.paths import DEMO_DIR
-from searchgrade.engine.report.collection_form import Choice
-from searchgrade.engine.report.declared import Declared, declared_strategies, test_strategy
-from searchgrade.engine.report.evaluate import (
+from searchgrade.viewmodels.collection_form import Choice
+from searchgrade.viewmodels.declared import Declared, declared_strategies, test_strategy
+from searchgrade.viewmodels.evaluate import (
     ESTIMATE_TIMEOUT_S,
     CollectionOverview,
     backend_choices,
@@ -26,10 +26,10 @@ from searchgrade.engine.report.evaluate import (
     judge_prompt_version,
     mode_status,
 )
-from searchgrade.engine.report.progress import duration_words, stage_words
-from searchgrade.engine.report.query_log import has_click_log
-from searchgrade.engine.report.reranker import page_fix, reranked, reranker_problem, trained_rerankers
-from searchgrade.engine.report.runs import run_choices, skipped_messages
+from searchgrade.viewmodels.progress import duration_words, stage_words
+from searchgrade.viewmodels.query_log import has_click_log
+from searchgrade.viewmodels.reranker import page_fix, reranked, reranker_problem, trained_rerankers
+from searchgrade.viewmodels.runs import run_choices, skipped_messages
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server import jobs
 from searchgrade.server.outbound import check_llm_endpoint

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from searchgrade.engine.report.common import (
+from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_METRIC,
     WITH,
@@ -14,9 +14,9 @@ from searchgrade.engine.report.common import (
     metric_names,
     primary_k,
 )
-from searchgrade.engine.report.downloads import per_query_csv, trec_zip
-from searchgrade.engine.report.reranker import trained_reranker_use
-from searchgrade.engine.report.results import bar_series, reranker_state
+from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
+from searchgrade.viewmodels.reranker import trained_reranker_use
+from searchgrade.viewmodels.results import bar_series, reranker_state
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of
 from searchgrade.engine.run.strategies import label as strategy_label

@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.report import review as review_model
-from searchgrade.engine.report.rating import rating_scale, save_rating
+from searchgrade.viewmodels import review as review_model
+from searchgrade.viewmodels.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
 from searchgrade.views._rating import ask_rater, rate_buttons, show_document

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.report.suites import (
+from searchgrade.viewmodels.suites import (
     alerts_table,
     send_test_alert,
     set_alerts,

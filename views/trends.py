@@ -1,7 +1,7 @@
 """Trends: one metric across runs over time, one series per collection and strategy, with 95% CI
-bands, broken where runs are not comparable (engine/report/trends.py); or, with a suite picked, the
+bands, broken where runs are not comparable (viewmodels/trends.py); or, with a suite picked, the
 suite's runs as one paired series per strategy with its significant changes marked and what changed
-named (engine/report/suites.py, drawn as on the Suites page)."""
+named (viewmodels/suites.py, drawn as on the Suites page)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from searchgrade.engine.report.common import (
+from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,
     PRIMARY_METRIC,
     metric_label,
     metric_names,
 )
-from searchgrade.engine.report.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
-from searchgrade.engine.report.trends import trend_series, trend_table
+from searchgrade.viewmodels.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
+from searchgrade.viewmodels.trends import trend_series, trend_table
 from searchgrade.views._colors import band_color, strategy_color
 from searchgrade.views._common import (
     chart_text,

@@ -100,7 +100,7 @@ class LLMClient:
         self._secrets = tuple(s for s in (key, env_api_key()) if s and len(s) >= 4)
         self._client = client if client is not None else self._openai_client(key)
         #: Called for a context held around every HTTP request: a bound on requests in flight
-        #: shared beyond this client (engine/ray/runner.py: one across a Ray cluster).
+        #: shared beyond this client (engine/ray/stage_runner.py: one across a Ray cluster).
         self.request_gate: Callable[[], AbstractContextManager[Any]] | None = None
 
     def _openai_client(self, key: str | None) -> Any:

@@ -13,7 +13,7 @@ from searchgrade.core.records import Collection, Document, SearchHits
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.lifecycle import RunGuard, RunTakenOver
 from searchgrade.engine.run.plan import RunPlan
-from searchgrade.engine.run.runner import LocalRunner, StageRunner
+from searchgrade.engine.run.stage_runner import LocalRunner, StageRunner
 from searchgrade.engine.store import Store
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ Progress = Callable[[str, int, int], None]
 #: Called as on_usage(stage, counters) with a stage's LLM accounting so far (engine.llm.accounting.StageUsage).
 UsageCallback = Callable[[str, dict[str, float]], None]
 #: Called as on_complete(store, run_id) once a run is complete and stored (e.g. the report layer
-#: keeping its first Results page: engine.report.results.keep_first_view). It must not raise: the
+#: keeping its first Results page: viewmodels.results.keep_first_view). It must not raise: the
 #: run is complete by then.
 OnComplete = Callable[[Store, str], None]
 
@@ -55,7 +55,7 @@ class RunContext:
     stats: dict[str, Any] = field(default_factory=dict)
     stage: str = "starting"
     guard: RunGuard | None = None
-    #: Where the heavy stages run (engine/run/runner.py): here unless a caller passes another.
+    #: Where the heavy stages run (engine/run/stage_runner.py): here unless a caller passes another.
     runner: StageRunner = field(default_factory=LocalRunner)
     #: (strategy, query id) -> results a stopped run already stored (a resume keeps them).
     stored_hits: dict[tuple[str, str], SearchHits] = field(default_factory=dict)

@@ -45,7 +45,7 @@ def grade_results(ctx: RunContext, client: LLMClient | None, usage: UsageSink | 
 
     Args:
         client: The client the judge sends its requests through (the run's runner gives it:
-            engine/run/runner.py); None: the run has no judge.
+            engine/run/stage_runner.py); None: the run has no judge.
     """
     failed: Failed = {}
     if ctx.config.mode == "llm":

@@ -11,8 +11,8 @@ What a run does is its ``RunConfig`` (engine/run/config.py), what it evaluates i
 (engine/run/plan.py), and its work the stages of engine/run/stages.py: how results are graded, by
 qrels, the LLM judge or both, is engine/run/grading.py; how they are scored, engine/run/scoring.py.
 Where the heavy stages run (here, or on Ray) is the ``StageRunner`` a caller passes
-(engine/run/runner.py). Once a run is complete, the caller's ``on_complete`` hook is called (the
-CLI and the app keep its first Results page: engine.report.results.keep_first_view).
+(engine/run/stage_runner.py). Once a run is complete, the caller's ``on_complete`` hook is called (the
+CLI and the app keep its first Results page: viewmodels.results.keep_first_view).
 
 LLM-mode runs can be resumed (`resume_run`): generated queries are stored as soon as they exist
 and every valid LLM reply is cached within seconds, so a resumed run reuses the queries, gets
@@ -35,7 +35,7 @@ from searchgrade.engine.run.context import OnComplete, Progress, RunContext, Run
 from searchgrade.engine.run.grading import UsageSink, flush_quietly
 from searchgrade.engine.run.lifecycle import RunCancelled, RunGuard, RunTakenOver
 from searchgrade.engine.run.plan import check_trained_reranker, plan_run, prepare
-from searchgrade.engine.run.runner import LocalRunner, StageRunner
+from searchgrade.engine.run.stage_runner import LocalRunner, StageRunner
 from searchgrade.engine.run.stages import run_stages
 from searchgrade.engine.store import Store, heartbeat_timeout_s, new_owner
 
@@ -69,7 +69,7 @@ def run_evaluation(
         on_run_created: Called with the run id as soon as the run row exists.
         on_usage: Called as on_usage(stage, counters) with the LLM accounting of a stage so far.
         on_complete: Called as on_complete(store, run_id) once the run is complete.
-        runner: Where the heavy stages run (engine/run/runner.py; e.g. engine.ray.runner.RayRunner);
+        runner: Where the heavy stages run (engine/run/stage_runner.py; e.g. engine.ray.stage_runner.RayRunner);
             None runs them here.
 
     Returns:
@@ -131,7 +131,7 @@ def resume_run(
         base_url, concurrency: Override the stored LLM endpoint or concurrency (the model and
             prompts stay, or the cache would not apply).
         on_complete: Called as on_complete(store, run_id) once the run is complete.
-        runner: Where the missing work runs (engine/run/runner.py); None runs it here.
+        runner: Where the missing work runs (engine/run/stage_runner.py); None runs it here.
     """
     run = store.get_run(run_id)
     failed_queries = store.failed_query_counts(run.run_id)

@@ -24,7 +24,7 @@ from searchgrade.indexes.executor import Execution, Failure, QueryBatch
 
 Progress = Callable[[str, int, int], None]
 #: execute(strategies, batch, progress, check) -> what Executor(nodes, strategies, k).run(batch,
-#: progress, check) gives: the run's runner holds it (engine/run/runner.py), here or on Ray actors.
+#: progress, check) gives: the run's runner holds it (engine/run/stage_runner.py), here or on Ray actors.
 Execute = Callable[[Sequence[str], QueryBatch, Progress | None, Callable[[Execution], None] | None], Execution]
 
 
@@ -98,7 +98,7 @@ def run_search(
     Args:
         strategies: the strategies to report, in order.
         execute: runs the executor, keeping the run's depth of results per query (the run's
-            runner gives it: engine/run/runner.py).
+            runner gives it: engine/run/stage_runner.py).
         collection_ids: the collection's document ids.
         declared: the strategies a user declared (checked on their first answers on a fresh run).
         judges_described: the LLM judge grades documents a reply describes.

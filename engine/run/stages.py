@@ -2,7 +2,7 @@
 
 Each stage is a small function of the run in progress (``RunContext``: its config, plan, stats and
 timings) and of what the stages before it gave; ``run_stages`` calls them in order. Where the
-heavy work runs, here or on Ray, is the run's ``StageRunner`` (engine/run/runner.py): no stage
+heavy work runs, here or on Ray, is the run's ``StageRunner`` (engine/run/stage_runner.py): no stage
 asks. Results and failed queries land in their own transaction as soon as they are searched (a
 resume searches only what is missing); grades, documents and metrics land together, in one
 transaction, at the end.
@@ -18,7 +18,7 @@ from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
 from searchgrade.engine.run.pool import still_pooled_unjudged
-from searchgrade.engine.run.runner import SearchJob
+from searchgrade.engine.run.stage_runner import SearchJob
 from searchgrade.engine.run.scoring import (
     MetricRow,
     per_query_metrics,
@@ -134,7 +134,7 @@ def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queri
         ctx.stats["declared_rerankers"] = declared_rerankers
     if reranker is not None:
         ctx.stats["reranker_pairs"] = {"scored": reranker.scored, "reused": reranker.reused}
-        if reranker.summary is not None:  # which model scored each query (engine/report/reranker.py)
+        if reranker.summary is not None:  # which model scored each query (viewmodels/reranker.py)
             ctx.stats["reranker"] = merge_records(ctx.stats.get("reranker"), reranker.summary)
     return searched
 

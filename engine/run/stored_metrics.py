@@ -4,7 +4,7 @@ else recomputed from its stored results and grades (never by searching or judgin
 A recomputation reads every ranking's top k with its grades in one query and computes every
 metric for all rankings at once (engine.metrics.arrays: the same values as the pipeline's
 per-query scoring, engine/run/scoring.py, to the last bit). The gate (engine/gate.py) pairs these
-values; the dashboard's figures (engine/report/recompute.py) add their confidence intervals.
+values; the dashboard's figures (viewmodels/recompute.py) add their confidence intervals.
 """
 
 from __future__ import annotations

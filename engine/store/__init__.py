@@ -18,7 +18,8 @@ All SQL of the project lives in this package, one module per concern, composed i
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 - strategies: strategies added from the browser ("Add your search").
 - suites: evaluation suites, their runs, schedule slots (the lease) and alerts.
-- query_sets: which runs evaluated the same queries (Trends' breaks).
+- query_fingerprints: one key per run for the queries it evaluated, equal exactly when two runs
+  evaluated the same queries (Trends' breaks); the query sets sampled from traffic are traffic's.
 - tuning: tuning studies and their trials (`searchgrade tune`), stored as each trial ends.
 """
 
@@ -30,7 +31,7 @@ from searchgrade.engine.store.holes import HolesMixin
 from searchgrade.engine.store.labels import LabelsMixin
 from searchgrade.engine.store.llm_cache import LLMCacheMixin
 from searchgrade.engine.store.migrations import MIGRATIONS
-from searchgrade.engine.store.query_sets import QuerySetsMixin
+from searchgrade.engine.store.query_fingerprints import QueryFingerprintsMixin
 from searchgrade.engine.store.results import ResultsMixin
 from searchgrade.engine.store.runs import (
     RUN_STATUSES,
@@ -50,7 +51,7 @@ from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QuerySetsMixin, TuningMixin,
+            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QueryFingerprintsMixin, TuningMixin,
             StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 

@@ -112,7 +112,7 @@ def _sorted_codes(column: Any) -> tuple[list[str], np.ndarray]:
 
 
 class DashboardReadsMixin(StoreConnection):
-    """Aggregates the dashboard's view models read (engine/report/)."""
+    """Aggregates the dashboard's view models read (viewmodels/)."""
 
     def stored_cutoffs(self, run_id: str) -> list[int]:
         """The cut-offs a run stored metrics at, ascending."""
@@ -233,7 +233,7 @@ class DashboardReadsMixin(StoreConnection):
             pass  # another thread's insert of the same row won
 
     def kept_reads(self, run_id: str, parts: Sequence[str] | None = None) -> dict[tuple[str, str], str]:
-        """(part, key) -> the JSON text of each read kept for a run (engine/report/kept.py), of
+        """(part, key) -> the JSON text of each read kept for a run (viewmodels/results_cache.py), of
         some parts only or of all."""
         sql = "SELECT part, key, value FROM kept_reads WHERE run_id = ?"
         params: list[Any] = [run_id]

@@ -239,7 +239,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     (
         7,
         # The Results page's paired tests of a complete run at one metric and cut-off, as JSON
-        # (engine/report/significance.py): 5,000 resamples over every query are the slowest part
+        # (viewmodels/significance.py): 5,000 resamples over every query are the slowest part
         # of a cold Results page, and a complete run's metrics never change. Written when a run
         # completes (its headline metric) and when a page first computes another one.
         """
@@ -254,7 +254,7 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     ),
     (
         8,
-        # A complete run's other Results reads (engine/report/kept.py), as JSON: the position
+        # A complete run's other Results reads (viewmodels/results_cache.py), as JSON: the position
         # curve, failed top-1 counts, latency, relevant documents never retrieved, best and worst
         # queries, per-query-type means and the reranker table. Each is a scan and join of the
         # run's results, grades or per-query metrics (tens of thousands of rows per 1,000

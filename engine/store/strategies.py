@@ -2,7 +2,7 @@
 
 A saved strategy is its ``[strategy.NAME]`` table as it was typed (what a strategies file would
 hold: ``env:`` names, never a secret), and where it was typed (``declared_in``: "app" or
-"exposed app"). It was checked before it was saved (engine/report/add_search.py) and is checked
+"exposed app"). It was checked before it was saved (viewmodels/add_search.py) and is checked
 again whenever it is read into a declaration (engine/run/strategies.py ``saved_declarations``),
 by the same code as a strategies file's.
 """

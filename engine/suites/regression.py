@@ -12,7 +12,7 @@ strategies compared (level 1 - alpha/m):
 
 Both use the same resample draw (seeded), so the interval reported is one interval (after - before)
 and a change is never both. A metric where lower is better is turned so that larger is better
-first, as the gate does. Only a drop alerts (engine/suites/runner.py); a gain is recorded and marked.
+first, as the gate does. Only a drop alerts (engine/suites/suite_run.py); a gain is recorded and marked.
 """
 
 from __future__ import annotations

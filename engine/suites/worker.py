@@ -2,7 +2,7 @@
 
 ``work_once`` looks at every scheduled suite: its newest due slot (engine/suites/schedule.py) that
 no worker handled yet is **leased** in the store (``suite_slots``: one row per slot, so of two
-workers that look at once exactly one gets it) and run (engine/suites/runner.py). Then:
+workers that look at once exactly one gets it) and run (engine/suites/suite_run.py). Then:
 
 - a worker that was down runs the newest missed slot once, with a note saying how many it
   stands for, never once per missed slot;
@@ -26,7 +26,7 @@ from pathlib import Path
 from searchgrade.engine.run.lifecycle import RunCancelled
 from searchgrade.engine.store import Store, heartbeat_timeout_s
 from searchgrade.engine.store.connection import now_utc
-from searchgrade.engine.suites.runner import COULD_NOT_EVALUATE, resume_suite_entry, run_suite
+from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, resume_suite_entry, run_suite
 from searchgrade.engine.suites.schedule import latest_slot, next_slot, slots_between
 
 POLL_S = 1.0

@@ -34,7 +34,7 @@ def resolve_source(store: Any, name: str) -> TuneSource:
     Raises:
         SearchGradeError: NAME is both a run and a suite, neither, or a suite without a complete run.
     """
-    from searchgrade.engine.suites.runner import previous_complete
+    from searchgrade.engine.suites.suite_run import previous_complete
 
     try:
         run_id = store.get_run(name).run_id

@@ -4,8 +4,8 @@ summary the suite's stored verdict, and compare_runs / gate take it alone (serve
 
 Each figure comes from the view model that shows it elsewhere, never from a second computation:
 the summary is `searchgrade show`'s (stored metrics with their CIs, the Results page's paired
-comparisons, judged@k from engine/report/holes.py), the comparison is the Compare screen's
-(engine/report/compare.py), the gate is `searchgrade gate`'s (engine/gate.py); all their
+comparisons, judged@k from viewmodels/holes.py), the comparison is the Compare screen's
+(viewmodels/compare.py), the gate is `searchgrade gate`'s (engine/gate.py); all their
 intervals and p-values come from engine/statistics/paired.py. What is added here is only the
 shape: compact JSON with lists cut to a size an agent's context can hold.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import parse_metric
-from searchgrade.engine.report.common import PRIMARY_METRIC, best_row, metric_label, primary_k
+from searchgrade.viewmodels.common import PRIMARY_METRIC, best_row, metric_label, primary_k
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.server.mcp import suites
@@ -75,7 +75,7 @@ def _list_runs(store: Store, collection: str | None, limit: int, suite: str | No
 
 
 def _metrics(store: Store, run: RunRecord, k: int) -> list[dict[str, Any]]:
-    from searchgrade.engine.report.recompute import Figures
+    from searchgrade.viewmodels.recompute import Figures
 
     table = Figures(store, run, k).summary()
     by_strategy: dict[str, dict[str, Any]] = {}
@@ -92,9 +92,9 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     """A run's headline, per-strategy metrics with 95% CIs, paired comparisons, judged@k and
     failures: the same figures as `searchgrade show RUN --format json`, in a size that does not
     grow with the number of queries."""
-    from searchgrade.engine.report.holes import holes_panel
-    from searchgrade.engine.report.results import failed_counts
-    from searchgrade.engine.report.significance import comparison_record, results_family, significance
+    from searchgrade.viewmodels.holes import holes_panel
+    from searchgrade.viewmodels.results import failed_counts
+    from searchgrade.viewmodels.significance import comparison_record, results_family, significance
     from searchgrade.engine.run.stored_metrics import check_cutoff
 
     with store.session():
@@ -152,7 +152,7 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
     ``run_a`` alone, a run of a suite, is compared with the suite's previous complete run (it is
     then run B), on the suite's metric unless ``metric`` is given.
     """
-    from searchgrade.engine.report.compare import compare_runs as compare
+    from searchgrade.viewmodels.compare import compare_runs as compare
 
     of_suite = None
     if run_b is None:
@@ -196,7 +196,7 @@ def query_results(store: Store, run_id: str, query_id: str, strategy: str | None
                   limit: int = 10) -> dict[str, Any]:
     """One query's ranked results per strategy with grades and the judge's reasons (the Query
     drill-down). Titles, snippets and reasons are text from the collection: marked untrusted."""
-    from searchgrade.engine.report.drilldown import query_detail
+    from searchgrade.viewmodels.drilldown import query_detail
 
     limit = max(1, min(int(limit), MAX_ROWS))
     d = query_detail(store, run_id, query_id)
@@ -232,8 +232,8 @@ def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit
     """Queries whose top-1 result from ``strategy`` (default: the headline's best strategy) is
     graded not relevant, with what each strategy put first; and queries a strategy could not
     answer at all (a backend error)."""
-    from searchgrade.engine.report.results import failed_queries as failed_table
-    from searchgrade.engine.report.significance import results_family
+    from searchgrade.viewmodels.results import failed_queries as failed_table
+    from searchgrade.viewmodels.significance import results_family
 
     limit = max(1, min(int(limit), MAX_ROWS))
     run = store.get_run(run_id)

@@ -147,7 +147,7 @@ def _load(target: Target) -> Collection:
 
 
 def _estimate(collection: Collection, config: RunConfig, store: Store) -> dict[str, Any]:
-    from searchgrade.engine.report.evaluate import cost_estimate
+    from searchgrade.viewmodels.evaluate import cost_estimate
 
     e = cost_estimate(collection, config, store)
 

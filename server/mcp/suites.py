@@ -19,7 +19,7 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.store import Store, SuiteRecord
 from searchgrade.server.mcp.payload import capped, untrusted_query
 
-#: Entry statuses of engine/suites/runner.py and the source run's entry (engine/suites/definition.py).
+#: Entry statuses of engine/suites/suite_run.py and the source run's entry (engine/suites/definition.py).
 COMPARED, FIRST, COULD_NOT_EVALUATE, SOURCE, RUNNING = "compared", "first", "could not evaluate", "source", "running"
 #: Suites list_runs shows at most.
 MAX_SUITES = 50
@@ -51,7 +51,7 @@ def entry_of_run(store: Store, run_id: str) -> tuple[str, dict[str, Any]] | None
 
 def suite_run(store: Store, run_id: str) -> SuiteRun | None:
     """The suite of a run and the run its suite compares it with (the runner's previous complete run)."""
-    from searchgrade.engine.suites.runner import previous_complete
+    from searchgrade.engine.suites.suite_run import previous_complete
 
     found = entry_of_run(store, store.get_run(run_id).run_id)
     if found is None:
@@ -177,7 +177,7 @@ def suite_job(store: Store, name: str, note: str | None = None) -> tuple[Any, An
     ``run_suite``, compared with its previous complete run and alerted on, as `searchgrade suite
     run NAME` does; a run that could not evaluate fails the job with the runner's reason."""
     from searchgrade.engine.suites.definition import suite_collection
-    from searchgrade.engine.suites.runner import run_suite
+    from searchgrade.engine.suites.suite_run import run_suite
 
     suite = store.get_suite(name)
 

@@ -15,7 +15,7 @@ import re
 import pytest
 
 from searchgrade.cli import main
-from searchgrade.engine.report.common import WITH, WITHOUT
+from searchgrade.viewmodels.common import WITH, WITHOUT
 from searchgrade.engine.run.strategies import base_strategies, reranked_of
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.engine.store import Store
@@ -59,7 +59,7 @@ def test_a_declared_rerank_server_gives_the_three_reranked_strategies_in_the_bro
                 for x, y in zip(trace["x"], trace["y"], strict=True):
                     shown[labels[x] if trace["name"] == WITHOUT else reranked_of(labels[x])] = y
             assert shown == pytest.approx(dcg)
-            # No "X was skipped: ..." / "X, Y were skipped: ..." (engine/report/runs.py skipped_messages).
+            # No "X was skipped: ..." / "X, Y were skipped: ..." (viewmodels/runs.py skipped_messages).
             assert page.get_by_text(re.compile(r"(was|were) skipped:")).count() == 0
     finally:
         server.stop()

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from searchgrade.engine.report.reranker import NEVER_SAW
+from searchgrade.viewmodels.reranker import NEVER_SAW
 from searchgrade.engine.store import Store
 from tests.browser.test_e2e import _grid_text, app  # noqa: F401 - a fixture
 from tests.pages.synthetic import tiny_spec, write_run

@@ -8,7 +8,7 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import Document
-from searchgrade.engine.report.significance import results_pairs
+from searchgrade.viewmodels.significance import results_pairs
 from searchgrade.engine.run.strategies import label, pairs
 from searchgrade.engine.store import Store
 from tests.conftest import TINY_DOCS, TINY_QUERIES

@@ -10,8 +10,8 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.llm.settings import LLMSettings
-from searchgrade.engine.report.recompute import Figures, recompute_values
-from searchgrade.engine.report.results import keep_first_view, results_view
+from searchgrade.viewmodels.recompute import Figures, recompute_values
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store
@@ -71,7 +71,7 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     _recomputed_cutoffs_leave_failed_queries_out(store, run, answered, failed)
     trend = {r["strategy"]: r["n"] for r in store.trend("dcg", 10) if r["run_id"] == run.run_id}
     assert trend == {"es": 3, "fulltext": 5}
-    # The complete run's Results reads were kept when it completed (engine/report/kept.py).
+    # The complete run's Results reads were kept when it completed (viewmodels/results_cache.py).
     assert store.kept_reads(run.run_id)
     assert results_view(store, run.run_id).failed_counts.set_index("strategy")["n"].to_dict() == {
         "fulltext": 5, "es": 3}

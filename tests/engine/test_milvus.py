@@ -42,7 +42,7 @@ def test_milvus_dense_search_matches_our_ann_within_a_hundredth_of_ndcg(milvus_r
 
 
 def test_all_three_are_on_the_dashboard_and_their_reranked_twins_skipped_with_the_reason(milvus_run):
-    from searchgrade.engine.report.results import results_view
+    from searchgrade.viewmodels.results import results_view
 
     store, run = milvus_run
     view = results_view(store, run.run_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchgrade.engine.report.results import results_view
+from searchgrade.viewmodels.results import results_view
 from searchgrade.engine.store import Store
 from searchgrade.engine.store.relevance_recompute import NOTE, RELEVANCE_METRICS
 from tests.pages.synthetic import llm_spec, tiny_spec, write_run

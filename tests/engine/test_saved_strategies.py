@@ -8,8 +8,8 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.report.add_search import check_declaration, save, toml_snippet
-from searchgrade.engine.report.declared import declared_strategies
+from searchgrade.viewmodels.add_search import check_declaration, save, toml_snippet
+from searchgrade.viewmodels.declared import declared_strategies
 from searchgrade.engine.run.strategies import saved_declarations
 from searchgrade.engine.store import Store
 from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures

@@ -9,7 +9,7 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.report.results import keep_first_view, results_view
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store

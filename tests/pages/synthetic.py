@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from searchgrade.core.records import Document, Grade, Query, ScoredDoc, SearchHits
-from searchgrade.engine.report.results import keep_first_view
+from searchgrade.viewmodels.results import keep_first_view
 from searchgrade.engine.run.scoring import (
     STANDARD_CUTOFFS,
     per_query_metrics,

@@ -109,5 +109,5 @@ def test_a_declared_reranker_in_the_reranker_field_lets_the_reranked_strategies_
     at.text_input(key="evaluate_reranker").set_value("tei").run()
     at.multiselect(key="evaluate_strategies").set_value(["fulltext", "fulltext_rerank"]).run()
     assert not [w for w in at.warning if "will be skipped" in w.value]
-    from searchgrade.engine.report.declared import declared_strategies
+    from searchgrade.viewmodels.declared import declared_strategies
     assert declared_strategies().rerankers["tei"]["kind"] == "tei"

@@ -212,7 +212,7 @@ def test_the_strategy_choice_is_kept_across_page_switches(home):
 
 
 def test_whether_the_reranker_loads_is_checked_once_per_model(monkeypatch, tmp_path):
-    from searchgrade.engine.report import reranker
+    from searchgrade.viewmodels import reranker
 
     calls = []
     monkeypatch.setattr(reranker, "_LOADS", {})
@@ -226,7 +226,7 @@ def test_whether_the_reranker_loads_is_checked_once_per_model(monkeypatch, tmp_p
 def test_offline_a_hub_model_is_known_not_to_load_without_importing_the_model_libraries(monkeypatch, tmp_path):
     import sys
 
-    from searchgrade.engine.report.reranker import _load_problem
+    from searchgrade.viewmodels.reranker import _load_problem
 
     monkeypatch.setattr("searchgrade.indexes.hub.hub_reachable", lambda *a, **k: False)
     monkeypatch.delitem(sys.modules, "sentence_transformers", raising=False)

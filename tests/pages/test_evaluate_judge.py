@@ -161,7 +161,7 @@ def test_estimate_cost_shows_the_dry_runs_calls_and_tokens_and_runs_nothing(home
 
 
 def test_estimate_waits_a_bounded_time_for_an_endpoint_that_does_not_answer(home, store, tmp_path):
-    from searchgrade.engine.report.evaluate import ESTIMATE_TIMEOUT_S
+    from searchgrade.viewmodels.evaluate import ESTIMATE_TIMEOUT_S
 
     folder = write_beir(tmp_path / "tiny")
     # A listener that accepts connections and never answers.

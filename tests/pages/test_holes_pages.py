@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from searchgrade.engine.labels.rescore import rescore_run
-from searchgrade.engine.report import review as review_model
+from searchgrade.viewmodels import review as review_model
 from tests.engine.holes_fixtures import K, holey_spec
 from tests.pages.conftest import APPTEST_TIMEOUT_S, open_page
 from tests.pages.synthetic import write_run

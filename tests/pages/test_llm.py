@@ -252,7 +252,7 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
 def test_review_says_what_fill_the_holes_does_and_what_a_review_needs(store):
     import re
 
-    from searchgrade.engine.report import review as review_model
+    from searchgrade.viewmodels import review as review_model
     from tests.engine.holes_fixtures import holey_spec
     from tests.pages.synthetic import write_run
 

@@ -56,7 +56,7 @@ def test_evaluate_shows_the_head_and_tail_and_offers_grading_by_clicks(clicks_ru
 
 
 def test_results_shows_the_traffic_weighted_means_and_the_bands(clicks_run):
-    from searchgrade.engine.report.traffic import traffic_view
+    from searchgrade.viewmodels.traffic import traffic_view
     from searchgrade.engine.store import Store
 
     store = Store(clicks_run)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from searchgrade.engine.report.reranker import NEVER_SAW
+from searchgrade.viewmodels.reranker import NEVER_SAW
 from searchgrade.server import jobs
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run

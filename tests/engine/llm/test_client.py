@@ -196,7 +196,7 @@ def test_the_wait_for_a_request_permit_is_not_counted_as_latency():
     from contextlib import contextmanager
 
     @contextmanager
-    def slow_gate():  # a permit that takes 0.5 s to come (engine/ray/runner.py's cluster-wide one)
+    def slow_gate():  # a permit that takes 0.5 s to come (engine/ray/stage_runner.py's cluster-wide one)
         time.sleep(0.5)
         yield
 

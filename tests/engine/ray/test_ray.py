@@ -26,7 +26,7 @@ import pytest
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.ray.data_embedding import embed_on_ray
-from searchgrade.engine.ray.runner import RayRunner
+from searchgrade.engine.ray.stage_runner import RayRunner
 from searchgrade.engine.ray.session import check_reachable, connect, import_ray, ray_session
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation

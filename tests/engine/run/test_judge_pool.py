@@ -12,7 +12,7 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.report.holes import compare_holes, holes_panel
+from searchgrade.viewmodels.holes import compare_holes, holes_panel
 from searchgrade.engine.run.judge_pool import pool_holes
 from searchgrade.engine.run.pool import PoolDepth, parse_pool_depth
 from searchgrade.engine.store import Store

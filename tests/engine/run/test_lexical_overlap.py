@@ -7,7 +7,7 @@ import pytest
 
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.report.query_slices import query_slices
+from searchgrade.viewmodels.query_slices import query_slices
 from searchgrade.engine.run.lexical_overlap import BANDS, band, lexical_overlap, query_overlaps
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store

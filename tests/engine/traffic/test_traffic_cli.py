@@ -170,7 +170,7 @@ def test_the_judge_on_a_query_set_and_against_the_clicks(traffic_run):
                              if r["source"] == "clicks"}
     assert agreement["n"] == len(retrieved_and_clicked) > 0
     assert all(g["source"] == "clicks" for g in store.grades(both))  # click grades win over the judge's
-    from searchgrade.engine.report.traffic import traffic_view
+    from searchgrade.viewmodels.traffic import traffic_view
 
     view = traffic_view(store, run, "dcg", 10)
     assert view.agreement is not None and view.agreement.n == agreement["n"]

@@ -1,5 +1,5 @@
 """Suites in the MCP tools, in process: two runs of a suite written into the store (the second's
-ann worse, its fulltext better), the suite's entries as engine/suites/runner.py stores them (the
+ann worse, its fulltext better), the suite's entries as engine/suites/suite_run.py stores them (the
 verdict by engine/suites/regression.py itself), then what list_runs, run_summary, compare_runs and
 gate say of them; and the refusals of a suite's start (read-only, above --max-queries, extra
 arguments). The real run of a suite through MCP is in test_stdio_session.py."""
