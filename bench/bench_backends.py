@@ -94,7 +94,7 @@ def main() -> None:
                 replies[text] = json.loads(session.post(url, data=body, timeout=10).content)
 
             class Replay(HttpNode):
-                def request(self, query, k):  # the recorded reply, no network
+                def request(self, query: str, k: int) -> tuple[object, float]:  # noqa: ARG002 - the recorded reply, no network
                     return replies[query], 0.0
 
             replay = Executor({"es": Replay(spec)}, ["es"], args.k)

@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
@@ -112,10 +113,10 @@ def build_trend_store(path: str, n_runs: int) -> None:
             select = ", ".join("clones.run_id" if c == "run_id" else
                                "x.created_at + to_minutes(clones.i)" if c == "created_at" else f"x.{c}"
                                for c in columns)
-            con.execute(f"INSERT INTO {table} SELECT {select} FROM {table} x, clones WHERE x.run_id = ?", [base])
+            con.execute(f"INSERT INTO {table} SELECT {select} FROM {table} x, clones WHERE x.run_id = ?", [base])  # noqa: S608 - the test's own table names
 
 
-def same_ranking(new, old) -> bool:
+def same_ranking(new: Any, old: Any) -> bool:
     """The same best (or worst) queries: equal means in the same places (to 1e-9), and the same
     queries at each mean, except in the last group, which the list's length may cut. Queries whose
     means tie are ordered by id now; the baseline ordered them by the last bit of a float sum."""
@@ -167,8 +168,8 @@ def main() -> int:
     if not 1 <= args.repeats <= len(NEW_CUTOFFS):
         parser.error(f"--repeats must be 1 to {len(NEW_CUTOFFS)} (one metric and one k not opened before per repeat)")
 
-    from searchgrade.viewmodels import results
     from searchgrade.engine.store import Store
+    from searchgrade.viewmodels import results
 
     print(f"machine: {machine('numpy', 'duckdb')}")
     print(f"at start: load average {load()}")

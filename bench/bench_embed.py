@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def embed(model, texts: list[str], batch_size: int) -> np.ndarray:
+def embed(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
     """As encode_cached encodes the texts it lacks: chunks of PROGRESS_CHUNK through encode."""
     return np.concatenate([encode(model, texts[i:i + PROGRESS_CHUNK], batch_size)
                            for i in range(0, len(texts), PROGRESS_CHUNK)])

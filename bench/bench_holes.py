@@ -38,11 +38,11 @@ from bench.machine import load, machine  # noqa: E402
 from searchgrade.cli import main  # noqa: E402
 from searchgrade.engine.collections import load_collection  # noqa: E402
 from searchgrade.engine.paths import DEMO_DIR  # noqa: E402
-from searchgrade.viewmodels.holes import holes_panel  # noqa: E402
 from searchgrade.engine.run.judge_pool import pool_holes  # noqa: E402
 from searchgrade.engine.run.pool import PoolDepth  # noqa: E402
 from searchgrade.engine.statistics.paired import paired_differences  # noqa: E402
 from searchgrade.engine.store import Store  # noqa: E402
+from searchgrade.viewmodels.holes import holes_panel  # noqa: E402
 from tests.engine.holes_fixtures import Oracle  # noqa: E402
 from tests.engine.llm.fake_server import FakeOpenAIServer  # noqa: E402
 

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def limit(collection: Collection, n: int) -> Collection:
     return Collection(f"{collection.name}[:{n}]", collection.path, documents, kept_queries, qrels)
 
 
-def report_build(label: str, built) -> None:
+def report_build(label: str, built: Any) -> None:
     stats, timings = built.stats, built.timings
     rate = stats.get("embed_docs_per_s")
     print(f"{label}: " + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in timings.items()))

@@ -20,12 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from searchgrade.core.records import Document, Query  # noqa: E402
-from searchgrade.engine.llm.cache import MemoryCache, StoreCache  # noqa: E402
-from searchgrade.engine.llm.client import LLMClient  # noqa: E402
-from searchgrade.engine.llm.judge import judge_pairs  # noqa: E402
-from searchgrade.engine.llm.settings import LLMSettings  # noqa: E402
-from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body  # noqa: E402
+from searchgrade.core.records import Document, Query
+from searchgrade.engine.llm.cache import MemoryCache, StoreCache
+from searchgrade.engine.llm.client import LLMClient
+from searchgrade.engine.llm.judge import judge_pairs
+from searchgrade.engine.llm.settings import LLMSettings
+from tests.engine.llm.fake_server import FakeOpenAIServer, chat_body
 
 
 def judge_responder(body: dict[str, Any], n: int) -> tuple[int, Any, dict[str, str]]:

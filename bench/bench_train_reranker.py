@@ -34,10 +34,10 @@ from searchgrade.engine.run.pipeline import run_evaluation  # noqa: E402
 from searchgrade.engine.run.strategies import base_strategies  # noqa: E402
 from searchgrade.engine.store import Store  # noqa: E402
 from searchgrade.engine.training.pairs import NegativeSampling  # noqa: E402
-from searchgrade.engine.training.reranker import (
+from searchgrade.engine.training.reranker import (  # noqa: E402
     DEFAULT_DEPTH,
     RerankerTrainingConfig,
-    train_reranker,  # noqa: E402,
+    train_reranker,
 )
 from searchgrade.engine.training.trainer import TrainingSettings  # noqa: E402
 from searchgrade.indexes.settings import IndexSettings  # noqa: E402

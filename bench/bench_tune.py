@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -69,12 +70,12 @@ def rss_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def timed_trials(store, run_id, data, reuse: bool, trials: int, seed: int):
+def timed_trials(store: Store, run_id: str, data: Path, reuse: bool, trials: int, seed: int):
     tuning = prepare_tuning(store, run_id, data, strategy="hybrid", reuse=reuse)
     ids = tuning.query_ids
     per_trial = []
 
-    def keep(record):
+    def keep(record: Any) -> None:
         per_trial.append(record.seconds)
 
     optimise(tuning.target, tuning.grades, ids, tuning.space, parse_metric("ndcg@10"), 10, tuning.threshold,
@@ -115,7 +116,7 @@ def main_bench() -> None:
         marks = sorted({1, max(1, args.memory_trials // 10), max(1, args.memory_trials // 2), args.memory_trials})
         memory: dict[int, float] = {}
 
-        def watch(record):
+        def watch(record: Any) -> None:
             if record.number + 1 in marks:
                 memory[record.number + 1] = rss_mb()
 

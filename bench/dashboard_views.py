@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any
 
 from machine import load
 
@@ -52,7 +53,7 @@ def timed(fn: Callable[[], object], repeats: int, slow_s: float,
 PLAIN = (str, int, float, bool, type(None))
 
 
-def plain(frame):
+def plain(frame: Any) -> Any:
     """A copy of ``frame`` whose cells are plain values: anything else (an object of this tree's
     classes) as its string, so the parent can unpickle it without this tree's code."""
     frame = frame.reset_index(drop=True).copy()
@@ -62,7 +63,7 @@ def plain(frame):
     return frame
 
 
-def figures(view) -> dict:
+def figures(view: Any) -> dict:
     """What the parent compares of a results view: the headline and the tables behind the figures."""
     return {"headline": (view.headline.strategy, float(view.headline.value)),
             **{name: plain(getattr(view, name)) for name in
@@ -94,7 +95,7 @@ def main() -> int:
     # A tree that keeps a complete run's reads (migrations 7 and 8) is also timed with nothing kept.
     keeps = any("kept_reads" in sql for _, sql in module("engine.store.migrations").MIGRATIONS)
 
-    def page(store):
+    def page(store: Any) -> Any:
         """One open database for the page's reads, where the tree has it (app.py does it so)."""
         return store.session() if hasattr(store, "session") else nullcontext()
 
@@ -108,7 +109,7 @@ def main() -> int:
     if args.runs_db:
         path, run_a, run_b, best = args.runs_db, args.run_a, args.run_b, args.best
 
-        def results_page(store):
+        def results_page(store: Any) -> Any:
             with page(store):
                 return results.results_view(store, run_a, "dcg", 10), results.failed_queries(store, run_a, best)
 
@@ -129,7 +130,7 @@ def main() -> int:
         out["failed"] = plain(results.failed_queries(Store(path), run_a, best))
 
     if args.trends_db:
-        def trends_page(store):
+        def trends_page(store: Any) -> Any:
             with page(store):
                 runs.run_choices(store, complete_only=True)
                 trends.trend_cutoffs(store)

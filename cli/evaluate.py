@@ -101,8 +101,8 @@ def _runner(args: argparse.Namespace) -> Iterator[StageRunner]:
 
         yield LocalRunner()
         return
-    from searchgrade.engine.ray.stage_runner import RayRunner
     from searchgrade.engine.ray.session import ray_session
+    from searchgrade.engine.ray.stage_runner import RayRunner
 
     with ray_session(None if args.ray == RAY_LOCAL else args.ray) as session:
         yield RayRunner(session)
@@ -222,8 +222,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any, runner: StageRunner) -> int:
-    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.run.pipeline import run_evaluation
+    from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
     bars = Bars()
@@ -290,8 +290,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace, store: Store, run_id: str, runner: StageRunner) -> int:
-    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.run.pipeline import resume_run
+    from searchgrade.viewmodels.results import keep_first_view
 
     bars = Bars()
     try:

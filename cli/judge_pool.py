@@ -33,9 +33,9 @@ def cmd_judge_pool(args: argparse.Namespace) -> int:
     from searchgrade.cli.output import Bars
     from searchgrade.cli.show import print_table
     from searchgrade.engine.llm.key_policy import operator_urls
-    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.run.judge_pool import check_scale, judge_pool_run, pool_holes
     from searchgrade.engine.run.pool import parse_pool_depth
+    from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
     run = store.get_run(args.run)

@@ -8,13 +8,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from searchgrade.cli.options import add_common, open_store
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
-from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store

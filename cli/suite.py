@@ -148,8 +148,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from searchgrade.cli.output import Bars
-    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, run_suite
+    from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
     store.get_suite(args.name)

@@ -35,9 +35,9 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from searchgrade.viewmodels.results import keep_first_view
     from searchgrade.engine.store import new_owner
     from searchgrade.engine.suites.worker import serve, work_once
+    from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
     worker = new_owner()

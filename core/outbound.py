@@ -59,7 +59,7 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-class OutboundRefused(SearchGradeError):
+class OutboundRefused(SearchGradeError):  # noqa: N818 - the guard's refusal, named as the app words it
     """A typed target the policy refuses (one line: what, why, and what the operator can set)."""
 
 
@@ -339,7 +339,7 @@ def _guarded_adapter(policy: OutboundPolicy) -> Any:
             super().init_poolmanager(*args, **kwargs)
             self.poolmanager.pool_classes_by_scheme = {"http": GuardedHTTPPool, "https": GuardedHTTPSPool}
 
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:  # noqa: ARG002 - requests' adapter API
             raise OutboundRefused("a proxy is never used for a target typed in the app")
 
     return GuardedAdapter()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from searchgrade.core.records import SearchGradeError
+
+if TYPE_CHECKING:
+    from searchgrade.engine.store import Store
 
 EXPORT_FORMATS = ("trec", "csv", "parquet")
 
 
-def export_run(store, run_id: str, fmt: str, out_dir: str | Path) -> list[Path]:
+def export_run(store: Store, run_id: str, fmt: str, out_dir: str | Path) -> list[Path]:
     """Write a run's files into out_dir and return their paths.
 
     trec: one file per strategy, `<strategy>.trec`, lines `qid Q0 docid rank score tag` with the run id
@@ -33,7 +37,7 @@ def trec_lines(rows: list[dict], tag: str) -> list[str]:
     return [f"{r['query_id']} Q0 {r['doc_id']} {r['rank']} {r['score']:.6f} {tag}" for r in rows]
 
 
-def _export_trec(store, run_id: str, out: Path) -> list[Path]:
+def _export_trec(store: Store, run_id: str, out: Path) -> list[Path]:
     by_strategy: dict[str, list[dict]] = {}
     for row in store.results_with_grades(run_id):
         by_strategy.setdefault(row["strategy"], []).append(row)
@@ -49,7 +53,7 @@ def _export_trec(store, run_id: str, out: Path) -> list[Path]:
     return paths
 
 
-def _export_metrics(store, run_id: str, fmt: str, out: Path) -> Path:
+def _export_metrics(store: Store, run_id: str, fmt: str, out: Path) -> Path:
     import pandas as pd
 
     frame = pd.DataFrame(store.metric_values(run_id))

@@ -51,7 +51,7 @@ from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranke
 from searchgrade.indexes.settings import IndexSettings
 
 
-class SkipStrategy(SearchGradeError):
+class SkipStrategy(SearchGradeError):  # noqa: N818 - a signal to skip, recorded, not an error
     """A strategy that cannot be built here for a reason the run records (and goes on without it)."""
 
 

@@ -70,7 +70,7 @@ def load_pretrained(factory: Callable[..., Any], name: str, *, kind: str, fix: s
         raise SearchGradeError(f"{kind} path '{name}' does not exist: {fix}")
     try:
         return factory(name, local_files_only=True)
-    except Exception:  # not in the local cache: try the hub below
+    except Exception:  # noqa: BLE001, S110 - not in the local cache: try the hub below
         pass
     if not hub_reachable():
         raise SearchGradeError(

@@ -138,5 +138,5 @@ def test_the_readme_test_command_is_the_one_ci_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     tests = readme[readme.index("\n## Tests\n"):]
     block = re.search(r"```bash\n(.*?)\n```", tests, re.DOTALL).group(1).strip()
-    assert ci == ["./install.sh --test && .venv/bin/python -m pytest"]
+    assert ci == ["./install.sh --test && .venv/bin/ruff check . && .venv/bin/python -m pytest"]
     assert block == ci[0]

@@ -15,6 +15,10 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, strategy_order
+from searchgrade.engine.statistics.paired import PairedDifference, paired_differences
+from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import (
     PAIRED_RESAMPLES,
     PRIMARY_K,
@@ -25,10 +29,6 @@ from searchgrade.viewmodels.common import (
 )
 from searchgrade.viewmodels.recompute import Figures
 from searchgrade.viewmodels.significance import family_note, figures_text, verdict
-from searchgrade.engine.run.scoring import higher_is_better
-from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference, paired_differences
-from searchgrade.engine.store import RunRecord, Store
 
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
                  "Comparisons", "Verdict", "Queries"]

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.viewmodels.common import one_session
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.common import one_session
 
 
 @dataclass

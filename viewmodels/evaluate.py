@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from searchgrade.engine.collections import default_threshold, grade_scale, load_collection
 from searchgrade.engine.collections.qrels import NO_MATCHING_DOCUMENTS
 from searchgrade.engine.llm.env import endpoint_status
-from searchgrade.viewmodels.runs import run_label
 from searchgrade.engine.store import Store
 from searchgrade.indexes.settings import ANN_INDEXES, IndexSettings
+from searchgrade.viewmodels.runs import run_label
 
 if TYPE_CHECKING:
     from searchgrade.core.records import Collection

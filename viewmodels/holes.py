@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from searchgrade.engine.metrics import higher_is_better, metric_key
-from searchgrade.viewmodels.common import METRIC_LABELS
 from searchgrade.engine.run.stored_metrics import Recomputed, check_cutoff
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.statistics.bootstrap import bootstrap_cis
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import METRIC_LABELS
 
 #: Strategies whose judged@k differ by more than this get the warning.
 JUDGED_GAP = 0.1

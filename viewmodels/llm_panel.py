@@ -9,9 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from searchgrade.viewmodels.common import metric_rows
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import metric_rows
 
 STAGE_LABELS = {"querygen": "Query generation", "judge": "Judge"}
 USAGE_COLUMNS = {"requests": "Calls", "ok": "Valid replies", "failures": "Failed",

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES, Sentence, metric_label
-from searchgrade.viewmodels.recompute import per_query_values
 from searchgrade.engine.run.lexical_overlap import BANDS, band
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES, Sentence, metric_label
+from searchgrade.viewmodels.recompute import per_query_values
 
 QUERY_TYPES = {"natural": "natural language", "keyword": "keyword"}
 

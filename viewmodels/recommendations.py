@@ -5,18 +5,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from searchgrade.viewmodels.common import Sentence, best_row, metric_label, plural
-from searchgrade.viewmodels.llm_panel import kappa_reading
-from searchgrade.viewmodels.runs import skipped_messages
-from searchgrade.viewmodels.significance import figures_text
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import base_of, label, reranked_of
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import Sentence, best_row, metric_label, plural
+from searchgrade.viewmodels.llm_panel import kappa_reading
+from searchgrade.viewmodels.runs import skipped_messages
+from searchgrade.viewmodels.significance import figures_text
 
 if TYPE_CHECKING:
-    from searchgrade.viewmodels.results_cache import RunReads
     from searchgrade.viewmodels.recompute import Figures
+    from searchgrade.viewmodels.results_cache import RunReads
     from searchgrade.viewmodels.results_view import ResultsView
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.engine.metrics import METRIC_NAMES
-from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.stored_metrics import Recomputed, check_cutoff, per_query_values, recompute_values
 from searchgrade.engine.statistics.bootstrap import bootstrap_cis
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES
 
 #: per_query_values and recompute_values are the run's (engine/run/stored_metrics.py), shown here too.
 __all__ = ["SUMMARY_COLUMNS", "Figures", "Recomputed", "per_query_values", "recompute_values", "summary"]

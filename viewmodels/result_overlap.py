@@ -16,9 +16,9 @@ from itertools import combinations
 
 import pandas as pd
 
-from searchgrade.viewmodels.common import one_session
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import one_session
 
 #: Persistence of rank-biased overlap.
 RBO_P = 0.9
@@ -38,14 +38,14 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = RBO_P) -> float:
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p}")
     short, long_ = (list(a), list(b)) if len(a) <= len(b) else (list(b), list(a))
-    s, l = len(short), len(long_)
+    s, n_long = len(short), len(long_)
     if s == 0:
-        return 1.0 if l == 0 else 0.0
+        return 1.0 if n_long == 0 else 0.0
     seen_s: set[str] = set()
     seen_l: set[str] = set()
     overlap = 0
     x: list[int] = [0]  # x[d]: overlap of the two lists' top d (short list whole beyond s)
-    for d in range(1, l + 1):
+    for d in range(1, n_long + 1):
         if d <= s:
             item_s = short[d - 1]
             overlap += int(item_s in seen_l)
@@ -54,9 +54,9 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = RBO_P) -> float:
         overlap += int(item_l in seen_s)
         seen_l.add(item_l)
         x.append(overlap)
-    total = sum(x[d] / d * p ** d for d in range(1, l + 1))
-    total += sum(x[s] * (d - s) / (s * d) * p ** d for d in range(s + 1, l + 1))
-    return (1 - p) / p * total + ((x[l] - x[s]) / l + x[s] / s) * p ** l
+    total = sum(x[d] / d * p ** d for d in range(1, n_long + 1))
+    total += sum(x[s] * (d - s) / (s * d) * p ** d for d in range(s + 1, n_long + 1))
+    return (1 - p) / p * total + ((x[n_long] - x[s]) / n_long + x[s] / s) * p ** n_long
 
 
 def top_overlap(store: Store, run: RunRecord, k: int = OVERLAP_K) -> pd.DataFrame:

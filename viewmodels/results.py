@@ -10,6 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, reranker_of, strategy_order
+from searchgrade.engine.statistics.paired import PairedDifference
+from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.common import (
     PRIMARY_METRIC,
@@ -24,10 +27,10 @@ from searchgrade.viewmodels.common import (
     primary_k,
 )
 from searchgrade.viewmodels.embedding import embedding_text
-from searchgrade.viewmodels.results_cache import RunReads
 from searchgrade.viewmodels.llm_panel import llm_panel
 from searchgrade.viewmodels.recommendations import recommendations
 from searchgrade.viewmodels.recompute import Figures
+from searchgrade.viewmodels.results_cache import RunReads
 from searchgrade.viewmodels.results_view import Headline, ResultsView
 from searchgrade.viewmodels.runs import skipped_messages
 from searchgrade.viewmodels.significance import (
@@ -38,9 +41,6 @@ from searchgrade.viewmodels.significance import (
     results_comparisons,
     significance,
 )
-from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, reranker_of, strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference
-from searchgrade.engine.store import RunRecord, Store
 
 
 @one_session

@@ -17,8 +17,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from searchgrade.viewmodels.significance import PROCEDURE
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.significance import PROCEDURE
 
 #: Parts read together, in one query, by the first read of any (small: tens of rows each).
 SMALL = ("position_means", "failed_top1_counts", "latency_summary", "unretrieved_relevant", "query_extremes",

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels.common import Sentence
 from searchgrade.viewmodels.llm_panel import LLMPanel
-from searchgrade.engine.store import RunRecord
 
 
 @dataclass

@@ -15,8 +15,8 @@ from searchgrade.engine.labels.review_sample import (
     sample_pairs,
     sample_queries,
 )
-from searchgrade.viewmodels.common import is_llm_run
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import is_llm_run
 
 MODE_LABELS = {"pairs": "Pairs: a stratified sample", "queries": "Whole queries: every result in the top k",
                "holes": "Fill the holes: the unjudged results that could change the decision"}

@@ -19,6 +19,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, pairs, reranker_of
+from searchgrade.engine.statistics.paired import (
+    PairedDifference,
+    interval_words,
+    p_words,
+    paired_differences,
+)
 from searchgrade.viewmodels.common import (
     PAIRED_RESAMPLES,
     WITH,
@@ -26,14 +34,6 @@ from searchgrade.viewmodels.common import (
     Sentence,
     best_row,
     metric_label,
-)
-from searchgrade.engine.run.scoring import higher_is_better
-from searchgrade.engine.run.strategies import label, pairs, reranker_of
-from searchgrade.engine.statistics.paired import (
-    PairedDifference,
-    interval_words,
-    paired_differences,
-    p_words,
 )
 
 if TYPE_CHECKING:

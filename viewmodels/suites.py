@@ -24,13 +24,13 @@ from searchgrade.engine.alerts.channels import check_email_address, check_smtp_s
 from searchgrade.engine.alerts.deliver import Delivery, deliver
 from searchgrade.engine.alerts.text import trial_text
 from searchgrade.engine.metrics import parse_metric
-from searchgrade.viewmodels.common import METRIC_LABELS
 from searchgrade.engine.store import Store, SuiteRecord
 from searchgrade.engine.store.connection import now_utc
 from searchgrade.engine.suites.definition import suite_collection, suite_from_run
 from searchgrade.engine.suites.regression import StrategyChange
-from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, run_suite
 from searchgrade.engine.suites.schedule import check, describe
+from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, run_suite
+from searchgrade.viewmodels.common import METRIC_LABELS
 
 TREND_COLUMNS = ["entry_id", "run_id", "created_at", "strategy", "value", "ci_low", "ci_high", "verdict",
                  "line", "changes", "note", "said"]

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from searchgrade.viewmodels.common import metric_label
-from searchgrade.viewmodels.llm_panel import AgreementView, agreement_view
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.statistics.bootstrap import bootstrap_cis
 from searchgrade.engine.statistics.weighted_bootstrap import weighted_bootstrap_cis
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.engine.traffic.bands import BANDS
 from searchgrade.engine.traffic.query_sets import set_queries
+from searchgrade.viewmodels.common import metric_label
+from searchgrade.viewmodels.llm_panel import AgreementView, agreement_view
 
 #: A query fails when its top result is graded 0 (as the Results page's failed queries).
 FAILURE_METRIC = ("mean_relevance", 1)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from searchgrade.viewmodels.common import one_session
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.common import one_session
 
 TREND_COLUMNS = ["run_id", "name", "created_at", "collection_name", "strategy", "value", "ci_low", "ci_high",
                  "n", "label", "query_set"]

@@ -23,13 +23,13 @@ import pandas as pd
 from searchgrade.core.records import ScoredDoc, SearchHits
 from searchgrade.engine.labels.ratings import RunLabels, human_grade, latest_per_rater, run_labels
 from searchgrade.engine.metrics import METRIC_NAMES
-from searchgrade.viewmodels.common import Sentence, metric_label, plural
 from searchgrade.engine.run.scoring import per_query_metrics
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.judge_vs_human import JudgeVsHuman, judge_vs_human
+from searchgrade.engine.statistics.judge_vs_human import Estimate, JudgeVsHuman, judge_vs_human
 from searchgrade.engine.statistics.krippendorff import AlphaEstimate, krippendorff_alpha
 from searchgrade.engine.statistics.ppi import ppi_mean
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import Sentence, metric_label, plural
 
 #: Fewer rated pairs than this: too few to say anything about the judge.
 MIN_PAIRS = 30
@@ -78,7 +78,7 @@ def _raters(labels: RunLabels) -> AlphaEstimate | None:
     return krippendorff_alpha(units, "ordinal")
 
 
-def _fmt(estimate, digits: int = 2, sign: bool = False) -> str:
+def _fmt(estimate: Estimate | AlphaEstimate, digits: int = 2, sign: bool = False) -> str:
     spec = f"{'+' if sign else ''}.{digits}f"
     if estimate.low is None:
         return format(estimate.value, spec)
@@ -171,7 +171,7 @@ def corrected_estimates(store: Store, run: RunRecord, labels: RunLabels, k: int)
         people.setdefault(q, {})[d] = grade
         people_failed.get(q, set()).discard(d)
 
-    def values(judgments, failures) -> dict[tuple[str, str, str], float]:
+    def values(judgments: dict[str, dict[str, int]], failures: dict[str, set[str]]) -> dict[tuple[str, str, str], float]:
         return {(s, q, m): v for s, q, m, _k, v in
                 per_query_metrics(hits, query_ids, judgments, run.threshold, [k], failed=failures)}
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
+from searchgrade.server import auth
+from searchgrade.server.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS
 from searchgrade.viewmodels import add_search as model
 from searchgrade.viewmodels.collection_form import Choice
 from searchgrade.viewmodels.declared import Declared, test_strategy
-from searchgrade.server import auth
-from searchgrade.server.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS
 from searchgrade.views._common import app_exposed, get_store, home, plain, public
 
 _PREFIX = "evaluate_add"

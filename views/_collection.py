@@ -11,9 +11,9 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.paths import DEMO_DIR, collections_root
+from searchgrade.server.uploads import MB, SavedUpload, UploadLimits, save_upload
 from searchgrade.viewmodels import collection_form as form
 from searchgrade.viewmodels import evaluate as evaluate_model
-from searchgrade.server.uploads import MB, SavedUpload, UploadLimits, save_upload
 from searchgrade.views._common import app_exposed, get_store, home, public
 
 

@@ -8,6 +8,9 @@ import re
 import streamlit as st
 
 from searchgrade.engine.paths import data_dir
+from searchgrade.engine.store import STOPPED_STATUSES, RunRecord, Store
+from searchgrade.server import jobs
+from searchgrade.server.deploy import is_exposed
 from searchgrade.viewmodels import compare as compare_model
 from searchgrade.viewmodels import drilldown as drilldown_model
 from searchgrade.viewmodels import evaluate as evaluate_model
@@ -15,9 +18,6 @@ from searchgrade.viewmodels import results as results_model
 from searchgrade.viewmodels import runs as runs_model
 from searchgrade.viewmodels import trends as trends_model
 from searchgrade.viewmodels.results_view import ResultsView
-from searchgrade.engine.store import STOPPED_STATUSES, Store
-from searchgrade.server import jobs
-from searchgrade.server.deploy import is_exposed
 
 #: The words of the dashboard a newcomer may not know, as the pages' tooltips and glossary say them.
 GLOSSARY = {
@@ -49,7 +49,7 @@ def glossary() -> None:
             st.markdown(f"**{word}**: {plain(meaning)}")
 
 
-def run_label(run) -> str:
+def run_label(run: RunRecord) -> str:
     """The one label of a run on every page: "name · collection · date" (and the status when not
     complete); viewmodels/runs.py says it, for the pages' dropdowns and titles alike."""
     return runs_model.run_label(run)
@@ -129,7 +129,7 @@ def query_set_choices(path: str, collection_name: str, runs_key: tuple[str, ...]
     return evaluate_model.query_set_choices(store_for(path), collection_name)
 
 
-def resume_controls(run, key: str) -> None:
+def resume_controls(run: RunRecord, key: str) -> None:
     """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable).
 
     The run continues in the background worker; the page switches to Evaluate to show it.
@@ -153,7 +153,7 @@ def resume_controls(run, key: str) -> None:
         st.switch_page("views/evaluate.py")
 
 
-def running_controls(run, key: str) -> None:
+def running_controls(run: RunRecord, key: str) -> None:
     """A running run (from this app or another process): its stage, a Cancel button, and a watch
     that reruns the page when the run stops (complete, or interrupted once its heartbeat is stale).
     """

@@ -10,6 +10,7 @@ logging in is this page and nothing more: the navigation and the pages are built
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -27,7 +28,7 @@ def _oidc() -> auth.OIDCStatus:
     return auth.oidc_table_status(table)
 
 
-def _sign_out_button(on_click) -> None:
+def _sign_out_button(on_click: Callable[[], None]) -> None:
     with st.sidebar:
         st.button("Log out", key="auth_logout", on_click=on_click)
 

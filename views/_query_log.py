@@ -8,8 +8,8 @@ from typing import Any
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.viewmodels import query_log as log_model
 from searchgrade.server.uploads import save_upload
+from searchgrade.viewmodels import query_log as log_model
 from searchgrade.views._common import get_store, home, plain
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.labels.rescore import rescore_run
+from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels.rating import (
     GRADE_WORDS,
     LabelStatus,
@@ -123,7 +124,7 @@ def rate_items(items: list[RateItem], *, key: str, run_id: str, show_query: bool
                         ("Next →", "Right", lambda: _move(cursor_key, 1, len(items)), i == len(items) - 1)])
 
 
-def rescore_controls(run, key: str) -> LabelStatus:
+def rescore_controls(run: RunRecord, key: str) -> LabelStatus:
     """What people's ratings would change in this run, and "Re-score with the latest labels"; for a
     re-scored run, a way to Compare it with the run it came from."""
     if run.parent_run_id and st.button("Compare with the run it was re-scored from", key=f"{key}_compare_parent",
@@ -152,7 +153,7 @@ def rescore_controls(run, key: str) -> LabelStatus:
     return status
 
 
-def rate_section(run, items: Callable[[], list[RateItem]], *, key: str, show_query: bool) -> None:
+def rate_section(run: RunRecord, items: Callable[[], list[RateItem]], *, key: str, show_query: bool) -> None:
     """A page's rating section: why not, or the items one at a time, then the re-score button."""
     why_not = rating_blocked(run)
     if why_not:
@@ -162,7 +163,7 @@ def rate_section(run, items: Callable[[], list[RateItem]], *, key: str, show_que
     rescore_controls(run, key)
 
 
-def rate_query_results(run, query_id: str) -> None:
+def rate_query_results(run: RunRecord, query_id: str) -> None:
     """The drill-down's results of one query, to rate (the cursor restarts for another query)."""
     key = "drilldown_rate"
     if st.session_state.get(f"{key}_for") != (run.run_id, query_id):
@@ -171,7 +172,7 @@ def rate_query_results(run, query_id: str) -> None:
     rate_section(run, lambda: query_items(get_store(), run.run_id, query_id), key=key, show_query=False)
 
 
-def rate_failed_results(run, strategy: str) -> None:
+def rate_failed_results(run: RunRecord, strategy: str) -> None:
     """The failed-queries table's top-1 results, to rate."""
     key = "results_failed_rate"
     if st.session_state.get(f"{key}_for") != (run.run_id, strategy):

@@ -6,9 +6,10 @@ import re
 
 import streamlit as st
 
-from searchgrade.viewmodels.reranker import NEVER_SAW, card_figures, trained_rerankers
+from searchgrade.engine.store import RunRecord
 from searchgrade.engine.training.reranker import RerankerTrainingConfig
 from searchgrade.server import jobs
+from searchgrade.viewmodels.reranker import NEVER_SAW, card_figures, trained_rerankers
 from searchgrade.views._common import get_store, home, plain
 
 _FIGURES = {c: st.column_config.NumberColumn(format="%.4f") for c in ("Base", "Reranked")} | {
@@ -18,7 +19,7 @@ _FIGURES = {c: st.column_config.NumberColumn(format="%.4f") for c in ("Base", "R
                             "verdict follows the interval shown beside it: significant exactly when it excludes 0.")}
 
 
-def _default_name(run) -> str:
+def _default_name(run: RunRecord) -> str:
     slug = re.sub(r"[^a-z0-9_.-]+", "-", run.collection_name.lower()).strip("-.") or "run"
     return f"{slug[:40]}-{run.run_id[:6].lower()}"
 
@@ -59,7 +60,7 @@ def _card(card: dict) -> None:
                      f"(model card: rerankers/{card['name']}/README.md in the data directory)"))
 
 
-def train_section(run) -> None:
+def train_section(run: RunRecord) -> None:
     """The "Train a reranker on these grades" part of a complete run's Results."""
     st.subheader("Train a reranker on these grades")
     st.caption("A cross-encoder (the first 3 layers of the packaged all-MiniLM-L6-v2, with a fresh "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels import query_slices as slices_model
 from searchgrade.viewmodels.common import metric_label
 from searchgrade.views._common import home, plain, store_for
@@ -17,7 +18,7 @@ def query_slices(path: str, run_id: str, metric: str, k: int) -> slices_model.Qu
     return slices_model.query_slices(store_for(path), run_id, metric, k)
 
 
-def query_slices_section(run, metric: str, k: int) -> None:
+def query_slices_section(run: RunRecord, metric: str, k: int) -> None:
     slices = query_slices(home(), run.run_id, metric, k)
     if slices is None:
         return

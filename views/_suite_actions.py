@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.viewmodels.suites import job_parts, save_suite, suite_of_run
 from searchgrade.server import jobs
 from searchgrade.server.auth import no_auth
+from searchgrade.viewmodels.suites import job_parts, save_suite, suite_of_run
 from searchgrade.views._common import app_exposed, get_store, home, plain
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels import traffic as traffic_model
 from searchgrade.viewmodels.common import metric_label
 from searchgrade.views._common import home, plain, store_for
@@ -17,7 +18,7 @@ def traffic_view(path: str, run_id: str, metric: str, k: int) -> traffic_model.T
     return traffic_model.traffic_view(store, store.get_run(run_id), metric, k)
 
 
-def traffic_section(run, metric: str, k: int) -> None:
+def traffic_section(run: RunRecord, metric: str, k: int) -> None:
     view = traffic_view(home(), run.run_id, metric, k)
     if view is None:
         return

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels import trust as trust_model
 from searchgrade.viewmodels.common import METRIC_LABELS, metric_label
+from searchgrade.viewmodels.trust import Estimate, JudgeVsHuman
 from searchgrade.views._common import home, plain, store_for
 
 SHOW = {"good": st.success, "warn": st.warning, "info": st.info}
@@ -19,25 +21,25 @@ def trust_panel(path: str, run_id: str, metric: str, k: int, labels_version: str
     return trust_model.trust_panel(store_for(path), run_id, metric, k)
 
 
-def _cell(count: int, share) -> str:
+def _cell(count: int, share: Estimate) -> str:
     if share.value is None:
         return f"{count}"
     interval = f", {share.low:.0%}–{share.high:.0%}" if share.low is not None else ""
     return f"{count} ({share.value:.0%}{interval})"
 
 
-def confusion_frame(judge) -> pd.DataFrame:
+def confusion_frame(judge: JudgeVsHuman) -> pd.DataFrame:
     """Counts per (judge grade, people's grade), with the column share and its CI in brackets."""
     rows = {f"Judge {g}": [_cell(judge.confusion[i][j], judge.column_share[i][j]) for j in range(len(judge.labels))]
             for i, g in enumerate(judge.labels)}
     return pd.DataFrame.from_dict(rows, orient="index", columns=[f"People {g}" for g in judge.labels])
 
 
-def _ci(low, high) -> str:
+def _ci(low: float | None, high: float | None) -> str:
     return "" if low is None or pd.isna(low) else f"{low:.3f} to {high:.3f}"
 
 
-def trust_section(run, metric: str, k: int) -> None:
+def trust_section(run: RunRecord, metric: str, k: int) -> None:
     if not trust_model.has_judge_grades(run):
         return
     st.subheader("How far to trust the judge")

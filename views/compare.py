@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
+from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,
@@ -15,7 +16,6 @@ from searchgrade.viewmodels.common import (
     metric_names,
 )
 from searchgrade.viewmodels.compare import default_pair
-from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.views._common import chart_text, compare_runs, glossary, home, plain, public, run_choices
 from searchgrade.views._holes import compare_flips
 

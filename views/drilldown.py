@@ -9,9 +9,9 @@ import re
 
 import streamlit as st
 
+from searchgrade.engine.run.strategies import label
 from searchgrade.viewmodels.drilldown import marked
 from searchgrade.viewmodels.rating import query_ratings
-from searchgrade.engine.run.strategies import label
 from searchgrade.views._common import (
     get_store,
     home,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -11,6 +13,9 @@ from searchgrade.engine.llm.accounting import usage_text
 from searchgrade.engine.llm.env import ENV_API_KEY, endpoint_status, env_api_key, llm_defaults
 from searchgrade.engine.llm.key_policy import key_withheld_note
 from searchgrade.engine.paths import DEMO_DIR
+from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.server import jobs
+from searchgrade.server.outbound import check_llm_endpoint
 from searchgrade.viewmodels.collection_form import Choice
 from searchgrade.viewmodels.declared import Declared, declared_strategies, test_strategy
 from searchgrade.viewmodels.evaluate import (
@@ -30,9 +35,6 @@ from searchgrade.viewmodels.progress import duration_words, stage_words
 from searchgrade.viewmodels.query_log import has_click_log
 from searchgrade.viewmodels.reranker import page_fix, reranked, reranker_problem, trained_rerankers
 from searchgrade.viewmodels.runs import run_choices, skipped_messages
-from searchgrade.engine.run.strategies import label as strategy_label
-from searchgrade.server import jobs
-from searchgrade.server.outbound import check_llm_endpoint
 from searchgrade.views._add_search import add_your_search
 from searchgrade.views._collection import choose_collection, collection_overview, show_error
 from searchgrade.views._common import (
@@ -45,6 +47,9 @@ from searchgrade.views._common import (
     resume_controls,
 )
 from searchgrade.views._query_log import query_log_section
+
+if TYPE_CHECKING:
+    from searchgrade.engine.run.config import RunConfig
 
 st.session_state.setdefault("evaluate_job_id", None)
 st.session_state.setdefault("evaluate_form", False)
@@ -480,7 +485,7 @@ def _declared_panel(offered: Declared, choice: Choice) -> None:
                 st.dataframe(result.results, hide_index=True, key=f"evaluate_test_table_{name}")
 
 
-def _estimate(choice: Choice, run_config) -> None:
+def _estimate(choice: Choice, run_config: Callable[[], RunConfig]) -> None:
     """The dry run's calls and tokens (``evaluate --dry-run``'s function), on request; shown while the
     form still describes the run they were estimated for."""
     import json

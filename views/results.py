@@ -5,6 +5,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
+from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.run.strategies import base_of
+from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_METRIC,
@@ -17,9 +20,6 @@ from searchgrade.viewmodels.common import (
 from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.results import bar_series, reranker_state
-from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.strategies import base_of
-from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
     GLOSSARY,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
+from searchgrade.server.outbound import check_typed_url
 from searchgrade.viewmodels.suites import (
     alerts_table,
     send_test_alert,
@@ -17,7 +18,6 @@ from searchgrade.viewmodels.suites import (
     suite_trend,
     summary,
 )
-from searchgrade.server.outbound import check_typed_url
 from searchgrade.views._common import app_exposed, get_store, plain
 from searchgrade.views._suite_actions import may_change_suites, start_suite_run
 from searchgrade.views._suite_trend import suite_trend_chart

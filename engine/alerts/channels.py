@@ -44,7 +44,7 @@ TIMEOUT_S = 10.0
 CERT_NAME_MISMATCH = (62, 64)
 
 
-class ChannelRefused(SearchGradeError):
+class ChannelRefused(SearchGradeError):  # noqa: N818 - a refusal by the channel, not our error
     """A channel that refused, or was refused, in a way no retry mends (module docstring)."""
 
 

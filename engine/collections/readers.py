@@ -210,7 +210,7 @@ def _parquet_file(shown: Shown) -> Any:
         raise SearchGradeError("pyarrow is not installed (pip install pyarrow)") from None
     try:
         return pq.ParquetFile(shown.path)
-    except Exception as error:  # pyarrow raises several types for a corrupt file
+    except Exception as error:  # noqa: BLE001 - pyarrow raises several types for a corrupt file
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise problem(shown.label, f"not a readable Parquet file ({first})", "re-export it") from None
 
@@ -224,6 +224,6 @@ def _parquet(shown: Shown, columns: list[str]) -> Iterator[Record]:
                 yield shown.row(number), row
     except SearchGradeError:
         raise
-    except Exception as error:  # a corrupt row group shows only when it is read
+    except Exception as error:  # noqa: BLE001 - a corrupt row group shows only when it is read
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise problem(shown.row(number + 1), f"not a readable Parquet row ({first})", "re-export the file") from None

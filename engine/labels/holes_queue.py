@@ -21,8 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from searchgrade.core.records import SearchGradeError
+
+if TYPE_CHECKING:
+    from searchgrade.engine.store import Store
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ def _still_open(threat: float, lead: float) -> bool:
     return threat > 1e-12 and threat >= lead
 
 
-def holes_queue(store, run_id: str, k: int | None = None) -> HolesQueue:
+def holes_queue(store: Store, run_id: str, k: int | None = None) -> HolesQueue:
     """The run's "fill the holes" queue at DCG@k (default: the run's k).
 
     Raises:

@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from searchgrade.core.records import Grade, Query, ScoredDoc, SearchGradeError, SearchHits
-from searchgrade.engine.labels.ratings import RunLabels, human_grade, latest_per_rater, to_run_scale
+from searchgrade.engine.labels.ratings import Rating, RunLabels, human_grade, latest_per_rater, to_run_scale
 from searchgrade.engine.run.pool import still_pooled_unjudged
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics, stored_cutoffs, summarise
 
 Pair = tuple[str, str]
 
 
-def _reason(ratings) -> str:
+def _reason(ratings: Iterable[Rating]) -> str:
     latest = latest_per_rater(ratings)
     parts = [f"{r.rater}: {r.grade}" + (f" ({r.note})" if r.note else "") for r in latest.values()]
     return "rated by " + "; ".join(parts)

@@ -45,11 +45,11 @@ R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 
 
-class _Rejected(Exception):
+class _Rejected(Exception):  # noqa: N818 - control flow inside the client
     """The server refused the request as sent (400-class)."""
 
 
-class _GaveUp(Exception):
+class _GaveUp(Exception):  # noqa: N818 - control flow inside the client
     """Retries exhausted on transient errors."""
 
 

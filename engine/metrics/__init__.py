@@ -38,9 +38,9 @@ from searchgrade.engine.metrics.infap import infap
 from searchgrade.engine.metrics.judged import judged
 from searchgrade.engine.metrics.ndcg import ndcg
 from searchgrade.engine.metrics.ndcg_judged import ndcg_judged
+from searchgrade.engine.metrics.precision import precision
 from searchgrade.engine.metrics.r_precision import r_precision
 from searchgrade.engine.metrics.rbp import DEFAULT_PERSISTENCE, rbp, rbp_residual
-from searchgrade.engine.metrics.precision import precision
 from searchgrade.engine.metrics.recall import recall, recall_single_hit
 from searchgrade.engine.metrics.reciprocal_rank import reciprocal_rank
 from searchgrade.engine.metrics.relevance import (

@@ -29,10 +29,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import Collection, Document, Query
 from searchgrade.engine.run.config import RunConfig
+
+if TYPE_CHECKING:
+    from searchgrade.engine.llm.cache import LLMCache
+    from searchgrade.engine.llm.judge import JudgeSettings
+    from searchgrade.engine.store import Store
 
 #: Prompts built per stage to estimate the tokens.
 SAMPLE = 20
@@ -247,7 +252,8 @@ def _rerank(collection: Collection, config: RunConfig, queries: list[Query], n_q
                          len(tokens), upper_bound=True)
 
 
-def _generation(collection, config, store, cache, model, rng, notes):
+def _generation(collection: Collection, config: RunConfig, store: Store | None, cache: LLMCache | None, model: str,
+                rng: random.Random, notes: list[str]) -> tuple[StageEstimate | None, list[Query], int]:
     from searchgrade.engine.llm.cache import cache_key
     from searchgrade.engine.llm.prompts import load_prompt, neutralise_tags
     from searchgrade.engine.llm.querygen import CACHE_KIND, QueryGenSettings, sample_documents
@@ -281,7 +287,7 @@ def _generation(collection, config, store, cache, model, rng, notes):
     return stage, queries, n_queries
 
 
-def _judge(collection: Collection, queries: list[Query], settings, bound: int, cached: int,
+def _judge(collection: Collection, queries: list[Query], settings: JudgeSettings, bound: int, cached: int,
            rng: random.Random) -> StageEstimate:
     from searchgrade.engine.llm.judge import judge_prompt
     from searchgrade.engine.llm.prompts import neutralise_tags as neutralise

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from searchgrade.core.records import Document, Grade, SearchGradeError
+from searchgrade.core.records import Document, SearchGradeError
 from searchgrade.engine.run.config import JUDGE_THRESHOLD, RunConfig
 from searchgrade.engine.run.pool import PoolDepth, pool_pairs, still_pooled_unjudged
 

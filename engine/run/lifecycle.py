@@ -22,7 +22,7 @@ from typing import Any
 from searchgrade.engine.store import heartbeat_timeout_s
 
 
-class RunStopped(BaseException):  # noqa: N818 - a stop, like KeyboardInterrupt, not an error
+class RunStopped(BaseException):
     """The work on a run must stop now (see the subclasses)."""
 
 

@@ -128,9 +128,9 @@ class LocalRunner:
         """Nothing ahead of the build: the build embeds what the cache lacks, in the same chunks."""
 
     @contextmanager
-    def searching(self, job: SearchJob, stats: dict[str, Any]) -> Iterator[Search]:
+    def searching(self, job: SearchJob, stats: dict[str, Any]) -> Iterator[Search]:  # noqa: ARG002 - StageRunner's signature
         yield LocalSearch(job.built, job.config.retrieval_depth)
 
     @contextmanager
-    def judging(self, client: LLMClient | None, stats: dict[str, Any]) -> Iterator[LLMClient | None]:
+    def judging(self, client: LLMClient | None, stats: dict[str, Any]) -> Iterator[LLMClient | None]:  # noqa: ARG002 - StageRunner's signature
         yield client

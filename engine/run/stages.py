@@ -18,7 +18,6 @@ from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
 from searchgrade.engine.run.lexical_overlap import query_overlaps
 from searchgrade.engine.run.pool import still_pooled_unjudged
-from searchgrade.engine.run.stage_runner import SearchJob
 from searchgrade.engine.run.scoring import (
     MetricRow,
     per_query_metrics,
@@ -27,6 +26,7 @@ from searchgrade.engine.run.scoring import (
     summarise,
 )
 from searchgrade.engine.run.search import SearchResults, run_search
+from searchgrade.engine.run.stage_runner import SearchJob
 from searchgrade.engine.run.strategies import Registry
 from searchgrade.indexes.base import BuiltIndexes
 from searchgrade.indexes.build import build_searchers, measure_ann_recall

@@ -22,7 +22,6 @@ from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.store import RunRecord, Store
 
-
 #: The metrics whose array forms read the rankings' holes (engine.metrics.arrays_holes).
 _HOLES_METRICS = frozenset({"bpref", "ndcg_judged", "err", "rbp", "rbp_residual", "infap", "r_precision"})
 

@@ -11,7 +11,7 @@ page: a cluster bootstrap over queries.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -159,13 +159,13 @@ def judge_vs_human(
     linear, quadratic = distance / span, (distance / span) ** 2
     diff = values[:, None] - values[None, :]  # judge - human per cell
 
-    def both(fn):
+    def both(fn: Callable[[np.ndarray], np.ndarray]) -> tuple[float, np.ndarray]:
         return fn(total[None])[0], fn(resampled)
 
-    def exact(c):
+    def exact(c: np.ndarray) -> np.ndarray:
         return np.trace(c, axis1=-2, axis2=-1) / c.sum(axis=(-2, -1))
 
-    def bias(c):
+    def bias(c: np.ndarray) -> np.ndarray:
         return (c * diff).sum(axis=(-2, -1)) / c.sum(axis=(-2, -1))
 
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -215,6 +215,6 @@ def insert_frame(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple], 
     view = f"_insert_{table}"
     con.register(view, arrow)
     try:
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM {view}")
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {', '.join(columns)} FROM {view}")  # noqa: S608 - constant names, values bound
     finally:
         con.unregister(view)

@@ -54,7 +54,7 @@ _FAILS = "({g}.grade = 0 OR {g}.source IS NULL)"
 # Every strategy's top 1 of the queries whose top 1 from $strategy failed (_FAILS), with its title,
 # grade and whether its judgment failed: one row per query and strategy.
 _FAILED_TOP1 = (
-    "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "
+    "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "  # noqa: S608 - constant fragments, values bound
     "top1 AS (SELECT r.query_id, r.strategy, r.doc_id, g.grade, g.source FROM results r "
     "  LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
     "  WHERE r.run_id = $run AND r.rank = 1), "
@@ -280,7 +280,7 @@ class DashboardReadsMixin(StoreConnection):
         """Per strategy: queries whose top 1 is graded 0 or unjudged (failed), unjudged, whose top-1
         judgment failed (judge_failed, not counted as failed), and queries answered."""
         return self._dicts(
-            "SELECT r.strategy, count(*) FILTER (WHERE " + _FAILS.format(g="g") + ") AS failed, "
+            "SELECT r.strategy, count(*) FILTER (WHERE " + _FAILS.format(g="g") + ") AS failed, "  # noqa: S608 - constant fragments, values bound
             "count(*) FILTER (WHERE g.source IS NULL) AS unjudged, "
             "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed, "
             "count(*) AS n "
@@ -361,12 +361,12 @@ class DashboardReadsMixin(StoreConnection):
                 "SELECT DISTINCT strategy FROM results WHERE run_id = ? ORDER BY strategy", [run_id]).fetchall()]
             queries = con.execute("SELECT query_id, source_doc_id IS NOT NULL AS has_source FROM queries "
                                   "WHERE run_id = ? ORDER BY query_id", [run_id]).fetchnumpy()
-            rows = con.execute("WITH " + _NUMBERED + _RANKED.format(
+            rows = con.execute("WITH " + _NUMBERED + _RANKED.format(  # noqa: S608 - constant fragments, values bound
                 place="r.rank::INTEGER - 1",
                 results="(SELECT * FROM results WHERE run_id = $run AND rank <= $k)"), params).fetchnumpy()
             if not _contiguous(rows, len(queries["query_id"])):
                 # Ranks with gaps (1, 2, 5): places are counted in rank order, as a ranked list reads.
-                rows = con.execute("WITH " + _NUMBERED + _RANKED.format(
+                rows = con.execute("WITH " + _NUMBERED + _RANKED.format(  # noqa: S608 - constant fragments, values bound
                     place="(row_number() OVER (PARTITION BY r.strategy, r.query_id ORDER BY r.rank) - 1)::INTEGER",
                     results="(SELECT * FROM results WHERE run_id = $run AND rank <= $k)"), params).fetchnumpy()
         return RankedRows(strategies, [str(q) for q in queries["query_id"]], np.asarray(queries["has_source"]),

@@ -49,7 +49,7 @@ class HolesMixin(StoreConnection):
         """The results at rank <= k that are in the pool but not judged: arrays ``si``, ``qi`` and
         ``pos`` numbered as ``ranked_grades`` numbers them (places counted in rank order)."""
         return self._arrays(
-            "WITH " + _NUMBERED + ", " + _POOLED + ", "
+            "WITH " + _NUMBERED + ", " + _POOLED + ", "  # noqa: S608 - constant fragments, values bound
             "r AS (SELECT strategy, query_id, doc_id, (row_number() OVER (PARTITION BY strategy, query_id "
             "      ORDER BY rank) - 1)::INTEGER AS pos FROM results WHERE run_id = $run AND rank <= $k) "
             "SELECT s.si, q.qi, r.pos FROM r JOIN q USING (query_id) JOIN s USING (strategy) "
@@ -60,7 +60,7 @@ class HolesMixin(StoreConnection):
     def pool_nonrelevant(self, run_id: str, threshold: int) -> np.ndarray:
         """Per query (in query id order): its judged grades below the threshold, holes left out."""
         rows = self._arrays(
-            "WITH q AS (SELECT query_id, (row_number() OVER (ORDER BY query_id) - 1)::INTEGER AS qi "
+            "WITH q AS (SELECT query_id, (row_number() OVER (ORDER BY query_id) - 1)::INTEGER AS qi "  # noqa: S608 - constant fragments, values bound
             "  FROM queries WHERE run_id = $run), " + _POOLED + ", "
             "g AS (SELECT query_id, doc_id, grade FROM grades WHERE run_id = $run) "
             "SELECT q.qi, count(*) AS n FROM g JOIN q USING (query_id) "
@@ -77,7 +77,7 @@ class HolesMixin(StoreConnection):
         """Every strategy's results at rank <= depth that hold no grade (unjudged, failed, or
         pooled but not judged), with their rank: strategy, query_id, rank, doc_id, failed."""
         return self._dicts(
-            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), " + _POOLED +
+            "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), " + _POOLED +  # noqa: S608 - constant fragments, values bound
             "SELECT r.strategy, r.query_id, r.rank, r.doc_id, (g.source IS NOT NULL AND g.grade IS NULL) AS failed "
             "FROM results r LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
             "LEFT JOIN h ON h.query_id = r.query_id AND h.doc_id = r.doc_id "

@@ -35,7 +35,7 @@ class LabelsMixin(StoreConnection):
     def labels(self, collection_name: str, *, doc_ids: Sequence[str] | None = None,
                rater: str | None = None) -> list[dict[str, Any]]:
         """A collection's ratings, oldest first (optionally of some documents, or of one rater)."""
-        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels WHERE collection_name = ?"
+        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels WHERE collection_name = ?"  # noqa: S608 - constant names, values bound
         params: list[Any] = [collection_name]
         if doc_ids is not None:
             sql += " AND list_contains(?, doc_id)"

@@ -52,7 +52,7 @@ class LLMCacheMixin(StoreConnection):
             con.register("_llm_entries", arrow)
             try:
                 con.execute(
-                    f"INSERT INTO llm_cache ({', '.join(columns)}) SELECT {', '.join(columns)} "
+                    f"INSERT INTO llm_cache ({', '.join(columns)}) SELECT {', '.join(columns)} "  # noqa: S608 - constant names, values bound
                     "FROM _llm_entries ON CONFLICT DO NOTHING"
                 )
             finally:

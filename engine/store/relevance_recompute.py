@@ -87,7 +87,7 @@ def recompute_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> bool:
     try:
         both = {"run": run_id, "metrics": list(RELEVANCE_METRICS)}
         changed = con.execute(
-            "SELECT EXISTS (SELECT * FROM _relevance EXCEPT ALL " + _STORED + ") "
+            "SELECT EXISTS (SELECT * FROM _relevance EXCEPT ALL " + _STORED + ") "  # noqa: S608 - constant fragments, values bound
             "OR EXISTS (" + _STORED + " EXCEPT ALL SELECT * FROM _relevance)", both).fetchone()[0]
         if not changed:
             return False

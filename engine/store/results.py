@@ -127,7 +127,7 @@ class ResultsMixin(StoreConnection):
         for table in tables if tables is not None else every:
             if table not in every:
                 raise ValueError(f"{table!r} is not a run table: use one of {every}")
-            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])  # noqa: S608 - constant names, values bound
 
     def metric_summary(self, run_id: str, k: int | None = None) -> list[dict[str, Any]]:
         sql = ("SELECT strategy, metric, k, value, ci_low, ci_high, n FROM metric_summary "
@@ -210,7 +210,7 @@ class ResultsMixin(StoreConnection):
                 [table]).fetchall()]
             rest = [c for c in columns if c != "run_id"]
             # Table and column names come from the allow-list and the catalog, never from input.
-            con.execute(f"INSERT INTO {table} (run_id, {', '.join(rest)}) SELECT ?, {', '.join(rest)} "
+            con.execute(f"INSERT INTO {table} (run_id, {', '.join(rest)}) SELECT ?, {', '.join(rest)} "  # noqa: S608 - constant names, values bound
                         f"FROM {table} WHERE run_id = ?", [target_run, source_run])
 
     def top_lists(self, run_id: str, k: int) -> dict[str, dict[str, list[str]]]:

@@ -178,7 +178,7 @@ class RunsMixin(StoreConnection):
         assignments = ", ".join(f"{column} = ?" for column in fields)
         values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in fields.values()]
         with _ROW_WRITES, self.connect() as con:
-            con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", [*values, run_id])
+            con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", [*values, run_id])  # noqa: S608 - constant names, values bound
 
     def finish_run(self, run_id: str, status: str, error: str | None = None, *,
                    owner: str | None = None) -> bool:
@@ -246,11 +246,11 @@ class RunsMixin(StoreConnection):
     def get_run(self, run_id: str) -> RunRecord:
         self.mark_stale_runs()
         with self.connect() as con:
-            row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", [run_id]).fetchone()
+            row = con.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", [run_id]).fetchone()  # noqa: S608 - constant names, values bound
             if row is None:
                 # Accept an unambiguous prefix, as git does for commits.
                 rows = con.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE starts_with(run_id, ?)", [run_id]
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE starts_with(run_id, ?)", [run_id]  # noqa: S608 - constant names, values bound
                 ).fetchall()
                 if len(rows) == 1:
                     row = rows[0]
@@ -263,7 +263,7 @@ class RunsMixin(StoreConnection):
     def list_runs(self, collection_name: str | None = None) -> list[RunRecord]:
         """Runs, newest first."""
         self.mark_stale_runs()
-        sql = f"SELECT {_RUN_COLUMNS} FROM runs"
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs"  # noqa: S608 - constant names, values bound
         params: list[Any] = []
         if collection_name is not None:
             sql += " WHERE collection_name = ?"

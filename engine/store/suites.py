@@ -99,7 +99,7 @@ class SuitesMixin(StoreConnection):
 
     def get_suite(self, name: str) -> SuiteRecord:
         with self.connect() as con:
-            row = con.execute(f"SELECT {_SUITE_COLUMNS} FROM suites WHERE name = ?", [name]).fetchone()
+            row = con.execute(f"SELECT {_SUITE_COLUMNS} FROM suites WHERE name = ?", [name]).fetchone()  # noqa: S608 - constant names, values bound
         if row is None:
             raise SearchGradeError(f"no suite named {name!r}; list them with `searchgrade suite list`, or "
                                    f"make one with `searchgrade suite create {name} --from RUN`")
@@ -107,7 +107,7 @@ class SuitesMixin(StoreConnection):
 
     def list_suites(self) -> list[SuiteRecord]:
         with self.connect() as con:
-            rows = con.execute(f"SELECT {_SUITE_COLUMNS} FROM suites ORDER BY name").fetchall()
+            rows = con.execute(f"SELECT {_SUITE_COLUMNS} FROM suites ORDER BY name").fetchall()  # noqa: S608 - constant names, values bound
         return [_suite(r) for r in rows]
 
     def update_suite(self, name: str, **fields: Any) -> None:
@@ -122,7 +122,7 @@ class SuitesMixin(StoreConnection):
         assignments = ", ".join(f"{column} = ?" for column in fields)
         values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in fields.values()]
         with self.connect() as con:
-            con.execute(f"UPDATE suites SET {assignments}, updated_at = ? WHERE name = ?",
+            con.execute(f"UPDATE suites SET {assignments}, updated_at = ? WHERE name = ?",  # noqa: S608 - constant names, values bound
                         [*values, now_utc(), name])
 
     def delete_suite(self, name: str) -> None:
@@ -131,7 +131,7 @@ class SuitesMixin(StoreConnection):
         with self.transaction() as con:
             for table, column in (("suite_alerts", "suite_name"), ("suite_slots", "suite_name"),
                                   ("suite_runs", "suite_name"), ("suites", "name")):
-                con.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
+                con.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])  # noqa: S608 - constant names, values bound
 
     # -- entries (the suite's runs) --------------------------------------------------------------
 
@@ -151,14 +151,14 @@ class SuitesMixin(StoreConnection):
         assignments = ", ".join(f"{column} = ?" for column in fields)
         values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in fields.values()]
         with self.connect() as con:
-            con.execute(f"UPDATE suite_runs SET {assignments} WHERE entry_id = ?", [*values, entry_id])
+            con.execute(f"UPDATE suite_runs SET {assignments} WHERE entry_id = ?", [*values, entry_id])  # noqa: S608 - constant names, values bound
 
     def suite_entries(self, suite_name: str) -> list[dict[str, Any]]:
         """A suite's entries, oldest first, each with its run's status (``run_status``)."""
         cols = ", ".join(f"e.{c.strip()}" for c in _ENTRY_COLUMNS.split(","))
         with self.connect() as con:
             rows = con.execute(
-                f"SELECT {cols}, r.status FROM suite_runs e LEFT JOIN runs r ON r.run_id = e.run_id "
+                f"SELECT {cols}, r.status FROM suite_runs e LEFT JOIN runs r ON r.run_id = e.run_id "  # noqa: S608 - constant names, values bound
                 "WHERE e.suite_name = ? ORDER BY e.created_at, e.entry_id", [suite_name]).fetchall()
         out = []
         for row in rows:
@@ -169,7 +169,7 @@ class SuitesMixin(StoreConnection):
 
     def suite_entry(self, entry_id: str) -> dict[str, Any]:
         with self.connect() as con:
-            row = con.execute(f"SELECT {_ENTRY_COLUMNS} FROM suite_runs WHERE entry_id = ?", [entry_id]).fetchone()
+            row = con.execute(f"SELECT {_ENTRY_COLUMNS} FROM suite_runs WHERE entry_id = ?", [entry_id]).fetchone()  # noqa: S608 - constant names, values bound
         if row is None:
             raise SearchGradeError(f"no suite run entry {entry_id!r}")
         return _entry(row)

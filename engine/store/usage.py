@@ -28,7 +28,7 @@ class LLMUsageMixin(StoreConnection):
         updates = ", ".join(f"{n} = llm_usage.{n} + excluded.{n}" for n in names)
         with self.connect() as con:
             con.execute(
-                f"INSERT INTO llm_usage (run_id, stage, {', '.join(names)}) "
+                f"INSERT INTO llm_usage (run_id, stage, {', '.join(names)}) "  # noqa: S608 - constant names, values bound
                 f"VALUES (?, ?, {', '.join('?' for _ in names)}) "
                 f"ON CONFLICT (run_id, stage) DO UPDATE SET {updates}",
                 [run_id, stage, *deltas.values()],
@@ -37,7 +37,7 @@ class LLMUsageMixin(StoreConnection):
     def llm_usage(self, run_id: str) -> dict[str, dict[str, float]]:
         """A run's LLM accounting: stage -> counter -> value (empty for a run without LLM calls)."""
         rows = self._dicts(
-            f"SELECT stage, {', '.join(self.LLM_USAGE_COUNTERS)} FROM llm_usage WHERE run_id = ? "
+            f"SELECT stage, {', '.join(self.LLM_USAGE_COUNTERS)} FROM llm_usage WHERE run_id = ? "  # noqa: S608 - constant names, values bound
             "ORDER BY stage",
             [run_id],
         )

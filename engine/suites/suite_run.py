@@ -119,7 +119,7 @@ def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "
     except (KeyboardInterrupt, RunCancelled, RunTakenOver):
         store.update_suite_entry(entry_id, status=CANCELLED, finished_at=now_utc())
         raise
-    except Exception as exc:  # any failure of the evaluation is recorded, never a crash of the worker
+    except Exception as exc:  # noqa: BLE001 - any failure of the evaluation is recorded, never a crash of the worker
         outcome.error = f"{type(exc).__name__ if not isinstance(exc, SearchGradeError) else 'error'}: " \
                         f"{(str(exc).splitlines() or [''])[0]}"
     return _conclude(store, suite, outcome, snap)
@@ -170,7 +170,7 @@ def resume_suite_entry(store: Store, data_dir: str | Path, entry_id: str, *,
         outcome.notes.append(f"resumed run {entry['run_id']} after its worker stopped")
     except (KeyboardInterrupt, RunCancelled, RunTakenOver):
         raise
-    except Exception as exc:  # recorded, as for a new run
+    except Exception as exc:  # noqa: BLE001 - recorded, as for a new run
         outcome.error = f"{type(exc).__name__ if not isinstance(exc, SearchGradeError) else 'error'}: " \
                         f"{(str(exc).splitlines() or [''])[0]}"
     return _conclude(store, suite, outcome, snap)

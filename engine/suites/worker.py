@@ -26,8 +26,8 @@ from pathlib import Path
 from searchgrade.engine.run.lifecycle import RunCancelled
 from searchgrade.engine.store import Store, heartbeat_timeout_s
 from searchgrade.engine.store.connection import now_utc
-from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, resume_suite_entry, run_suite
 from searchgrade.engine.suites.schedule import latest_slot, next_slot, slots_between
+from searchgrade.engine.suites.suite_run import COULD_NOT_EVALUATE, resume_suite_entry, run_suite
 
 POLL_S = 1.0
 

@@ -125,7 +125,7 @@ def train_and_score(work: TrainingWork, config: RerankerTrainingConfig, folder: 
         clock["train_s"] += result.seconds
         clock["train_cpu_s"] += result.cpu_seconds
 
-        def score(ids: Sequence[str], cache: bool) -> dict[str, dict[str, float]]:
+        def score(ids: Sequence[str], cache: bool, model: Any = model) -> dict[str, dict[str, float]]:
             t0, c0 = time.perf_counter(), time.process_time()
             out = {}
             for qid in ids:
@@ -166,7 +166,7 @@ def train_and_score(work: TrainingWork, config: RerankerTrainingConfig, folder: 
             "fresh_head": result.fresh_head, "body_layers": result.body_layers,
             "blend_weight": weight, "blend_search": search,
         }
-        del model
+        del model, score  # the fold's model goes before the next one trains
     work.timings.update(clock, scored_pairs=total_pairs)
     write_scores(folder / "scores.parquet", score_rows)
 

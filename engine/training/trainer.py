@@ -261,7 +261,7 @@ def _progress_callback(progress: ProgressFn, stage: str, offset: int, total: int
     from transformers import TrainerCallback
 
     class _Report(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001 - transformers' API
+        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ARG002 - transformers' API
             progress(stage, offset + state.global_step, total)
 
     return _Report()

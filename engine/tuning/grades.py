@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 
-class HeldOutRead(RuntimeError):
+class HeldOutRead(RuntimeError):  # noqa: N818 - names the bug it catches
     """A held-out query's grades were asked for during tuning (a bug: never a user error)."""
 
 

@@ -325,7 +325,7 @@ def _ivf_target(strategy: str, built: Any, settings: Any, space: Space, texts: M
         def input_depth(self, depth: int) -> int:
             return depth
 
-        def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+        def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
             missing = [i for i, q in enumerate(batch.ids) if q not in embedded or not reuse]
             if missing:
                 began = time.perf_counter()

@@ -253,7 +253,7 @@ class AnnNode:
     def input_depth(self, depth: int) -> int:
         return depth
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer
 
         start = time.perf_counter()

@@ -384,7 +384,7 @@ class HttpNode:
 
     # -- the executor's interface ---------------------------------------------------------------
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer, Failure
 
         def one(query: str) -> Any:

@@ -185,7 +185,7 @@ class LanceNode:
         return [ScoredDoc(str(r[self.id_column]), float(s), rank)
                 for rank, (r, s) in enumerate(zip(rows, scores, strict=True), start=1)]
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer, Failure
 
         vectors: Sequence[Any] = [None] * len(batch)

@@ -34,14 +34,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
 from searchgrade.core.outbound import OutboundPolicy
+from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
     check_secret_free,
     check_typed_secret,
-    embedded_by,
     embeddings_differ,
     outbound_policy,
     query_vectors,
@@ -224,7 +223,7 @@ class MilvusNode:
             docs.append(ScoredDoc(str(doc_id), float(hit.get("distance", 0.0)), rank))
         return docs
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer, Failure
 
         vectors: Sequence[Any] = [None] * len(batch)
@@ -343,7 +342,7 @@ def export_collection(collection: Collection, vectors: Any, uri: str, name: str,
     Raises:
         SearchGradeError: the collection exists (without replace), an id is too long, or Milvus fails.
     """
-    pymilvus = _pymilvus()
+    _pymilvus()  # the install hint when pymilvus is missing
     from pymilvus import DataType, Function, FunctionType
 
     started = time.perf_counter()

@@ -71,7 +71,7 @@ def load_class(spec: StrategySpec) -> Any:
                                    f"{ENTRY_POINT_GROUP}: install the package that provides it")
         try:
             return matches[0].load()
-        except Exception as exc:  # any import failure is the plugin's problem, said in one line
+        except Exception as exc:  # noqa: BLE001 - any import failure is the plugin's problem, said in one line
             raise SearchGradeError(f"{where}: entry point {o['entry_point']!r} ({matches[0].value}) "
                                    f"cannot be loaded ({type(exc).__name__}: {exc})") from None
     module_name, _, class_name = o["class"].partition(":")
@@ -102,7 +102,7 @@ class PluginNode:
     def input_depth(self, depth: int) -> int:
         return depth
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer, Failure
 
         out: list[Any] = []

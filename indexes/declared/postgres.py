@@ -470,7 +470,7 @@ class PostgresNode:
             rows = cursor.fetchmany(depth)
         return _read(rows, columns)
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:
+    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
         from searchgrade.indexes.executor import Answer, Failure
 
         vectors: Sequence[Any] = [None] * len(batch)
@@ -736,7 +736,7 @@ def export_table(collection: Collection, vectors: Any, dsn: str, table: str, *, 
         kept = f"; the existing {table!r} is unchanged" if replace else ""
         raise SearchGradeError(f"Postgres failed while loading {table!r} ({first_line(exc)}): nothing was "
                                f"committed{kept}") from None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure while loading is one line, and nothing is committed
         kept = f"; the existing {table!r} is unchanged" if replace else ""
         raise SearchGradeError(f"loading {table!r} into Postgres failed ({first_line(exc)}): nothing was "
                                f"committed{kept}") from None

@@ -131,7 +131,7 @@ def check_reranker_name(name: Any, source: str = "") -> str:
     return name
 
 
-class MissingService(SearchGradeError):
+class MissingService(SearchGradeError):  # noqa: N818 - a signal to skip, recorded, not an error
     """A reranker whose builder needs what the run did not give (the LLM reranker without the run's
     LLM): its strategies are skipped with this line."""
 

@@ -415,7 +415,7 @@ class OnnxEmbedder:
         return f"OnnxEmbedder({self.backend}, {self.path})"
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
-               convert_to_numpy: bool = True, show_progress_bar: bool = False, **_: Any) -> np.ndarray:
+               convert_to_numpy: bool = True, show_progress_bar: bool = False, **_: Any) -> np.ndarray:  # noqa: ARG002 - SentenceTransformer.encode's signature
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
         out: np.ndarray | None = None
         # Longest first, as sentence-transformers does: batches of like lengths pad least.

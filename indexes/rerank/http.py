@@ -167,7 +167,7 @@ def check_typed(spec: RerankerSpec, policy: OutboundPolicy) -> None:
         check_typed_secret(policy, where, f"headers.{name}", value, host)
 
 
-class _Retry(Exception):
+class _Retry(Exception):  # noqa: N818 - control flow inside the client
     def __init__(self, message: str, wait_s: float | None = None) -> None:
         super().__init__(message)
         self.wait_s = wait_s

@@ -26,7 +26,7 @@ import numpy as np
 from searchgrade.indexes.rerank.cross_encoder import below_scored, rerank_order, with_texts
 
 
-class RerankFailed(Exception):
+class RerankFailed(Exception):  # noqa: N818 - a query's outcome, recorded as its failure
     """A query the reranker could not score: one line saying why (after any retries)."""
 
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import parse_metric
-from searchgrade.viewmodels.common import PRIMARY_METRIC, best_row, metric_label, primary_k
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.server.mcp import suites
 from searchgrade.server.mcp.payload import DATA_NOTE, capped, untrusted, untrusted_query
+from searchgrade.viewmodels.common import PRIMARY_METRIC, best_row, metric_label, primary_k
 
 #: The metrics a summary gives per strategy (`searchgrade show`'s table), then source found when stored.
 SUMMARY_METRICS = ("dcg", "ndcg", "precision", "recall", "mrr", "map", "mean_relevance", "judged", "source_found")
@@ -92,10 +92,10 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     """A run's headline, per-strategy metrics with 95% CIs, paired comparisons, judged@k and
     failures: the same figures as `searchgrade show RUN --format json`, in a size that does not
     grow with the number of queries."""
+    from searchgrade.engine.run.stored_metrics import check_cutoff
     from searchgrade.viewmodels.holes import holes_panel
     from searchgrade.viewmodels.results import failed_counts
     from searchgrade.viewmodels.significance import comparison_record, results_family, significance
-    from searchgrade.engine.run.stored_metrics import check_cutoff
 
     with store.session():
         run = store.get_run(run_id)

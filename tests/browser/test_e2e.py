@@ -146,9 +146,9 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
     page.get_by_role("option", name=run.name).first.click()
     strategies = _wait_chart(page, "strategies")
     shown = {}
-    from searchgrade.viewmodels.common import WITHOUT
     from searchgrade.engine.run.strategies import base_strategies, reranked_of
     from searchgrade.engine.run.strategies import label as strategy_label
+    from searchgrade.viewmodels.common import WITHOUT
 
     labels = {strategy_label(s): s for s in base_strategies()}
     for trace in strategies["data"]:

@@ -15,10 +15,10 @@ import re
 import pytest
 
 from searchgrade.cli import main
-from searchgrade.viewmodels.common import WITH, WITHOUT
 from searchgrade.engine.run.strategies import base_strategies, reranked_of
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.common import WITH, WITHOUT
 from tests.browser.server import environment, serve_app
 from tests.browser.test_e2e import _wait_chart, small_beir
 from tests.indexes.rerank.rerank_server import RerankServer

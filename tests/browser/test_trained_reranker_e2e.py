@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from searchgrade.viewmodels.reranker import NEVER_SAW
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.reranker import NEVER_SAW
 from tests.browser.test_e2e import _grid_text, app  # noqa: F401 - a fixture
 from tests.pages.synthetic import tiny_spec, write_run
 

@@ -157,7 +157,7 @@ def _wait_for_running_run(data_dir: Path, proc, timeout: float = 120.0) -> str:
         if (data_dir / "searchgrade.duckdb").exists():
             try:
                 runs = Store(data_dir, lock_timeout_s=5).list_runs()
-            except Exception:
+            except Exception:  # noqa: BLE001 - the run's process may hold the file or be creating it
                 runs = []
             if runs and runs[0].status == "running":
                 return runs[0].run_id

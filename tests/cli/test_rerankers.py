@@ -8,9 +8,9 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import Document
-from searchgrade.viewmodels.significance import results_pairs
 from searchgrade.engine.run.strategies import label, pairs
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.significance import results_pairs
 from tests.conftest import TINY_DOCS, TINY_QUERIES
 from tests.indexes.rerank.rerank_server import RerankServer, expected_order
 

@@ -137,7 +137,7 @@ class _Redirecting(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_GET(self):  # noqa: N802 - the http.server API
+    def do_GET(self):
         type(self).seen.append(dict(self.headers))
         if self.path == "/start":
             self.send_response(302)

@@ -10,11 +10,11 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.llm.querygen import QueryGenSettings
 from searchgrade.engine.llm.settings import LLMSettings
-from searchgrade.viewmodels.recompute import Figures, recompute_values
-from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.recompute import Figures, recompute_values
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from tests.conftest import DEMO, write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import MIN_WORDS, Recorder
@@ -178,7 +178,7 @@ def test_results_outside_the_collection_are_counted_and_named(tmp_path, tiny_fol
 
 
 def test_a_declared_strategy_with_rerank_has_its_twin_or_a_reason(tmp_path, tiny_folder, server,
-                                                                  tiny_cross_encoder_dir):
+                                                                  tiny_cross_encoder_dir):  # noqa: F811 - a pytest fixture imported above
     from searchgrade.indexes.settings import IndexSettings
 
     store = Store(tmp_path / "d")

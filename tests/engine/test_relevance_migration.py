@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from searchgrade.viewmodels.results import results_view
 from searchgrade.engine.store import Store
 from searchgrade.engine.store.relevance_recompute import NOTE, RELEVANCE_METRICS
+from searchgrade.viewmodels.results import results_view
 from tests.pages.synthetic import llm_spec, tiny_spec, write_run
 
 METRICS = list(RELEVANCE_METRICS)
@@ -25,7 +25,7 @@ def _rows(store: Store, table: str, run_id: str) -> list[tuple]:
                "metric_summary": "strategy, metric, k, value, ci_low, ci_high, n",
                "run_summary": "strategy, metric, k, value, ci_low, ci_high, n"}[table]
     with store.connect() as con:
-        return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ? AND list_contains(?, metric) "
+        return con.execute(f"SELECT {columns} FROM {table} WHERE run_id = ? AND list_contains(?, metric) "  # noqa: S608 - the test's own table names
                            "ORDER BY ALL", [run_id, METRICS]).fetchall()
 
 

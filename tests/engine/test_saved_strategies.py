@@ -8,14 +8,14 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import SearchGradeError
-from searchgrade.viewmodels.add_search import check_declaration, save, toml_snippet
-from searchgrade.viewmodels.declared import declared_strategies
 from searchgrade.engine.run.strategies import saved_declarations
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.add_search import check_declaration, save, toml_snippet
+from searchgrade.viewmodels.declared import declared_strategies
 from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures
 
 
-def es_table(server, **keys):
+def es_table(server, **keys):  # noqa: F811 - pytest fixtures imported above
     return {"kind": "elasticsearch", "host": server.url, "index": "tiny", "retries": 0,
             "query": '{"match": {"text": {{query}}}}', **keys}
 
@@ -43,7 +43,7 @@ def test_asking_for_saved_strategies_creates_no_store():
     assert saved_declarations(folder) == {} and list(folder.iterdir()) == []
 
 
-def test_a_saved_strategy_is_offered_beside_the_files_and_the_file_wins_a_clash(tmp_path, server, monkeypatch):
+def test_a_saved_strategy_is_offered_beside_the_files_and_the_file_wins_a_clash(tmp_path, server, monkeypatch):  # noqa: F811 - pytest fixtures imported above
     strategies = tmp_path / "s.toml"
     strategies.write_text('[strategy.shared]\nkind = "http"\nurl = "http://h/s?q={{query}}"\nhits = "h"\n'
                           'id = "i"\n', encoding="utf-8")
@@ -58,7 +58,7 @@ def test_a_saved_strategy_is_offered_beside_the_files_and_the_file_wins_a_clash(
         check_declaration("shared", es_table(server), exposed=False, taken={"shared": "s.toml"})
 
 
-def test_the_snippet_declares_the_same_strategies_in_a_file(tmp_path, server):
+def test_the_snippet_declares_the_same_strategies_in_a_file(tmp_path, server):  # noqa: F811 - pytest fixtures imported above
     import tomllib
 
     from searchgrade.indexes.declared.spec import load_strategies_file, parse_spec
@@ -77,7 +77,7 @@ def test_the_snippet_declares_the_same_strategies_in_a_file(tmp_path, server):
     assert set(tomllib.loads(snippet)["strategy"]) == set(tables)
 
 
-def test_the_command_line_runs_a_saved_strategy_by_name(tmp_path, server, tiny_folder, capsys):
+def test_the_command_line_runs_a_saved_strategy_by_name(tmp_path, server, tiny_folder, capsys):  # noqa: F811 - pytest fixtures imported above
     data = tmp_path / "data"
     spec = check_declaration("my-es", es_table(server), exposed=False)
     save(Store(data), es_table(server), spec)
@@ -90,7 +90,7 @@ def test_the_command_line_runs_a_saved_strategy_by_name(tmp_path, server, tiny_f
 
 
 def test_a_strategy_typed_in_an_exposed_app_is_held_to_its_policy_when_run_from_the_command_line(
-        tmp_path, server, tiny_folder, capsys, monkeypatch):
+        tmp_path, server, tiny_folder, capsys, monkeypatch):  # noqa: F811 - pytest fixtures imported above
     # Saved while the operator allowed 127.0.0.1; run later without that allowance: refused, in one line.
     data = tmp_path / "data"
     spec = check_declaration("my-es", es_table(server), exposed=True,

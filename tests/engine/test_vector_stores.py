@@ -9,12 +9,12 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.engine.collections import load_collection
-from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store
 from searchgrade.indexes.declared.postgres import export_table
 from searchgrade.indexes.declared.spec import parse_spec
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from tests.conftest import TINY_QUERIES, write_beir
 from tests.indexes.declared.test_postgres import unit_vectors
 

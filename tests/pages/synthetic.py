@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from searchgrade.core.records import Document, Grade, Query, ScoredDoc, SearchHits
-from searchgrade.viewmodels.results import keep_first_view
 from searchgrade.engine.run.scoring import (
     STANDARD_CUTOFFS,
     per_query_metrics,
@@ -20,6 +19,7 @@ from searchgrade.engine.run.scoring import (
 )
 from searchgrade.engine.run.strategies import known_strategies
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.results import keep_first_view
 
 STRATEGIES = known_strategies()
 

@@ -229,7 +229,7 @@ def test_pages_show_no_server_path_after_errors(home, tmp_path):
                               mode="qrels", label_source="human", grade_min=0, grade_max=1, threshold=1,
                               k=10, depth=10, config={})
     store.finish_run(failed, "failed", f"OSError: [Errno 28] No space left on device: '{home}/indexes/x.npy'")
-    at = _upload_page("records.jsonl", '{"_id": "a", "text": "x"}\n{"key": "b", "text": "y"}\n')
+    _upload_page("records.jsonl", '{"_id": "a", "text": "x"}\n{"key": "b", "text": "y"}\n')
     for page in ("views/evaluate.py", "views/results.py", "views/drilldown.py", "views/trends.py",
                  "views/compare.py"):
         state = {"app_open_run": failed} if page == "views/results.py" else None

@@ -56,8 +56,8 @@ def test_evaluate_shows_the_head_and_tail_and_offers_grading_by_clicks(clicks_ru
 
 
 def test_results_shows_the_traffic_weighted_means_and_the_bands(clicks_run):
-    from searchgrade.viewmodels.traffic import traffic_view
     from searchgrade.engine.store import Store
+    from searchgrade.viewmodels.traffic import traffic_view
 
     store = Store(clicks_run)
     view = traffic_view(store, store.list_runs()[0], "dcg", 10)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from searchgrade.viewmodels.reranker import NEVER_SAW
 from searchgrade.server import jobs
+from searchgrade.viewmodels.reranker import NEVER_SAW
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import tiny_spec, write_run
 

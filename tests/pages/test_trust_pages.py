@@ -7,9 +7,9 @@ import math
 import re
 
 from searchgrade.engine.labels.ratings import new_rating
+from searchgrade.engine.run.strategies import label
 from searchgrade.viewmodels import review as review_model
 from searchgrade.viewmodels.rating import save_rating
-from searchgrade.engine.run.strategies import label
 from tests.pages.conftest import open_page
 from tests.pages.synthetic import llm_spec, tiny_spec, write_run
 

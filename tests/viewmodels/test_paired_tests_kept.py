@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import PRIMARY_METRIC, metric_rows
 from searchgrade.viewmodels.recompute import Figures
 from searchgrade.viewmodels.results import results_view
 from searchgrade.viewmodels.significance import decode_tests, paired_comparisons, results_pairs
-from searchgrade.engine.store import Store
 from tests.pages.synthetic import random_spec, write_run
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.store import Store
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.common import WITH, WITHOUT, metric_names, stored_cutoffs
 from searchgrade.viewmodels.compare import compare_runs
@@ -24,7 +25,6 @@ from searchgrade.viewmodels.results import (
 )
 from searchgrade.viewmodels.runs import run_choices
 from searchgrade.viewmodels.trends import trend
-from searchgrade.engine.store import Store
 from tests.pages.synthetic import tiny_spec, write_run
 
 # DCG@3 of the tiny run (linear gain, 1/log2(rank + 1)):
@@ -430,7 +430,7 @@ def test_judge_corrected_estimates_leave_a_strategys_failed_queries_out(store):
     # Full-text failed on q3 (a backend error): no results, no metric values, a failed query.
     with store.transaction() as con:
         for table in ("results", "metric_values"):
-            con.execute(f"DELETE FROM {table} WHERE run_id = ? AND strategy = 'fulltext' AND query_id = 'q3'",
+            con.execute(f"DELETE FROM {table} WHERE run_id = ? AND strategy = 'fulltext' AND query_id = 'q3'",  # noqa: S608 - the test's own table names
                         [run_id])
         con.execute("INSERT INTO failed_queries VALUES (?, 'fulltext', 'q3', 'HTTP 500', 3)", [run_id])
     store.add_labels([new_rating(collection_name="tiny", query_id=q.query_id, query_text=q.text, doc_id=f"d{d}",

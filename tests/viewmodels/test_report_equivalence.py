@@ -18,15 +18,15 @@ import pytest
 
 from searchgrade.core.records import Document, Query, ScoredDoc, SearchHits
 from searchgrade.engine.metrics import METRIC_NAMES
-from searchgrade.viewmodels.common import PAIRED_RESAMPLES, RECOMPUTE_RESAMPLES
-from searchgrade.viewmodels.recompute import Figures, recompute_values
-from searchgrade.viewmodels.results import best_and_worst_queries, results_view
-from searchgrade.viewmodels.significance import paired_comparisons
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci, bootstrap_cis
 from searchgrade.engine.statistics.paired import paired_difference, paired_differences
 from searchgrade.engine.store import Store
 from searchgrade.engine.store.relevance_recompute import RELEVANCE_METRICS, relevance_values
+from searchgrade.viewmodels.common import PAIRED_RESAMPLES, RECOMPUTE_RESAMPLES
+from searchgrade.viewmodels.recompute import Figures, recompute_values
+from searchgrade.viewmodels.results import best_and_worst_queries, results_view
+from searchgrade.viewmodels.significance import paired_comparisons
 from tests.pages.synthetic import RunSpec, write_run
 
 TOLERANCE = 1e-9

@@ -21,14 +21,14 @@ import pytest
 
 from searchgrade.core.records import Query
 from searchgrade.engine.metrics import HIGHER_IS_BETTER, METRICS
+from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.run.strategies import label, reranked_of
+from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import best_row
 from searchgrade.viewmodels.compare import compare_runs
 from searchgrade.viewmodels.results import results_view
 from searchgrade.viewmodels.significance import paired_comparisons, results_pairs, significance
 from searchgrade.viewmodels.trends import trend, trend_cutoffs
-from searchgrade.engine.run.scoring import higher_is_better
-from searchgrade.engine.run.strategies import label, reranked_of
-from searchgrade.engine.store import Store
 from tests.pages.synthetic import llm_spec, random_spec, tiny_spec, write_run
 
 

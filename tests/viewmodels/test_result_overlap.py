@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from searchgrade.viewmodels.result_overlap import jaccard, rbo, search_problems, top_overlap
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.result_overlap import jaccard, rbo, search_problems, top_overlap
 from tests.pages.synthetic import tiny_spec, write_run
 
 

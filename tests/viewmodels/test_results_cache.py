@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from searchgrade.core.records import ScoredDoc, SearchHits
-from searchgrade.viewmodels.results_cache import RunReads
-from searchgrade.viewmodels.results import failed_queries, keep_first_view, results_view
-from searchgrade.viewmodels.significance import PROCEDURE
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.results import failed_queries, keep_first_view, results_view
+from searchgrade.viewmodels.results_cache import RunReads
+from searchgrade.viewmodels.significance import PROCEDURE
 from tests.pages.synthetic import llm_spec, random_spec, write_run
 
 FRAMES = ("metric_summary", "metric_table", "relevance_table", "by_position", "best_queries", "worst_queries",

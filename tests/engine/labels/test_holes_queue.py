@@ -9,8 +9,8 @@ import pytest
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.labels.holes_queue import build_queue, holes_queue, queue_text
-from searchgrade.viewmodels import review as review_model
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels import review as review_model
 from tests.engine.holes_fixtures import K, holey_spec
 from tests.pages.synthetic import tiny_spec, write_run
 

@@ -20,10 +20,10 @@ from searchgrade.engine.labels.ratings import (
     to_run_scale,
 )
 from searchgrade.engine.labels.rescore import apply_labels, rescore_run
-from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from tests.conftest import TINY_DOCS, TINY_QUERIES, write_beir
 from tests.pages.synthetic import llm_spec, write_run
 

@@ -26,8 +26,8 @@ import pytest
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.ray.data_embedding import embed_on_ray
-from searchgrade.engine.ray.stage_runner import RayRunner
 from searchgrade.engine.ray.session import check_reachable, connect, import_ray, ray_session
+from searchgrade.engine.ray.stage_runner import RayRunner
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.run.strategies import known_strategies
@@ -177,7 +177,7 @@ def test_a_wrong_address_fails_in_seconds_with_one_line_and_writes_nothing(tmp_p
 
 def test_a_port_that_is_not_ray_is_refused_in_seconds():
     class Hello(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(200)
             self.end_headers()
 

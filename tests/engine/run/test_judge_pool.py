@@ -12,10 +12,10 @@ import pytest
 
 from searchgrade.cli import main
 from searchgrade.core.records import SearchGradeError
-from searchgrade.viewmodels.holes import compare_holes, holes_panel
 from searchgrade.engine.run.judge_pool import pool_holes
 from searchgrade.engine.run.pool import PoolDepth, parse_pool_depth
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.holes import compare_holes, holes_panel
 from tests.engine.holes_fixtures import K, Oracle, holey_spec
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.pages.synthetic import tiny_spec, write_run

@@ -7,10 +7,10 @@ import pytest
 
 from searchgrade.core.records import Document, Query
 from searchgrade.engine.collections import load_collection
-from searchgrade.viewmodels.query_slices import query_slices
 from searchgrade.engine.run.lexical_overlap import BANDS, band, lexical_overlap, query_overlaps
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.query_slices import query_slices
 from tests.conftest import write_beir
 from tests.engine.llm.fake_server import FakeOpenAIServer
 from tests.engine.llm_fakes import Recorder

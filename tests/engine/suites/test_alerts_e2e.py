@@ -48,7 +48,7 @@ class Listener:
             def log_message(self, *args):
                 pass
 
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if listener.status == 200:
                     listener.bodies.append(json.loads(body))

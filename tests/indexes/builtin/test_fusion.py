@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from searchgrade.core.records import ScoredDoc, SearchGradeError
 from searchgrade.indexes.builtin.fusion import METHODS, fuse, normalise, parse_fusion
 from searchgrade.indexes.builtin.hybrid import HybridNode

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from searchgrade.cli import main
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.run.config import RunConfig

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from searchgrade.core.records import ScoredDoc
 from searchgrade.indexes.builtin.fusion import Fusion, fuse, parse_fusion
 

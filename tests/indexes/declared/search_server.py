@@ -84,7 +84,7 @@ def make_handler(searcher, docs, state: State):
                 return {"title": f"Made-up {bare}", "text": f"A document the collection does not hold: {bare}."}
             return {"title": doc.title, "text": doc.text}
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             url = urllib.parse.urlsplit(self.path)
             if url.path == "/_stats":
                 self._send(200, {"requests": state.count, "failed": state.failed})
@@ -98,7 +98,7 @@ def make_handler(searcher, docs, state: State):
                 self._send(200, {"results": [{"doc": {"id": d, "name": self._source(d)["title"]}, "relevance": s}
                                              for d, s in hits]})
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
             try:

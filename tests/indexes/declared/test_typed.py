@@ -15,7 +15,7 @@ from searchgrade.indexes.declared.declaration import StrategySpec
 from searchgrade.indexes.declared.http import HttpNode
 from searchgrade.indexes.declared.spec import parse_spec
 from searchgrade.indexes.executor import Executor, QueryBatch
-from tests.conftest import TINY_QUERIES, write_beir
+from tests.conftest import write_beir
 
 from .conftest import SearchServer
 
@@ -73,7 +73,7 @@ class _Redirect(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):  # noqa: N802 - the http.server API
+    def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         type(self).seen.append((self.headers.get("Host", ""), {k.lower(): v for k, v in self.headers.items()}))
         if self.path.startswith("/start"):

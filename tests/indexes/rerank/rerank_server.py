@@ -64,7 +64,7 @@ class RerankServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 tei = self.path == "/rerank"
                 texts = body.get("texts") if tei else body.get("documents")
