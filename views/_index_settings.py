@@ -12,7 +12,7 @@ from searchgrade.viewmodels.reranker import trained_rerankers
 from searchgrade.views._common import home, plain, public
 
 if TYPE_CHECKING:
-    from searchgrade.indexes.settings import IndexSettings
+    from searchgrade.viewmodels.evaluate import IndexSettings
 
 
 def index_options(rerank_problem: str | None) -> IndexSettings:
