@@ -118,14 +118,15 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         declared=declared(args), declared_rerankers=declared_rerankers(args), index=index_settings(args),
         model=args.model, base_url=args.base_url, concurrency=args.concurrency, timeout_s=args.timeout,
         docs=args.docs, queries_per_doc=args.queries_per_doc, keyword_per_doc=args.keyword_per_doc,
-        min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=_judge_settings(args),
+        min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=judge_settings(args),
         judge_unjudged=args.judge_unjudged, query_set=args.query_set, click_model=args.click_model,
         min_impressions=args.min_impressions, pool_depth=args.pool_depth,
     )
 
 
-def _judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
-    """The judge prompt of --judge-prompt FILE, read and checked; None for the packaged one."""
+def judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
+    """The judge prompt of --judge-prompt FILE, read and checked; None for the packaged one (also
+    `searchgrade judge-pool`'s)."""
     if args.judge_prompt is None:
         return None
     from searchgrade.engine.llm.judge import JudgeSettings

@@ -99,7 +99,8 @@ def run_config(request: RunRequest) -> RunConfig:
         SearchGradeError: one line naming the option and the fix; nothing has run.
     """
     _check_grading(request)
-    llm = _llm_settings(request) if request.llm else None
+    llm = (llm_settings(request.model, request.base_url, request.concurrency, request.timeout_s)
+           if request.llm else None)
     registry = registry_for_declared(request.declared, request.declared_rerankers)
     mode = "clicks" if request.clicks else "llm" if request.llm and not request.qrels else "qrels"
     config = RunConfig(
@@ -151,16 +152,22 @@ def _endpoint(base_url: str | None) -> str | None:
     return require_endpoint(base_url.strip() if base_url else None)
 
 
-def _llm_settings(request: RunRequest) -> LLMSettings:
+def llm_settings(model: str | None, base_url: str | None, concurrency: int | None = None,
+                 timeout_s: float | None = None) -> LLMSettings:
+    """The LLM's settings from its options as given (None: the environment's model and endpoint,
+    the defaults' concurrency and timeout); also what `searchgrade judge-pool` judges with.
+
+    Raises:
+        SearchGradeError: no model, or no endpoint, given or in the environment.
+    """
     from searchgrade.engine.llm.env import require_model
     from searchgrade.engine.llm.settings import LLMSettings
 
-    fields: dict[str, Any] = {"model": require_model((request.model or "").strip() or None),
-                              "base_url": _endpoint(request.base_url)}
-    if request.concurrency is not None:
-        fields["concurrency"] = request.concurrency
-    if request.timeout_s is not None:
-        fields["timeout_s"] = request.timeout_s
+    fields: dict[str, Any] = {"model": require_model((model or "").strip() or None), "base_url": _endpoint(base_url)}
+    if concurrency is not None:
+        fields["concurrency"] = concurrency
+    if timeout_s is not None:
+        fields["timeout_s"] = timeout_s
     return LLMSettings(**fields)
 
 
