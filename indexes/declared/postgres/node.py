@@ -11,7 +11,7 @@ from typing import Any
 
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError, first_line
 from searchgrade.indexes.base import FailedAttempt, Found
-from searchgrade.indexes.declared.declaration import StrategySpec, embeddings_differ, outbound_policy
+from searchgrade.indexes.declared.declaration import StrategySpec, check_columns, embeddings_differ, outbound_policy
 from searchgrade.indexes.declared.node import DeclaredNode
 from searchgrade.indexes.declared.postgres.connection import connect, conninfo, hide_password, load_psycopg, table_facts
 from searchgrade.indexes.declared.postgres.export import EMBEDDED_BY
@@ -163,10 +163,7 @@ def build_node(spec: StrategySpec, ctx: Any) -> PostgresNode:
     columns, facts = found
     needed = ["id_column"] + (["vector_column"] if o["search"] in ("dense", "hybrid") else []) + (
         ["tsv_column"] if o["search"] in ("fulltext", "hybrid") else []) + (["title_column"] if o.get("title_column") else [])
-    for key in needed:
-        if o[key] not in columns:
-            raise SearchGradeError(f"{where}: {key} {o[key]!r} is not a column of {o['table']!r}: its columns "
-                                   f"are {', '.join(columns)}; set {key} = \"...\"")
+    check_columns(where, repr(o["table"]), o, needed, columns)
     embedder = None
     if o["search"] in ("dense", "hybrid"):
         embeddings_differ(where, f"Postgres table {o['table']!r}", facts.get(EMBEDDED_BY), model,
