@@ -37,13 +37,14 @@ from searchgrade.viewmodels.common import (
 )
 
 if TYPE_CHECKING:
+    from searchgrade.engine.run.condensed import RunLabels
     from searchgrade.engine.store import RunRecord, Store
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
                     "Comparisons", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
 #: What the kept tests were computed by (``encode_tests``): tests kept by another procedure are
 #: never served, they are computed again.
-PROCEDURE = "paired-bootstrap-bonferroni/1"
+PROCEDURE = "paired-bootstrap-bonferroni/1+holes/1"
 
 
 def verdict(d: PairedDifference) -> str:
@@ -84,13 +85,30 @@ def _pair(wide: pd.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarray]:
     return va[both], vb[both]
 
 
-def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], PairedDifference]:
+class Family(dict):
+    """A page's comparisons: (a, b) -> the PairedDifference of each one tested (as always, or on
+    condensed lists); ``condensed`` the pairs tested on condensed lists, ``withheld`` those whose
+    verdict the holes withhold, with the reason, and ``judged`` each compared pair's judged shares
+    (engine/statistics/holes.py)."""
+
+    def __init__(self, tested: dict[tuple[str, str], PairedDifference] | None = None,
+                 condensed: Collection[tuple[str, str]] = (), withheld: dict[tuple[str, str], str] | None = None,
+                 judged: dict[tuple[str, str], tuple[float, float]] | None = None) -> None:
+        super().__init__(tested or {})
+        self.condensed = set(condensed)
+        self.withheld = dict(withheld or {})
+        self.judged = dict(judged or {})
+
+
+def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]],
+                       holes: HolesInput | None = None) -> Family:
     """Paired differences of (a, b) pairs of strategies, over the queries both have a value for.
 
     ``wide``: one column per strategy, one row per query. The pairs are one family: m is the
     number of distinct comparisons (a pair and its reverse are one; the reverse's interval is the
     negated one, from the same resamples). Pairs with a strategy missing, or no query in common,
-    are left out.
+    are left out. With ``holes`` (a grading that judges what it saw), each comparison passes the
+    rule of engine/statistics/holes.py: as always, on condensed lists, or withheld.
     """
     kept: list[tuple[str, str]] = []
     columns = []
@@ -101,11 +119,63 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
         if len(va):
             kept.append((a, b))
             columns.append((va, vb))
-    m = len({frozenset(pair) for pair in kept})
     if not kept:
-        return {}
+        return Family()
+    if holes is not None:
+        return holes.compare(wide, kept, columns)
+    m = len({frozenset(pair) for pair in kept})
     tests = paired_differences(columns, m=m, n_resamples=PAIRED_RESAMPLES, seed=0)
-    return dict(zip(kept, tests, strict=True))
+    return Family(dict(zip(kept, tests, strict=True)))
+
+
+class HolesInput:
+    """What the rule for judgments with holes reads of a run at metric@k: each strategy's judged@k
+    per query and its graded lists (engine/run/condensed.py)."""
+
+    def __init__(self, labels: RunLabels, judged: pd.DataFrame, metric: str, k: int) -> None:
+        self.labels, self.judged, self.metric, self.k = labels, judged, metric, k
+
+    def compare(self, wide: pd.DataFrame, kept: list[tuple[str, str]],
+                columns: list[tuple[np.ndarray, np.ndarray]]) -> Family:
+        from searchgrade.engine.run.condensed import condensed_values
+        from searchgrade.engine.statistics.holes import Sides, compare_with_holes, withheld_reason
+
+        judged = self.judged.reindex(index=wide.index)
+        sides, reasons = [], []
+        for (a, b), (va, vb) in zip(kept, columns, strict=True):
+            both = wide.index[~(wide[a].isna() | wide[b].isna())]
+            ja = judged[a].reindex(both).fillna(0.0).to_numpy() if a in judged else np.zeros(len(both))
+            jb = judged[b].reindex(both).fillna(0.0).to_numpy() if b in judged else np.zeros(len(both))
+            queries = [(q, q) for q in both]
+            sides.append(Sides(va, vb, ja, jb, lambda a=a, b=b, queries=queries: condensed_values(
+                self.labels, a, self.labels, b, queries, self.metric)))
+            reasons.append(lambda j_a, j_b, a=a, b=b: withheld_reason(label(a), label(b), j_a, j_b, self.k))
+        found = compare_with_holes(sides, reasons, keys=[frozenset(p) for p in kept], n_resamples=PAIRED_RESAMPLES)
+        family = Family(judged={p: (v.judged_a, v.judged_b) for p, v in zip(kept, found, strict=True)})
+        for pair, v in zip(kept, found, strict=True):
+            if v.withheld is not None:
+                family.withheld[pair] = v.withheld
+            elif v.difference is not None:
+                family[pair] = v.difference
+                if v.condensed:
+                    family.condensed.add(pair)
+        return family
+
+
+def holes_input(store: Store, run: RunRecord, metric: str, k: int, judged: Callable[[], pd.DataFrame]) -> HolesInput | None:
+    """The rule's inputs for a run at metric@k, or None where it does not apply: a grading that
+    counts an absent result as not relevant by design (engine/statistics/holes.py), or a metric that
+    reads holes itself (bpref, the condensed NDCG, the residual, judged@k) or no grade at all."""
+    from searchgrade.engine.metrics import UNJUDGED_AWARE, metric_key
+    from searchgrade.engine.run.condensed import RunLabels
+    from searchgrade.engine.run.scoring import SOURCE_FOUND
+
+    if metric == SOURCE_FOUND or metric_key(metric).name in UNJUDGED_AWARE | {"rbp_residual"}:
+        return None
+    labels = RunLabels(store, run, k)
+    if not labels.rule_applies:
+        return None
+    return HolesInput(labels, judged(), metric, k)
 
 
 def results_pairs(rows: pd.DataFrame, metric: str,
@@ -126,14 +196,15 @@ def results_pairs(rows: pd.DataFrame, metric: str,
 
 
 def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
-                        wide: Callable[[], pd.DataFrame]) -> dict[tuple[str, str], PairedDifference]:
+                        wide: Callable[[], pd.DataFrame],
+                        judged: Callable[[], pd.DataFrame] | None = None) -> Family:
     """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
 
     A complete run's are computed once and kept in the store (its metrics never change: a
     re-score is a new run, a re-graded run is cleared first), with the procedure that computed
     them: tests of another procedure are computed again. A run still in progress, or stopped, is
-    tested afresh each time. ``wide`` gives the metric's wide frame: read only when the tests
-    are computed.
+    tested afresh each time. ``wide`` gives the metric's wide frame and ``judged`` judged@k's: read
+    only when the tests are computed (without ``judged``, the rule for holes is not applied).
     """
     complete = run.status == "complete"
     if complete:
@@ -142,24 +213,30 @@ def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows:
         if kept is not None:
             return kept
     values = wide()
-    tested = paired_comparisons(values, results_pairs(rows, metric, values))
+    holes = holes_input(store, run, metric, k, judged) if judged is not None else None
+    tested = paired_comparisons(values, results_pairs(rows, metric, values), holes)
     if complete:
         store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested), finished_at=run.finished_at)
     return tested
 
 
-def encode_tests(tested: dict[tuple[str, str], PairedDifference]) -> str:
+def encode_tests(tested: Family) -> str:
     """JSON text of paired comparisons, in their order, with the procedure that computed them;
     floats as Python writes them (exact; NaN where no interval could be estimated)."""
-    return json.dumps({"procedure": PROCEDURE, "tests": [[a, b, *d] for (a, b), d in tested.items()]})
+    return json.dumps({"procedure": PROCEDURE, "tests": [[a, b, *d] for (a, b), d in tested.items()],
+                       "condensed": sorted(tested.condensed), "withheld": [[a, b, r] for (a, b), r in
+                                                                            tested.withheld.items()],
+                       "judged": [[a, b, *j] for (a, b), j in tested.judged.items()]})
 
 
-def decode_tests(text: str) -> dict[tuple[str, str], PairedDifference] | None:
+def decode_tests(text: str) -> Family | None:
     """``encode_tests``' comparisons; None when another procedure (or an older version) kept them."""
     data = json.loads(text)
     if not isinstance(data, dict) or data.get("procedure") != PROCEDURE:
         return None
-    return {(a, b): PairedDifference(*figures) for a, b, *figures in data["tests"]}
+    return Family({(a, b): PairedDifference(*figures) for a, b, *figures in data["tests"]},
+                  [tuple(p) for p in data["condensed"]], {(a, b): r for a, b, r in data["withheld"]},
+                  {(a, b): (ja, jb) for a, b, ja, jb in data["judged"]})
 
 
 def results_family(store: Store, run: RunRecord, metric: str,
@@ -172,7 +249,8 @@ def results_family(store: Store, run: RunRecord, metric: str,
 
     figures = Figures(store, run, k)
     rows = metric_rows(figures.summary(), metric)
-    return rows, results_comparisons(store, run, metric, k, rows, lambda: figures.wide(metric))
+    return rows, results_comparisons(store, run, metric, k, rows, lambda: figures.wide(metric),
+                                     lambda: figures.wide("judged"))
 
 
 def comparison_record(a: str, b: str, d: PairedDifference) -> dict[str, object]:

@@ -1,8 +1,10 @@
 """Grading a run by clicks (mode ``clicks``).
 
 The click model the run names turns the click stats of its query set's log into grades on the
-judge's 0-3 scale (engine/clicks/models.py), label source "clicks"; a pair shown fewer than
-``min_impressions`` times is unjudged (0 in the metrics, visible in judged@k). With the judge too
+judge's 0-3 scale (engine/clicks/grading.py: the log's position bias, cut-points derived from its
+clicks), label source "clicks"; a pair examined fewer than ``min_impressions`` times is unjudged
+(0 in the metrics, visible in judged@k and in each strategy's coverage). What the grades were made
+with (the cut-points, the position bias, each with its source) is stored as ``stats["clicks"]``. With the judge too
 (``--clicks --llm``), the judge grades the retrieved pairs the clicks graded, click grades win, and
 the judge's agreement with the clicks is stored as ``stats["click_agreement"]``, as judge-vs-human
 agreement is for qrels. People's ratings win over both (engine/labels/rescore.py), as in every run.
@@ -17,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchgrade.core.records import Document, Grade, Query, SearchGradeError, SearchHits
-from searchgrade.engine.clicks.models import CUTPOINTS, ClickCounts, click_grades
+from searchgrade.engine.clicks.grading import click_grades
+from searchgrade.engine.clicks.models import ClickCounts
 from searchgrade.engine.run.config import JUDGE_THRESHOLD
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, judge, unique_pairs
 from searchgrade.engine.statistics.judge_vs_human import judge_human_agreement
@@ -42,7 +45,8 @@ def click_judgments(store: Any, set_name: str, model: str, min_impressions: int,
     pair_of: dict[tuple[int, str], int] = {}
     codes = np.fromiter((pair_of.setdefault(k, len(pair_of)) for k in keys), dtype=int, count=len(keys))
     counts = ClickCounts.of(codes, stats["position"], stats["impressions"], stats["clicks"], len(pair_of))
-    estimate, grades, judged = click_grades(counts, model, min_impressions=min_impressions)
+    found = click_grades(counts, model, min_examinations=min_impressions)
+    estimate, grades, judged = found.estimate, found.grades, found.judged
     shown = counts.per_pair(counts.impressions)
     clicked = counts.per_pair(counts.clicks)
     out: list[Grade] = []
@@ -56,9 +60,9 @@ def click_judgments(store: Any, set_name: str, model: str, min_impressions: int,
             continue
         out.append(Grade(qid, doc_id, int(grades[i]), "clicks", f"clicks:{model}", None,
                          f"{model} {estimate[i]:.3f} (rank-1 click probability) from {int(shown[i]):,} "
-                         f"impressions, {int(clicked[i]):,} clicks"))
-    summary = {"model": model, "log": record["log_name"], "min_impressions": min_impressions,
-               "cutpoints": list(CUTPOINTS), "judged_pairs": len(out), "unjudged_pairs": unjudged,
+                         f"impressions ({found.examinations[i]:,.1f} examined), {int(clicked[i]):,} clicks"))
+    summary = {**found.summary(), "log": record["log_name"], "min_impressions": min_impressions,
+               "cutpoints": list(found.thresholds.cutpoints), "judged_pairs": len(out), "unjudged_pairs": unjudged,
                "queries_with_clicks": len({g.query_id for g in out})}
     return out, summary
 

@@ -84,10 +84,20 @@ def test_a_run_graded_by_clicks_judges_what_was_clicked_enough(traffic_run):
         assert top["source"] == "clicks" and top["model"] == "clicks:pbm" and top["grade"] >= 2
     never_clicked = [g for g in grades if g["doc_id"] not in RELEVANT.values()]
     assert never_clicked and all(g["grade"] == 0 for g in never_clicked), [(g["doc_id"], g["grade"], g["reason"]) for g in never_clicked]
-    # Nobody ever clicked at position 3: its five results stay unjudged, not graded by the prior.
-    assert run.stats["clicks"]["judged_pairs"] == 10 and run.stats["clicks"]["unjudged_pairs"] == 5
-    assert not any((g["query_id"], g["doc_id"]) == (ids[TINY_QUERIES[q].lower()], SHOWN[q][2]) for g in grades
-                   for q in SHOWN)
+    # One ranker, no result ever shown at two positions: the position bias is the stated default 1/p,
+    # so a result at position 3 is examined a third of the times it is shown. q1's and q2's (40 and
+    # 20 searches) reach the 5 examinations and are judged 0 (never clicked); q3's, q4's and q5's (13,
+    # 10 and 8 searches) stay unjudged, not graded by the prior. Too few pairs for cut-points of
+    # their own: the default ones, said so.
+    clicks = run.stats["clicks"]
+    assert clicks["position_bias"]["source"] == "default" and clicks["position_bias"]["theta"] == pytest.approx(
+        [1, 1 / 2, 1 / 3])
+    assert clicks["thresholds"]["source"] == "default" and "fewer than the 20" in clicks["thresholds"]["reason"]
+    assert clicks["judged_pairs"] == 11 and clicks["unjudged_pairs"] == 4
+    third = {(ids[TINY_QUERIES[q].lower()], SHOWN[q][2]): q for q in SHOWN}
+    assert sorted(third[(g["query_id"], g["doc_id"])] for g in grades if (g["query_id"], g["doc_id"]) in third) == [
+        "q1", "q2"]
+    assert all(g["grade"] == 0 for g in grades if (g["query_id"], g["doc_id"]) in third)
 
 
 def test_show_prints_the_traffic_weighted_mean_beside_the_per_query_mean(traffic_run, capsys):
