@@ -134,7 +134,7 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
     from searchgrade.viewmodels.significance import significance as best_against_others
 
     rows, tested = results_family(store, run, PRIMARY_METRIC, k)
-    if not tested:
+    if not tested and not tested.withheld:
         return
     print(f"paired differences on {metric_label(PRIMARY_METRIC, k)} (as on the Results page):", file=out)
     for sentence in best_against_others(rows, PRIMARY_METRIC, k, tested):
@@ -143,9 +143,15 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
         if base_of(a) == b:
             queries = f"; {d.n} queries" if d.estimable else ""
             by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
-            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
-                  f"{'significant' if d.significant else 'not distinguishable'}", file=out)
-    print(f"  {family_note(family_size(tested))}", file=out)
+            where = " on condensed lists" if (a, b) in tested.condensed else ""
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}{where}: {d.diff:+.3f} ({figures_text(d)}"
+                  f"{queries}): {'significant' if d.significant else 'not distinguishable'}", file=out)
+    for (a, b), reason in tested.withheld.items():
+        if base_of(a) == b:
+            by = reranker_of(a)
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: no verdict. {reason}", file=out)
+    if tested:
+        print(f"  {family_note(family_size(tested))}", file=out)
 
 
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
@@ -198,13 +204,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def comparisons_json(store: Store, run: RunRecord, k: int | None) -> dict[str, Any]:
     """The Results page's paired differences on the headline metric (at k, default the page's)."""
     from searchgrade.viewmodels.common import PRIMARY_METRIC, primary_k
-    from searchgrade.viewmodels.significance import comparison_record, results_family
+    from searchgrade.viewmodels.significance import family_records, results_family
 
     k = k or primary_k(run)
     if run.status != "complete" and not store.metric_summary(run.run_id, k):
         return {"metric": PRIMARY_METRIC, "k": k, "pairs": []}
     _, tested = results_family(store, run, PRIMARY_METRIC, k)
-    return {"metric": PRIMARY_METRIC, "k": k, "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()]}
+    return {"metric": PRIMARY_METRIC, "k": k, "pairs": family_records(tested)}
 
 
 def cmd_export(args: argparse.Namespace) -> int:

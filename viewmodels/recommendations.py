@@ -93,9 +93,13 @@ def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:
     change = r["Change"]
     subject = reranked_of(r["strategy"])
     n = r["Queries improved"] + r["Queries hurt"] + r["Unchanged"]
-    figures = figures_text(PairedDifference(change, r["CI low"], r["CI high"], r["p-value"], n, r["Comparisons"]))
+    figures = figures_text(PairedDifference(change, r["CI low"], r["CI high"], r["p-value"], n,
+                                            int(r["Comparisons"] or 1)))
     counts = f"{r['Queries improved']} queries improved, {r['Queries hurt']} hurt"
-    if r["Verdict"] != "significant":
+    if r["Verdict"].startswith("no verdict"):  # withheld: too few of one side's results judged
+        return Sentence(f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f} with unjudged results "
+                        f"counted as not relevant, but there is {r['Verdict']}", "warn", subject)
+    if not r["Verdict"].startswith("significant"):
         return Sentence(
             f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f}, not distinguishable "
             f"from no reranker on these queries ({figures}; {counts}).", "info", subject)

@@ -197,14 +197,15 @@ def results_pairs(rows: pd.DataFrame, metric: str,
 
 def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
                         wide: Callable[[], pd.DataFrame],
-                        judged: Callable[[], pd.DataFrame] | None = None) -> Family:
+                        judged: Callable[[], pd.DataFrame]) -> Family:
     """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
 
     A complete run's are computed once and kept in the store (its metrics never change: a
     re-score is a new run, a re-graded run is cleared first), with the procedure that computed
     them: tests of another procedure are computed again. A run still in progress, or stopped, is
     tested afresh each time. ``wide`` gives the metric's wide frame and ``judged`` judged@k's: read
-    only when the tests are computed (without ``judged``, the rule for holes is not applied).
+    only when the tests are computed. Each comparison passes the rule for judgments with holes
+    (``holes_input``).
     """
     complete = run.status == "complete"
     if complete:
@@ -213,7 +214,7 @@ def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows:
         if kept is not None:
             return kept
     values = wide()
-    holes = holes_input(store, run, metric, k, judged) if judged is not None else None
+    holes = holes_input(store, run, metric, k, judged)
     tested = paired_comparisons(values, results_pairs(rows, metric, values), holes)
     if complete:
         store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested), finished_at=run.finished_at)
@@ -239,8 +240,7 @@ def decode_tests(text: str) -> Family | None:
                   {(a, b): (ja, jb) for a, b, ja, jb in data["judged"]})
 
 
-def results_family(store: Store, run: RunRecord, metric: str,
-                   k: int) -> tuple[pd.DataFrame, dict[tuple[str, str], PairedDifference]]:
+def results_family(store: Store, run: RunRecord, metric: str, k: int) -> tuple[pd.DataFrame, Family]:
     """The Results page's comparisons at metric@k, as the page computes (or reads kept) them: its
     per-strategy rows of the metric and its family of paired differences. `searchgrade show` says
     these, so the CLI and the page show the same figures."""
@@ -253,33 +253,62 @@ def results_family(store: Store, run: RunRecord, metric: str,
                                      lambda: figures.wide("judged"))
 
 
-def comparison_record(a: str, b: str, d: PairedDifference) -> dict[str, object]:
-    """A paired difference as plain JSON values (None for an interval too few queries allow)."""
+def comparison_record(a: str, b: str, d: PairedDifference, condensed: bool = False) -> dict[str, object]:
+    """A paired difference as plain JSON values (None for an interval too few queries allow);
+    ``condensed``: computed on condensed lists (engine/statistics/holes.py)."""
     def number(x: float) -> float | None:
         return None if x != x else x
     return {"a": a, "b": b, "diff": d.diff, "ci_low": number(d.ci_low), "ci_high": number(d.ci_high),
-            "p_value": d.p_value, "n": d.n, "comparisons": d.m, "significant": d.significant}
+            "p_value": d.p_value, "n": d.n, "comparisons": d.m, "significant": d.significant,
+            "condensed": condensed}
 
 
-def family_size(tested: dict[tuple[str, str], PairedDifference]) -> int:
+def family_records(tested: Family) -> list[dict[str, object]]:
+    """Every comparison of a family as JSON: the tested ones (``condensed`` true when computed on
+    condensed lists), then the withheld ones (``withheld`` true, with their ``reason``), each with
+    both sides' judged shares where the rule read them."""
+    out: list[dict[str, object]] = []
+    for (a, b), d in tested.items():
+        out.append(comparison_record(a, b, d, (a, b) in tested.condensed))
+    for (a, b), reason in tested.withheld.items():
+        out.append({"a": a, "b": b, "diff": None, "ci_low": None, "ci_high": None, "p_value": None, "n": None,
+                    "comparisons": None, "significant": False, "condensed": False, "withheld": True,
+                    "reason": reason})
+    for record in out:
+        judged = tested.judged.get((record["a"], record["b"]))  # type: ignore[arg-type]
+        if judged is not None:
+            record["judged_a"], record["judged_b"] = judged
+    return out
+
+
+def family_size(tested: Family) -> int:
     """The m the page's comparisons are adjusted for (0 when none)."""
     return next(iter(tested.values())).m if tested else 0
 
 
-def significance(rows: pd.DataFrame, metric: str, k: int,
-                 tested: dict[tuple[str, str], PairedDifference]) -> list[Sentence]:
-    """The best strategy against every other one, each said in words with its interval."""
+def significance(rows: pd.DataFrame, metric: str, k: int, tested: Family) -> list[Sentence]:
+    """The best strategy against every other one, each said in words with its interval; a
+    comparison on condensed lists says so, a withheld one says why (engine/statistics/holes.py)."""
     if len(rows) < 2:
         return [Sentence("Only one strategy was evaluated: nothing to compare.")]
     best = best_row(rows, metric)["strategy"]
     name = metric_label(metric, k)
     direction = "" if higher_is_better(metric) else "; lower is better"
     out = []
+    withheld = getattr(tested, "withheld", {})
+    condensed = getattr(tested, "condensed", set())
     for other in rows["strategy"]:
+        if (best, other) in withheld:
+            out.append(Sentence(f"{label(best)} against {label(other)}: no verdict. {withheld[(best, other)]}.",
+                                "warn", other))
+            continue
         if other == best or (best, other) not in tested:
             continue
         d = tested[(best, other)]
         queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
+        if (best, other) in condensed:
+            out.append(_condensed_sentence(best, other, d, metric, k, queries, direction))
+            continue
         gap = f"{d.diff:+.3f} {name} ({figures_text(d)}{queries}{direction})"
         if d.significant:
             out.append(Sentence(f"{label(best)} beats {label(other)} by {gap}: "
@@ -293,34 +322,58 @@ def significance(rows: pd.DataFrame, metric: str, k: int,
     return out
 
 
+def _condensed_sentence(best: str, other: str, d: PairedDifference, metric: str, k: int, queries: str,
+                        direction: str) -> Sentence:
+    """A comparison made on condensed lists, in words: who leads on the results both have judged."""
+    name = metric_label(metric, k)
+    where = (f"on condensed lists (each top {k}'s judged results only, as many from each: their judged shares "
+             "differ, or both have many holes)")
+    if not d.significant:
+        return Sentence(f"{label(best)} and {label(other)} are not distinguishable {where}: {d.diff:+.3f} {name} "
+                        f"({figures_text(d)}{queries}{direction}).", "info", other)
+    sign = 1 if higher_is_better(metric) else -1
+    ahead, behind = (best, other) if sign * d.diff > 0 else (other, best)
+    return Sentence(f"{label(ahead)} beats {label(behind)} by {abs(d.diff):.3f} {name} {where} "
+                    f"({figures_text(d)}{queries}{direction}): a real difference on what was judged.", "good", other)
+
+
 def reranker_frame(rows: list[dict]) -> pd.DataFrame:
     """``reranker_rows`` as the table the Results page shows."""
     return pd.DataFrame(rows, columns=RERANKER_COLUMNS)
 
 
-def reranker_rows(wide: pd.DataFrame, tested: dict[tuple[str, str], PairedDifference], metric: str) -> list[dict]:
+def reranker_rows(wide: pd.DataFrame, tested: Family, metric: str) -> list[dict]:
     """Baseline vs reranker per retrieval strategy, with its paired difference over the same
     queries (the page's family), as plain Python values (``reranker_frame`` makes them the
-    Results table): "p-value" is the adjusted one, "Comparisons" the m it is adjusted for.
+    Results table): "p-value" is the adjusted one, "Comparisons" the m it is adjusted for. A
+    comparison on condensed lists says so in its verdict; a withheld one has no figures and says why.
 
     A query is improved when the reranker moves its value the better way (down, for a metric
     where lower is better).
     """
     sign = 1 if higher_is_better(metric) else -1
     out = []
+    withheld = getattr(tested, "withheld", {})
+    condensed = getattr(tested, "condensed", set())
+    nan = float("nan")
     for base, reranked in pairs(wide.columns):  # by name: a declared strategy's X_rerank too
-        if reranked is None or (reranked, base) not in tested:
+        if reranked is None or ((reranked, base) not in tested and (reranked, base) not in withheld):
             continue
-        d = tested[(reranked, base)]
         with_, without = _pair(wide, reranked, base)
         diff = sign * (with_ - without)
+        if (reranked, base) in withheld:
+            d = PairedDifference(float((with_ - without).mean()), nan, nan, nan, len(with_), None)  # type: ignore[arg-type]
+            said = f"no verdict: {withheld[(reranked, base)]}"
+        else:
+            d = tested[(reranked, base)]
+            said = verdict(d) + (" (on condensed lists)" if (reranked, base) in condensed else "")
         out.append({
             # A declared reranker's twin is named ("ANN (dense) + tei"): a base several rerankers
             # rerank has a row per reranker; the default reranker's row keeps the base's name.
             "Strategy": label(reranked) if reranker_of(reranked) else label(base), "strategy": base,
             WITHOUT: float(without.mean()), WITH: float(with_.mean()),
             "Change": d.diff, "CI low": d.ci_low, "CI high": d.ci_high,
-            "p-value": d.p_value, "Comparisons": d.m, "Verdict": verdict(d),
+            "p-value": d.p_value, "Comparisons": d.m, "Verdict": said,
             "Queries improved": int((diff > 1e-12).sum()), "Queries hurt": int((diff < -1e-12).sum()),
             "Unchanged": int((np.abs(diff) <= 1e-12).sum()),
         })

@@ -95,7 +95,7 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     from searchgrade.engine.run.stored_metrics import check_cutoff
     from searchgrade.viewmodels.holes import holes_panel
     from searchgrade.viewmodels.results import failed_counts
-    from searchgrade.viewmodels.significance import comparison_record, results_family, significance
+    from searchgrade.viewmodels.significance import family_records, results_family, significance
 
     with store.session():
         run = store.get_run(run_id)
@@ -123,7 +123,7 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
         out["strategies"] = _metrics(store, run, k)
         out["comparisons"] = {
             "metric": metric_label(PRIMARY_METRIC, hk),
-            "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()],
+            "pairs": family_records(tested),
             "findings": [s.text for s in significance(rows, PRIMARY_METRIC, hk, tested)] if not rows.empty else []}
         holes = holes_panel(store, run.run_id, k=k)
         out["judged"] = {"k": k, "warning": holes.warning, "judged_gap": holes.gap,
