@@ -11,6 +11,7 @@ from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
+from searchgrade.viewmodels.clicks import coverage, coverage_by_cutoff, coverage_words, grades_made_with
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
@@ -111,10 +112,18 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
                   f"{'-' if linear is None else f'{linear:.3f}'}", file=out)
     for line in traffic_lines(store, run, "dcg", k) if cells else []:
         print(f"  {line}", file=out)
+    made = grades_made_with(run)
+    for line in made.lines if made else []:
+        print(f"  {line}", file=out)
+    covered = coverage(store, run, k) if cells else None
+    if covered:
+        for strategy, value in covered.items():
+            cells.setdefault(strategy, {})["coverage"] = f"{value:.3f}"
+        print(f"  {coverage_words(covered, k)}", file=out)
     if not cells:
         print("  no metrics stored", file=out)
         return
-    metrics = TABLE_METRICS + tuple(m for m in TABLE_EXTRA_METRICS
+    metrics = TABLE_METRICS + tuple(m for m in (*TABLE_EXTRA_METRICS, "coverage")
                                     if any(m in c for c in cells.values()))
     width = 22
     print(f"{'strategy':<16}" + "".join(f"{m + '@' + str(k):>{width}}" for m in metrics), file=out)
@@ -188,6 +197,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         {key: r[key] for key in ("strategy", "metric", "k", "value", "ci_low", "ci_high", "n")}
         for r in store.metric_summary(run.run_id, args.k)
     ]
+    # A click-graded run's figures rest on what the log judged: each row says how much of its top k that is.
+    covered = coverage_by_cutoff(store, run, {r["k"] for r in metrics})
+    if covered:
+        for row in metrics:
+            row["coverage"] = covered.get((row["strategy"], row["k"]), 0.0)
     run_json = run.to_dict()
     run_json["latency_ms"] = store.latency_summary(run.run_id)
     run_json.update(llm_summary(store, run))

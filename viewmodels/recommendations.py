@@ -37,6 +37,12 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
         if head.n_strategies < 2:
             out.append(Sentence(f"Only {best['label']} was evaluated ({name} {figure}): there was no "
                                 "choice to make; evaluate other strategies to compare.", "info"))
+        elif head.withheld:
+            out.append(Sentence(
+                f"No recommendation on {name}: {best['label']} is the {highest} ({figure}), but too few of the "
+                f"results of {', '.join(head.withheld)} were judged to compare {'it' if len(head.withheld) == 1 else 'them'} "
+                f"with it: unjudged results count as not relevant, so the figures favour what was judged. Fill the "
+                "holes (--judge-unjudged, or the Review page's \"Fill the holes\") and evaluate again.", "warn"))
         elif head.ties:
             out.append(Sentence(
                 f"No clear winner on {name}: {best['label']} is the {highest} ({figure}), but "

@@ -3,10 +3,13 @@ the bands (head, torso, tail) and how often each fails, and the judge against th
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from searchgrade.engine.run.strategies import label
 from searchgrade.engine.store import RunRecord
+from searchgrade.viewmodels import clicks as clicks_model
 from searchgrade.viewmodels import traffic as traffic_model
 from searchgrade.viewmodels.common import metric_label
 from searchgrade.views._common import home, plain, store_for
@@ -58,11 +61,6 @@ def traffic_section(run: RunRecord, metric: str, k: int) -> None:
                                     "Share of searches": st.column_config.NumberColumn(format="percent"),
                                     "Failure rate": st.column_config.NumberColumn(
                                         "Top result graded 0", format="percent")})
-    if view.clicks:
-        c = view.clicks
-        st.caption(plain(f"Graded by clicks: {c['model']} over log {c['log']}; {c['judged_pairs']:,} pairs judged, "
-                         f"{c['unjudged_pairs']:,} shown fewer than {c['min_impressions']} times left unjudged "
-                         "(0 in the metrics, counted in judged@k)."))
     agreement = view.agreement
     if agreement is not None:
         st.markdown(f"**Judge vs clicks** on the {agreement.n:,} pairs both graded"
@@ -74,3 +72,35 @@ def traffic_section(run: RunRecord, metric: str, k: int) -> None:
         matrix_col.caption("Pairs per judge grade (rows) and click grade (columns)")
         matrix_col.dataframe(agreement.confusion.rename(columns=lambda c: c.replace("Human", "Clicks")),
                              key="results_click_confusion")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _coverage(path: str, run_id: str, k: int) -> tuple[dict[str, float] | None, list[str]]:
+    store = store_for(path)
+    run = store.get_run(run_id)
+    made = clicks_model.grades_made_with(run)
+    return clicks_model.coverage(store, run, k), made.lines if made else []
+
+
+def coverage_section(run: RunRecord, k: int) -> None:
+    """A click-graded run's coverage per strategy beside its figures, and what its grades were made
+    with (the cut-points and the position bias, each with its source). Nothing for another run."""
+    found, lines = _coverage(home(), run.run_id, k)
+    if not found:
+        return
+    st.markdown(f"**Coverage@{k}**: what the click log judges of each strategy's top {k}",
+                help="Users judge only what they were shown. A result shown too rarely to judge counts as not "
+                     "relevant, so a figure graded by clicks rewards resemblance to the system users saw as much "
+                     "as quality. Comparisons between strategies whose coverage differs are made on the results "
+                     "both have judged, or withheld (Which differences are real?).")
+    table = pd.DataFrame({"Strategy": [label(s) for s in found], f"Coverage@{k}": list(found.values())})
+    st.dataframe(table, hide_index=True, key="results_click_coverage",
+                 column_config={f"Coverage@{k}": st.column_config.ProgressColumn(format="percent", min_value=0,
+                                                                                  max_value=1)})
+    low = [label(s) for s, v in found.items() if v < clicks_model.LOW_COVERAGE]
+    if low:
+        st.warning(plain(f"{', '.join(low)}: less than half of the top {k} was judged by the clicks. Their figures "
+                         "say how much they resemble what users were shown, not how good they are; fill the holes "
+                         "(evaluate with --judge-unjudged) before choosing."), icon=":material/visibility_off:")
+    for line in lines:
+        st.caption(plain(line[0].upper() + line[1:] + "."))
