@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
 
@@ -151,3 +153,19 @@ def click_log_report(store: Store, log_name: str) -> ClickLogReport:
     comparisons = log_comparisons(store, log_name)
     return ClickLogReport(log_name, record or {}, pairs, interventions, bias, thresholds,
                           [c.to_json() for c in comparisons], [c.sentence() for c in comparisons])
+
+
+def coverage_across_runs(store: Store, run_ids: Iterable[str], k: int) -> pd.DataFrame:
+    """Each click-graded run's coverage at k per strategy (Run, Created, Strategy, strategy,
+    Coverage), oldest first: what Compare and Trends put beside figures from different runs, whose
+    coverage may differ as much as two strategies' do."""
+    rows = []
+    for run_id in dict.fromkeys(run_ids):
+        run = store.get_run(run_id)
+        if not click_graded(run) or k > run.depth:
+            continue
+        for strategy, value in (coverage(store, run, k) or {}).items():
+            rows.append({"Run": run.name or run.run_id, "run_id": run.run_id, "Created": run.created_at,
+                         "Strategy": label(strategy), "strategy": strategy, "Coverage": value})
+    frame = pd.DataFrame(rows, columns=["Run", "run_id", "Created", "Strategy", "strategy", "Coverage"])
+    return frame.sort_values(["Created", "strategy"], kind="stable").reset_index(drop=True)

@@ -9,6 +9,7 @@ question are refused with the way to get a comparable run (``--queries-from``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,8 @@ import pandas as pd
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.run.scoring import higher_is_better
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference, paired_differences
+from searchgrade.engine.statistics.holes import HoleVerdict
+from searchgrade.engine.statistics.paired import paired_differences
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import (
     PAIRED_RESAMPLES,
@@ -138,6 +140,8 @@ class PairedValues:
     paired_on: str
     notes: list[str]
     refusal: str | None
+    #: Run B's id of each shared query (the same as run A's when paired on the id).
+    query_ids_b: np.ndarray | None = None
 
     def pair(self, strategy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One strategy's shared queries with a value in both runs: (row indices, A's, B's)."""
@@ -191,7 +195,8 @@ def paired_values(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int)
                             f"run B: {', '.join(map(label, wide_b.columns))}): nothing to compare.")
     return PairedValues(strategies, shared["query_id"].to_numpy(dtype=object),
                         shared["text"].to_numpy(dtype=object), wide_a[strategies].to_numpy(dtype=float),
-                        wide_b[strategies].to_numpy(dtype=float), on, notes, None)
+                        wide_b[strategies].to_numpy(dtype=float), on, notes, None,
+                        shared["query_id_b"].to_numpy(dtype=object))
 
 
 def _refusal(a: RunRecord, b: RunRecord, on: str, queries_a: pd.DataFrame, queries_b: pd.DataFrame) -> str:
@@ -233,15 +238,15 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                              **one_sided)
     pairs = {s: paired.pair(s) for s in paired.strategies}
     shown = [s for s in strategy_order(pairs) if len(pairs[s][0])]
-    tests = paired_differences([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES,
-                               seed=0) if shown else []
-    deltas = [{"Strategy": label(s), "strategy": s, "Run A": float(pairs[s][1].mean()),
-               "Run B": float(pairs[s][2].mean()), "Change": d.diff, "CI low": d.ci_low,
-               "CI high": d.ci_high, "p-value": d.p_value, "Comparisons": d.m,
-               "Verdict": verdict(d), "Queries": d.n}
-              for s, d in zip(shown, tests, strict=True)]
-    findings = [_finding(s, pairs[s][1].mean(), pairs[s][2].mean(), d, metric)
-                for s, d in zip(shown, tests, strict=True)]
+    found = _holes_verdicts(store, a, b, metric, k, paired, pairs, shown) if shown else None
+    if found is None:
+        tests = paired_differences([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES,
+                                   seed=0) if shown else []
+        found = [HoleVerdict(d, False, None, math.nan, math.nan, float(pairs[s][2].mean()),
+                             float(pairs[s][1].mean())) for s, d in zip(shown, tests, strict=True)]
+    tests = [v.difference for v in found if v.difference is not None]
+    deltas = [_delta(s, pairs[s], v) for s, v in zip(shown, found, strict=True)]
+    findings = [_finding(s, v, metric) for s, v in zip(shown, found, strict=True)]
     # The queries that changed most: by strategy name and query id, then the largest |change| first.
     strategy_of = np.concatenate([np.full(len(pairs[s][0]), s, dtype=object) for s in paired.strategies])
     rows = np.concatenate([pairs[s][0] for s in paired.strategies])
@@ -266,11 +271,50 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                          statistics_note=family_note(len(tests)) if tests else "", **one_sided)
 
 
-def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:
+def _holes_verdicts(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int, paired: PairedValues,
+                    pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                    shown: list[str]) -> list[HoleVerdict] | None:
+    """Each strategy's change from A to B by the rule for judgments with holes (as always, on
+    condensed lists, or withheld: engine/statistics/holes.py); None where it does not apply."""
+    from searchgrade.engine.run.condensed import Item, RunLabels, holes_verdicts
+    from searchgrade.engine.statistics.holes import withheld_reason
+    from searchgrade.viewmodels.significance import holes_metric
+
+    if not holes_metric(metric):
+        return None
+    after, before = RunLabels(store, b, k), RunLabels(store, a, k)
+    ids_b = paired.query_ids_b if paired.query_ids_b is not None else paired.query_ids
+    items = [Item(s, s, [(ids_b[r], paired.query_ids[r]) for r in pairs[s][0]], pairs[s][2], pairs[s][1])
+             for s in shown]
+    reasons = [lambda j_b, j_a, s=s: withheld_reason(f"{label(s)} in run B", f"{label(s)} in run A", j_b, j_a, k)
+               for s in shown]
+    return holes_verdicts(after, before, items, metric, keys=shown, reasons=reasons, n_resamples=PAIRED_RESAMPLES)
+
+
+def _delta(strategy: str, pair: tuple[np.ndarray, np.ndarray, np.ndarray], v: HoleVerdict) -> dict[str, object]:
+    """One strategy's row of the change table; a change on condensed lists shows their means."""
+    d = v.difference
+    if d is None:
+        return {"Strategy": label(strategy), "strategy": strategy, "Run A": float(pair[1].mean()),
+                "Run B": float(pair[2].mean()), "Change": float((pair[2] - pair[1]).mean()), "CI low": math.nan,
+                "CI high": math.nan, "p-value": math.nan, "Comparisons": None, "Verdict": "withheld",
+                "Queries": len(pair[0])}
+    return {"Strategy": label(strategy), "strategy": strategy, "Run A": v.mean_b, "Run B": v.mean_a,
+            "Change": d.diff, "CI low": d.ci_low, "CI high": d.ci_high, "p-value": d.p_value, "Comparisons": d.m,
+            "Verdict": verdict(d) + (" (condensed lists)" if v.condensed else ""), "Queries": d.n}
+
+
+def _finding(strategy: str, v: HoleVerdict, metric: str) -> Sentence:
     """One strategy's change from run A to run B in words, with the figures the table shows."""
+    d = v.difference
+    if d is None:
+        return Sentence(f"{label(strategy)}: no verdict. {v.withheld}.", "warn", strategy)
     queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
-    text = f"{label(strategy)}: {run_a:.3f} → {run_b:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
+    where = (" on condensed lists (each top k's judged results only, as many from each run: the runs judged "
+             "different shares of it, or both have many holes)") if v.condensed else ""
+    text = f"{label(strategy)}{where}: {v.mean_b:.3f} → {v.mean_a:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
     if not d.significant:
         return Sentence(f"{text}: not distinguishable from no change.", "info", strategy)
     better = (d.diff > 0) == higher_is_better(metric)
-    return Sentence(f"{text}: a real change.", "good" if better else "warn", strategy)
+    return Sentence(f"{text}: a real change{' on what was judged' if v.condensed else ''}.",
+                    "good" if better else "warn", strategy)

@@ -60,7 +60,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
     selected = metric_rows(table, metric)
     # Read only where something is computed afresh (kept tests and reranker rows need no values).
     wide = functools.cache(lambda: figures.wide(metric))
-    tested = results_comparisons(store, run, metric, k, selected, wide, lambda: figures.wide("judged"))
+    tested = results_comparisons(store, run, metric, k, selected, wide)
     headline = _headline(selected, metric, k, store.query_count(run.run_id), tested)
     by_position = relevance_by_position(store, run, k, reads)
     shorts = short_lists(by_position, k)

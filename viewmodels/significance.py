@@ -38,6 +38,7 @@ from searchgrade.viewmodels.common import (
 
 if TYPE_CHECKING:
     from searchgrade.engine.run.condensed import RunLabels
+    from searchgrade.engine.statistics.holes import HoleVerdict
     from searchgrade.engine.store import RunRecord, Store
 
 RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "CI high", "p-value",
@@ -129,53 +130,59 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]],
 
 
 class HolesInput:
-    """What the rule for judgments with holes reads of a run at metric@k: each strategy's judged@k
-    per query and its graded lists (engine/run/condensed.py)."""
+    """What the rule for judgments with holes reads of a run at metric@k: its graded top-k lists
+    (engine/run/condensed.py), where its grading judges what it saw."""
 
-    def __init__(self, labels: RunLabels, judged: pd.DataFrame, metric: str, k: int) -> None:
-        self.labels, self.judged, self.metric, self.k = labels, judged, metric, k
+    def __init__(self, labels: RunLabels, metric: str, k: int) -> None:
+        self.labels, self.metric, self.k = labels, metric, k
 
     def compare(self, wide: pd.DataFrame, kept: list[tuple[str, str]],
                 columns: list[tuple[np.ndarray, np.ndarray]]) -> Family:
-        from searchgrade.engine.run.condensed import condensed_values
-        from searchgrade.engine.statistics.holes import Sides, compare_with_holes, withheld_reason
+        from searchgrade.engine.run.condensed import Item, holes_verdicts
+        from searchgrade.engine.statistics.holes import withheld_reason
 
-        judged = self.judged.reindex(index=wide.index)
-        sides, reasons = [], []
+        items = []
         for (a, b), (va, vb) in zip(kept, columns, strict=True):
             both = wide.index[~(wide[a].isna() | wide[b].isna())]
-            ja = judged[a].reindex(both).fillna(0.0).to_numpy() if a in judged else np.zeros(len(both))
-            jb = judged[b].reindex(both).fillna(0.0).to_numpy() if b in judged else np.zeros(len(both))
-            queries = [(q, q) for q in both]
-            sides.append(Sides(va, vb, ja, jb, lambda a=a, b=b, queries=queries: condensed_values(
-                self.labels, a, self.labels, b, queries, self.metric)))
-            reasons.append(lambda j_a, j_b, a=a, b=b: withheld_reason(label(a), label(b), j_a, j_b, self.k))
-        found = compare_with_holes(sides, reasons, keys=[frozenset(p) for p in kept], n_resamples=PAIRED_RESAMPLES)
-        family = Family(judged={p: (v.judged_a, v.judged_b) for p, v in zip(kept, found, strict=True)})
-        for pair, v in zip(kept, found, strict=True):
-            if v.withheld is not None:
-                family.withheld[pair] = v.withheld
-            elif v.difference is not None:
-                family[pair] = v.difference
-                if v.condensed:
-                    family.condensed.add(pair)
-        return family
+            items.append(Item(a, b, [(q, q) for q in both], va, vb))
+        reasons = [lambda j_a, j_b, a=a, b=b: withheld_reason(label(a), label(b), j_a, j_b, self.k) for a, b in kept]
+        found = holes_verdicts(self.labels, self.labels, items, self.metric, keys=[frozenset(p) for p in kept],
+                               reasons=reasons, n_resamples=PAIRED_RESAMPLES)
+        return family_of(kept, found or [])
 
 
-def holes_input(store: Store, run: RunRecord, metric: str, k: int, judged: Callable[[], pd.DataFrame]) -> HolesInput | None:
+def family_of(kept: Sequence[tuple[str, str]], found: Sequence[HoleVerdict]) -> Family:
+    """The Family of comparisons the rule gave (engine/statistics/holes.py), in their order."""
+    family = Family(judged={p: (v.judged_a, v.judged_b) for p, v in zip(kept, found, strict=True)})
+    for pair, v in zip(kept, found, strict=True):
+        if v.withheld is not None:
+            family.withheld[pair] = v.withheld
+        elif v.difference is not None:
+            family[pair] = v.difference
+            if v.condensed:
+                family.condensed.add(pair)
+    return family
+
+
+def holes_input(store: Store, run: RunRecord, metric: str, k: int) -> HolesInput | None:
     """The rule's inputs for a run at metric@k, or None where it does not apply: a grading that
     counts an absent result as not relevant by design (engine/statistics/holes.py), or a metric that
     reads holes itself (bpref, the condensed NDCG, the residual, judged@k) or no grade at all."""
-    from searchgrade.engine.metrics import UNJUDGED_AWARE, metric_key
     from searchgrade.engine.run.condensed import RunLabels
-    from searchgrade.engine.run.scoring import SOURCE_FOUND
 
-    if metric == SOURCE_FOUND or metric_key(metric).name in UNJUDGED_AWARE | {"rbp_residual"}:
+    if not holes_metric(metric):
         return None
     labels = RunLabels(store, run, k)
-    if not labels.rule_applies:
-        return None
-    return HolesInput(labels, judged(), metric, k)
+    return HolesInput(labels, metric, k) if labels.rule_applies else None
+
+
+def holes_metric(metric: str) -> bool:
+    """Whether the rule applies to a metric: one that counts an unjudged result as not relevant (not
+    bpref, the condensed NDCG, the RBP residual, judged@k or source found)."""
+    from searchgrade.engine.metrics import UNJUDGED_AWARE, metric_key
+    from searchgrade.engine.run.scoring import SOURCE_FOUND
+
+    return metric != SOURCE_FOUND and metric_key(metric).name not in UNJUDGED_AWARE | {"rbp_residual"}
 
 
 def results_pairs(rows: pd.DataFrame, metric: str,
@@ -196,16 +203,14 @@ def results_pairs(rows: pd.DataFrame, metric: str,
 
 
 def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows: pd.DataFrame,
-                        wide: Callable[[], pd.DataFrame],
-                        judged: Callable[[], pd.DataFrame]) -> Family:
+                        wide: Callable[[], pd.DataFrame]) -> Family:
     """``paired_comparisons`` of the Results page's pairs (``results_pairs``) at metric@k.
 
     A complete run's are computed once and kept in the store (its metrics never change: a
     re-score is a new run, a re-graded run is cleared first), with the procedure that computed
     them: tests of another procedure are computed again. A run still in progress, or stopped, is
-    tested afresh each time. ``wide`` gives the metric's wide frame and ``judged`` judged@k's: read
-    only when the tests are computed. Each comparison passes the rule for judgments with holes
-    (``holes_input``).
+    tested afresh each time. ``wide`` gives the metric's wide frame: read only when the tests are
+    computed. Each comparison passes the rule for judgments with holes (``holes_input``).
     """
     complete = run.status == "complete"
     if complete:
@@ -214,7 +219,7 @@ def results_comparisons(store: Store, run: RunRecord, metric: str, k: int, rows:
         if kept is not None:
             return kept
     values = wide()
-    holes = holes_input(store, run, metric, k, judged)
+    holes = holes_input(store, run, metric, k)
     tested = paired_comparisons(values, results_pairs(rows, metric, values), holes)
     if complete:
         store.remember_paired_tests(run.run_id, metric, k, encode_tests(tested), finished_at=run.finished_at)
@@ -249,8 +254,7 @@ def results_family(store: Store, run: RunRecord, metric: str, k: int) -> tuple[p
 
     figures = Figures(store, run, k)
     rows = metric_rows(figures.summary(), metric)
-    return rows, results_comparisons(store, run, metric, k, rows, lambda: figures.wide(metric),
-                                     lambda: figures.wide("judged"))
+    return rows, results_comparisons(store, run, metric, k, rows, lambda: figures.wide(metric))
 
 
 def comparison_record(a: str, b: str, d: PairedDifference, condensed: bool = False) -> dict[str, object]:

@@ -104,3 +104,24 @@ def coverage_section(run: RunRecord, k: int) -> None:
                          "(evaluate with --judge-unjudged) before choosing."), icon=":material/visibility_off:")
     for line in lines:
         st.caption(plain(line[0].upper() + line[1:] + "."))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _coverage_across(path: str, run_ids: tuple[str, ...], k: int) -> pd.DataFrame:
+    return clicks_model.coverage_across_runs(store_for(path), run_ids, k)
+
+
+def runs_coverage(run_ids: tuple[str, ...], k: int, key: str) -> None:
+    """Compare's and Trends' coverage: each click-graded run's coverage@k per strategy, beside figures
+    from different runs (nothing when no run is graded by clicks)."""
+    table = _coverage_across(home(), run_ids, k)
+    if table.empty:
+        return
+    st.markdown(f"**Coverage@{k} of the runs graded by clicks**",
+                help="The share of each strategy's top k the click log judges. A figure graded by clicks counts "
+                     "the rest as not relevant: where coverage differs between runs (or strategies), so do the "
+                     "figures, whatever the search did. Compare's verdicts are then made on the results both "
+                     "runs judged, or withheld.")
+    wide = table.pivot_table(index=["Created", "Run"], columns="Strategy", values="Coverage", sort=False)
+    st.dataframe(wide.reset_index().drop(columns="Created"), hide_index=True, key=key,
+                 column_config={c: st.column_config.NumberColumn(format="percent") for c in wide.columns})

@@ -18,6 +18,7 @@ from searchgrade.viewmodels.common import (
 from searchgrade.viewmodels.compare import default_pair
 from searchgrade.views._common import chart_text, compare_runs, glossary, home, plain, public, run_choices
 from searchgrade.views._holes import compare_flips
+from searchgrade.views._traffic import runs_coverage
 
 BETTER, WORSE = "#2a8a3e", "#c0392b"
 
@@ -71,6 +72,7 @@ show = {"good": st.success, "warn": st.warning, "info": st.info}
 for sentence in result.findings:
     show[sentence.kind](plain(sentence.text))
 compare_flips(run_a, run_b, int(k))
+runs_coverage((run_a, run_b), int(k), "compare_coverage")
 st.caption("Queries paired by " + ("their id (the collection's own queries)" if result.paired_on == "query_id"
                                    else "their text (generated query ids name different questions in "
                                         "different runs)"))

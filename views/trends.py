@@ -32,6 +32,7 @@ from searchgrade.views._common import (
     trend_cutoffs,
 )
 from searchgrade.views._suite_trend import suite_trend_chart
+from searchgrade.views._traffic import runs_coverage
 
 ALL = "All collections"
 NO_SUITE = "None: every run"
@@ -150,4 +151,5 @@ table = trend_table(frame)
 st.dataframe(table, hide_index=True, key="trends_table",
              column_config={c: st.column_config.NumberColumn(format="%.3f")
                             for c in table.columns if c not in ("Date", "Run", "Collection")})
+runs_coverage(tuple(frame["run_id"].unique()), k, "trends_coverage")
 glossary()

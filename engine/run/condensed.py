@@ -8,12 +8,19 @@ pooled but not judged (as engine/store/holes.py counts them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from searchgrade.engine.metrics import compute_metrics
-from searchgrade.engine.statistics.holes import condensed_lists, judges_what_it_saw
+from searchgrade.engine.statistics.holes import (
+    HoleVerdict,
+    Sides,
+    compare_with_holes,
+    condensed_lists,
+    judges_what_it_saw,
+)
 from searchgrade.engine.store import RunRecord, Store
 
 
@@ -43,6 +50,10 @@ class RunLabels:
     def grades(self, strategy: str, query_id: str) -> list[int | None]:
         return [self.grade.get((query_id, d)) for d in self.lists.get(strategy, {}).get(query_id, [])]
 
+    def judged(self, strategy: str, query_id: str) -> float:
+        """The share of the k places of a top k holding a judged result (a missing place: not judged)."""
+        return sum(g is not None for g in self.grades(strategy, query_id)) / self.k
+
     def value(self, grades: Sequence[int | None], query_id: str, metric: str) -> float:
         return compute_metrics(grades, self.pool.get(query_id, []), self.k, self.run.threshold, [metric],
                                max_grade=self.max_grade)[metric]
@@ -60,3 +71,31 @@ def condensed_values(a: RunLabels, strategy_a: str, b: RunLabels, strategy_b: st
             values_a.append(a.value(ca, qa, metric))
             values_b.append(b.value(cb, qb, metric))
     return np.array(values_a, dtype=float), np.array(values_b, dtype=float)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One comparison: side a (strategy_a of run a) against side b, over query pairs (a's id, b's
+    id), with each side's metric per query pair (holes as not relevant)."""
+
+    strategy_a: str
+    strategy_b: str
+    queries: Sequence[tuple[str, str]]
+    a: np.ndarray
+    b: np.ndarray
+
+
+def holes_verdicts(labels_a: RunLabels, labels_b: RunLabels, items: Sequence[Item], metric: str, *,
+                   keys: Sequence[Hashable], reasons: Sequence[Callable[[float, float], str]],
+                   n_resamples: int) -> list[HoleVerdict] | None:
+    """Each comparison by the rule of engine/statistics/holes.py (a strategy of run a against one of
+    run b: the same run twice within a run); None when neither run's grading judges what it saw."""
+    if not (labels_a.rule_applies or labels_b.rule_applies):
+        return None
+    sides = []
+    for item in items:
+        ja = np.array([labels_a.judged(item.strategy_a, qa) for qa, _ in item.queries])
+        jb = np.array([labels_b.judged(item.strategy_b, qb) for _, qb in item.queries])
+        sides.append(Sides(item.a, item.b, ja, jb, lambda item=item: condensed_values(
+            labels_a, item.strategy_a, labels_b, item.strategy_b, item.queries, metric)))
+    return compare_with_holes(sides, reasons, keys=keys, n_resamples=n_resamples)

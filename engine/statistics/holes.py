@@ -74,6 +74,10 @@ class HoleVerdict:
     withheld: str | None
     judged_a: float
     judged_b: float
+    #: The means of the two sides the difference was computed on (the condensed lists' when
+    #: condensed; NaN when withheld).
+    mean_a: float = float("nan")
+    mean_b: float = float("nan")
 
     @property
     def significant(self) -> bool:
@@ -116,7 +120,7 @@ def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float
     withholding. m: the family size (default: the distinct ``keys`` of the comparisons not
     withheld, a pair and its reverse sharing one key; without keys, each comparison is one)."""
     readings, columns, index = [], [], []
-    shares = []
+    shares, means = [], []
     for i, s in enumerate(sides):
         ja = float(np.mean(s.judged_a)) if len(s.judged_a) else 0.0
         jb = float(np.mean(s.judged_b)) if len(s.judged_b) else 0.0
@@ -132,6 +136,7 @@ def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float
         if how != "withheld":
             columns.append((a, b))
             index.append(i)
+            means.append((float(np.mean(a)), float(np.mean(b))))
     if m is not None:
         family = m
     else:
@@ -139,12 +144,13 @@ def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float
     tests = paired_differences(columns, m=max(family, 1), alpha=alpha, n_resamples=n_resamples,
                                seed=seed) if columns else []
     tested = dict(zip(index, tests, strict=True))
+    mean_of = dict(zip(index, means, strict=True))
     out = []
     for i, (how, (ja, jb)) in enumerate(zip(readings, shares, strict=True)):
         if how == "withheld":
             out.append(HoleVerdict(None, False, reasons[i](ja, jb), ja, jb))
         else:
-            out.append(HoleVerdict(tested[i], how == "condensed", None, ja, jb))
+            out.append(HoleVerdict(tested[i], how == "condensed", None, ja, jb, *mean_of[i]))
     return out
 
 

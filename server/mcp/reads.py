@@ -93,6 +93,7 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     failures: the same figures as `searchgrade show RUN --format json`, in a size that does not
     grow with the number of queries."""
     from searchgrade.engine.run.stored_metrics import check_cutoff
+    from searchgrade.viewmodels.clicks import coverage
     from searchgrade.viewmodels.holes import holes_panel
     from searchgrade.viewmodels.results import failed_counts
     from searchgrade.viewmodels.significance import family_records, results_family, significance
@@ -121,6 +122,10 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
                                "queries": store.query_count(run.run_id)}
         out["k"] = k
         out["strategies"] = _metrics(store, run, k)
+        covered = coverage(store, run, k)
+        if covered:  # graded by clicks: each strategy's figures rest on this share of its top k
+            for row in out["strategies"]:
+                row[f"coverage@{k}"] = covered.get(row["strategy"], 0.0)
         out["comparisons"] = {
             "metric": metric_label(PRIMARY_METRIC, hk),
             "pairs": family_records(tested),
@@ -152,6 +157,7 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
     ``run_a`` alone, a run of a suite, is compared with the suite's previous complete run (it is
     then run B), on the suite's metric unless ``metric`` is given.
     """
+    from searchgrade.viewmodels.clicks import coverage_across_runs
     from searchgrade.viewmodels.compare import compare_runs as compare
 
     of_suite = None
@@ -178,6 +184,10 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
                      for r in c.deltas.to_dict("records")]
     out["findings"] = [s.text for s in c.findings]
     out["statistics"] = c.statistics_note
+    covered = coverage_across_runs(store, (c.run_a.run_id, c.run_b.run_id), k)
+    if not covered.empty:  # a run graded by clicks: its figures rest on this share of each top k
+        out["coverage"] = [{"run_id": r["run_id"], "strategy": r["strategy"], f"coverage@{k}": r["Coverage"]}
+                           for r in covered.to_dict("records")]
     out["changed_most"] = [{"strategy": r["Strategy"], "query_id": r["Query id"],
                             "query": untrusted_query(r["Query"]), "run_a": r["Run A"], "run_b": r["Run B"],
                             "change": r["Change"]} for r in c.changed.to_dict("records")]

@@ -19,7 +19,7 @@ def _fresh(store: Store, run_id: str, metric: str, k: int):
     figures = Figures(store, run, k)
     selected = metric_rows(figures.summary(), metric)
     wide = figures.wide(metric)
-    holes = holes_input(store, run, metric, k, lambda: figures.wide("judged"))
+    holes = holes_input(store, run, metric, k)
     return paired_comparisons(wide, results_pairs(selected, metric, wide), holes)
 
 

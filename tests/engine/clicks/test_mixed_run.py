@@ -16,7 +16,11 @@ import pytest
 from searchgrade.cli import main
 from searchgrade.engine.clicks.simulation import simulate_clicks
 from searchgrade.engine.collections import load_collection
+from searchgrade.engine.labels.holes_queue import holes_queue
 from searchgrade.engine.store import Store
+from searchgrade.server.mcp.reads import compare_runs as mcp_compare
+from searchgrade.viewmodels.clicks import coverage_across_runs
+from searchgrade.viewmodels.compare import compare_runs
 from tests.conftest import DEMO
 
 pytestmark = pytest.mark.slow
@@ -69,7 +73,11 @@ def runs(tmp_path_factory):
     assert main(["clicks", "import", str(folder / "events.csv"), "--log", "searches", *common]) == 0
     assert main(["evaluate", "demo", "--clicks", "--query-set", "all", "--strategies", "fulltext,hybrid",
                  *common]) == 0
-    return home, qrels_run.run_id, store.list_runs()[0].run_id
+    clicks_run = store.list_runs()[0].run_id
+    # Other settings need another run: BM25 and the fusion are a run's index settings.
+    assert main(["evaluate", "demo", "--clicks", "--query-set", "all", "--strategies", "fulltext,hybrid",
+                 "--bm25-k1", "0.9", "--bm25-b", "0.4", "--fusion", "convex(w=0.5)", *common]) == 0
+    return home, qrels_run.run_id, clicks_run, store.list_runs()[0].run_id
 
 
 def _pair(payload: dict) -> dict:
@@ -78,7 +86,7 @@ def _pair(payload: dict) -> dict:
 
 
 def test_the_qrels_put_hybrid_ahead(runs, capsys):
-    home, qrels_run, _ = runs
+    home, qrels_run, *_ = runs
     payload, _ = _show(home, qrels_run, capsys)
     pair = _pair(payload)
     hybrid_ahead = pair["diff"] if pair["a"] == "hybrid" else -pair["diff"]
@@ -87,7 +95,7 @@ def test_the_qrels_put_hybrid_ahead(runs, capsys):
 
 
 def test_each_click_graded_figure_carries_its_coverage(runs, capsys):
-    home, _, clicks_run = runs
+    home, _, clicks_run, _ = runs
     payload, text = _show(home, clicks_run, capsys)
     coverage = {(r["strategy"], r["k"]): r["coverage"] for r in payload["metrics"]}
     assert all(0.0 <= v <= 1.0 for v in coverage.values())
@@ -100,7 +108,7 @@ def test_each_click_graded_figure_carries_its_coverage(runs, capsys):
 
 
 def test_the_clicks_no_longer_say_a_real_difference_the_qrels_disagree_with(runs, capsys):
-    home, qrels_run, clicks_run = runs
+    home, qrels_run, clicks_run, _ = runs
     truth = _pair(_show(home, qrels_run, capsys)[0])
     hybrid_ahead = truth["diff"] if truth["a"] == "hybrid" else -truth["diff"]
     payload, text = _show(home, clicks_run, capsys)
@@ -113,3 +121,29 @@ def test_the_clicks_no_longer_say_a_real_difference_the_qrels_disagree_with(runs
         clicks_hybrid_ahead = pair["diff"] if pair["a"] == "hybrid" else -pair["diff"]
         assert np.sign(clicks_hybrid_ahead) == np.sign(hybrid_ahead)
     assert "Full-text (BM25) beats Hybrid (RRF)" not in text
+
+
+def test_fill_the_holes_offers_the_unseen_results_that_could_reverse_it(runs):
+    home, _, clicks_run, _ = runs
+    store = Store(home)
+    queue = holes_queue(store, clicks_run)
+    assert queue.settle > 0 and any(c.open for c in queue.comparisons)
+    grades = {(g["query_id"], g["doc_id"]) for g in store.grades(clicks_run)}
+    first = queue.items[: queue.settle]
+    assert first and all((i.query_id, i.doc_id) not in grades for i in first)  # never shown often enough
+    assert [i.priority for i in first] == sorted((i.priority for i in first), reverse=True)  # most decisive first
+
+
+def test_across_runs_coverage_is_beside_the_figures_and_the_rule_holds(runs):
+    home, _, clicks_run, other_run = runs
+    store = Store(home)
+    result = compare_runs(store, clicks_run, other_run, "dcg", 10)
+    verdicts = dict(zip(result.deltas["strategy"], result.deltas["Verdict"], strict=True))
+    print(verdicts, [s.text for s in result.findings])
+    # Two click-graded runs whose top 10s are judged under 90%: no comparison made on the holes.
+    assert all(v == "withheld" or v.endswith("(condensed lists)") for v in verdicts.values())
+    covered = coverage_across_runs(store, (clicks_run, other_run), 10)
+    assert set(covered["run_id"]) == {clicks_run, other_run} and set(covered["strategy"]) == {"fulltext", "hybrid"}
+    mcp = mcp_compare(store, clicks_run, other_run, "dcg@10")
+    assert {(c["run_id"], c["strategy"]) for c in mcp["coverage"]} == set(zip(covered["run_id"], covered["strategy"],
+                                                                               strict=True))
