@@ -169,3 +169,19 @@ def coverage_across_runs(store: Store, run_ids: Iterable[str], k: int) -> pd.Dat
                          "Strategy": label(strategy), "strategy": strategy, "Coverage": value})
     frame = pd.DataFrame(rows, columns=["Run", "run_id", "Created", "Strategy", "strategy", "Coverage"])
     return frame.sort_values(["Created", "strategy"], kind="stable").reset_index(drop=True)
+
+
+def run_interleaving(store: Store, run: RunRecord) -> list[dict[str, Any]]:
+    """The team-draft interleaving comparisons of a run's query set, from its log's interleaving
+    results over the set's queries (each with its sentence); empty when there are none."""
+    from searchgrade.engine.clicks.interleaving_log import log_comparisons
+    from searchgrade.engine.traffic.query_sets import set_queries
+
+    set_name = (run.config or {}).get("query_set")
+    if not set_name or not store.query_set_exists(set_name):
+        return []
+    log_name = store.query_set(set_name)["log_name"]
+    if store.interleaving_log(log_name) is None:
+        return []
+    ranks = [q.log_rank for q in set_queries(store, set_name)]
+    return [{**c.to_json(), "sentence": c.sentence()} for c in log_comparisons(store, log_name, ranks)]

@@ -22,6 +22,7 @@ from searchgrade.engine.statistics.weighted_bootstrap import weighted_bootstrap_
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.engine.traffic.bands import BANDS
 from searchgrade.engine.traffic.query_sets import set_queries
+from searchgrade.viewmodels.clicks import run_interleaving
 from searchgrade.viewmodels.common import metric_label
 from searchgrade.viewmodels.llm_panel import AgreementView, agreement_view
 
@@ -176,7 +177,8 @@ def traffic_json(store: Store, run: RunRecord, metric: str, k: int) -> dict[str,
     return {"query_set": view.set_name, "log": view.log_name, "method": view.method, "metric": view.metric,
             "k": view.k, "searches": view.searches, "log_searches": view.log_searches,
             "strategies": view.table.to_dict("records"), "bands": view.bands.to_dict("records"),
-            "failure": view.sentence, "clicks": view.clicks}
+            "failure": view.sentence, "clicks": view.clicks,
+            "interleaving": run_interleaving(store, run)}
 
 
 def traffic_lines(store: Store, run: RunRecord, metric: str, k: int) -> list[str]:
@@ -201,5 +203,9 @@ def traffic_lines(store: Store, run: RunRecord, metric: str, k: int) -> list[str
         kappa = view.agreement.kappas["Value"].tolist()
         out.append(f"  judge vs clicks on {view.agreement.n} pairs: kappa {_number(kappa[0])}, linear-weighted "
                    f"{_number(kappa[1])}")
+    interleaved = run_interleaving(store, run)
+    if interleaved:
+        out.append("  team-draft interleaving of the set's searches:")
+        out += [f"    {c['sentence']}" for c in interleaved]
     out += [f"  note: {n}" for n in view.notes]
     return out

@@ -75,17 +75,23 @@ def traffic_section(run: RunRecord, metric: str, k: int) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _coverage(path: str, run_id: str, k: int) -> tuple[dict[str, float] | None, list[str]]:
+def _coverage(path: str, run_id: str, k: int) -> tuple[dict[str, float] | None, list[str], list[str]]:
     store = store_for(path)
     run = store.get_run(run_id)
     made = clicks_model.grades_made_with(run)
-    return clicks_model.coverage(store, run, k), made.lines if made else []
+    interleaved = [c["sentence"] for c in clicks_model.run_interleaving(store, run)]
+    return clicks_model.coverage(store, run, k), made.lines if made else [], interleaved
 
 
 def coverage_section(run: RunRecord, k: int) -> None:
     """A click-graded run's coverage per strategy beside its figures, and what its grades were made
     with (the cut-points and the position bias, each with its source). Nothing for another run."""
-    found, lines = _coverage(home(), run.run_id, k)
+    found, lines, interleaved = _coverage(home(), run.run_id, k)
+    if interleaved:
+        st.markdown("**Team-draft interleaving** of this query set's searches: both systems shown to the same "
+                    "people, each click credited to the system whose result it was (no holes, no position bias)")
+        for sentence in interleaved:
+            st.write(plain(sentence))
     if not found:
         return
     st.markdown(f"**Coverage@{k}**: what the click log judges of each strategy's top {k}",
