@@ -11,7 +11,7 @@ from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
-from searchgrade.viewmodels.clicks import coverage, coverage_by_cutoff, coverage_words, grades_made_with
+from searchgrade.viewmodels.clicks import coverage, coverage_by_cutoff, coverage_words, grades_made_with, judge_share
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
@@ -119,7 +119,7 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     if covered:
         for strategy, value in covered.items():
             cells.setdefault(strategy, {})["coverage"] = f"{value:.3f}"
-        print(f"  {coverage_words(covered, k)}", file=out)
+        print(f"  {coverage_words(covered, k, judge_share(store, run, k))}", file=out)
     if not cells:
         print("  no metrics stored", file=out)
         return
@@ -200,8 +200,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     # A click-graded run's figures rest on what the log judged: each row says how much of its top k that is.
     covered = coverage_by_cutoff(store, run, {r["k"] for r in metrics})
     if covered:
+        # With the judge filling the holes, each figure also says how much of it is the judge's.
+        filled = coverage_by_cutoff(store, run, {r["k"] for r in metrics}, "llm") if "llm" in (
+            run.label_source or "").split("+") else {}
         for row in metrics:
             row["coverage"] = covered.get((row["strategy"], row["k"]), 0.0)
+            if filled:
+                row["judged_by_judge"] = filled.get((row["strategy"], row["k"]), 0.0)
     run_json = run.to_dict()
     run_json["latency_ms"] = store.latency_summary(run.run_id)
     run_json.update(llm_summary(store, run))

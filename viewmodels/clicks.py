@@ -18,6 +18,10 @@ import pandas as pd
 
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
+from searchgrade.engine.store.clicks import CLICK_SOURCE
+
+#: The stored grades the LLM judge gave (where it filled the clicks' holes).
+JUDGE_SOURCE = "llm"
 
 #: Below this coverage a strategy's click-graded figures are said to rest mostly on holes.
 LOW_COVERAGE = 0.5
@@ -36,22 +40,36 @@ def coverage(store: Store, run: RunRecord, k: int) -> dict[str, float] | None:
     return {s: found[s] for s in strategy_order(found)}
 
 
-def coverage_by_cutoff(store: Store, run: RunRecord, ks: Iterable[int]) -> dict[tuple[str, int], float]:
-    """(strategy, k) -> coverage, for a click-graded run's cut-offs (empty otherwise)."""
+def coverage_by_cutoff(store: Store, run: RunRecord, ks: Iterable[int],
+                       source: str = CLICK_SOURCE) -> dict[tuple[str, int], float]:
+    """(strategy, k) -> coverage (or another source's share), for a click-graded run's cut-offs
+    (empty otherwise)."""
     if not click_graded(run):
         return {}
-    return {(s, k): v for k in sorted(set(ks)) for s, v in store.click_coverage(run.run_id, k).items()}
+    return {(s, k): v for k in sorted(set(ks)) for s, v in store.click_coverage(run.run_id, k, source).items()}
 
 
-def coverage_words(found: dict[str, float], k: int) -> str:
-    """ "coverage (the share of each top 10 the click log judges): Full-text (BM25) 95%, Hybrid 56%" """
-    cells = ", ".join(f"{label(s)} {v:.0%}" for s, v in found.items())
-    low = [label(s) for s, v in found.items() if v < LOW_COVERAGE]
+def judge_share(store: Store, run: RunRecord, k: int) -> dict[str, float]:
+    """strategy -> the share of its top k the LLM judge graded where the clicks left holes
+    (``--clicks --llm --judge-unjudged``, or a pool judged after); empty when the judge filled none."""
+    if not click_graded(run) or "llm" not in (run.label_source or "").split("+"):
+        return {}
+    return {s: v for s, v in store.click_coverage(run.run_id, k, JUDGE_SOURCE).items()}
+
+
+def coverage_words(found: dict[str, float], k: int, judged: dict[str, float] | None = None) -> str:
+    """ "coverage (the share of each top 10 the click log judges): Full-text (BM25) 95%, Hybrid 56%";
+    with the judge's share where it filled the holes: "Hybrid 56% (+ 44% by the judge)"."""
+    judged = judged or {}
+    cells = ", ".join(f"{label(s)} {v:.0%}" + (f" (+ {judged[s]:.0%} by the judge)" if judged.get(s) else "")
+                      for s, v in found.items())
+    low = [label(s) for s, v in found.items() if v + judged.get(s, 0.0) < LOW_COVERAGE]
     out = f"coverage (the share of each top {k} users were shown often enough for the click log to judge): {cells}"
     if low:
         out += (f". {', '.join(low)} {'rests' if len(low) == 1 else 'rest'} mostly on unjudged results, which count "
-                "as not relevant: their figures say how much they resemble what users were shown, not how good "
-                "they are")
+                f"as not relevant: {'its' if len(low) == 1 else 'their'} figures say how much "
+                f"{'it resembles' if len(low) == 1 else 'they resemble'} what users were shown, not how good "
+                f"{'it is' if len(low) == 1 else 'they are'}")
     return out
 
 

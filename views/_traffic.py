@@ -75,18 +75,20 @@ def traffic_section(run: RunRecord, metric: str, k: int) -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def _coverage(path: str, run_id: str, k: int) -> tuple[dict[str, float] | None, list[str], list[str]]:
+def _coverage(path: str, run_id: str, k: int) -> tuple[dict[str, float] | None, dict[str, float], list[str],
+                                                      list[str]]:
     store = store_for(path)
     run = store.get_run(run_id)
     made = clicks_model.grades_made_with(run)
     interleaved = [c["sentence"] for c in clicks_model.run_interleaving(store, run)]
-    return clicks_model.coverage(store, run, k), made.lines if made else [], interleaved
+    return (clicks_model.coverage(store, run, k), clicks_model.judge_share(store, run, k),
+            made.lines if made else [], interleaved)
 
 
 def coverage_section(run: RunRecord, k: int) -> None:
     """A click-graded run's coverage per strategy beside its figures, and what its grades were made
     with (the cut-points and the position bias, each with its source). Nothing for another run."""
-    found, lines, interleaved = _coverage(home(), run.run_id, k)
+    found, by_judge, lines, interleaved = _coverage(home(), run.run_id, k)
     if interleaved:
         st.markdown("**Team-draft interleaving** of this query set's searches: both systems shown to the same "
                     "people, each click credited to the system whose result it was (no holes, no position bias)")
@@ -100,14 +102,20 @@ def coverage_section(run: RunRecord, k: int) -> None:
                      "as quality. Comparisons between strategies whose coverage differs are made on the results "
                      "both have judged, or withheld (Which differences are real?).")
     table = pd.DataFrame({"Strategy": [label(s) for s in found], f"Coverage@{k}": list(found.values())})
-    st.dataframe(table, hide_index=True, key="results_click_coverage",
-                 column_config={f"Coverage@{k}": st.column_config.ProgressColumn(format="percent", min_value=0,
-                                                                                  max_value=1)})
-    low = [label(s) for s, v in found.items() if v < clicks_model.LOW_COVERAGE]
+    bar = {"format": "%.3f", "min_value": 0, "max_value": 1}
+    config = {f"Coverage@{k}": st.column_config.ProgressColumn(**bar)}
+    if by_judge:  # the holes filled by the LLM judge: each figure says how much of it is the judge's
+        table[f"By the judge@{k}"] = [by_judge.get(s, 0.0) for s in found]
+        config[f"By the judge@{k}"] = st.column_config.ProgressColumn(**bar)
+    st.dataframe(table, hide_index=True, key="results_click_coverage", column_config=config)
+    low = [label(s) for s, v in found.items() if v + by_judge.get(s, 0.0) < clicks_model.LOW_COVERAGE]
     if low:
-        st.warning(plain(f"{', '.join(low)}: less than half of the top {k} was judged by the clicks. Their figures "
-                         "say how much they resemble what users were shown, not how good they are; fill the holes "
-                         "(evaluate with --judge-unjudged) before choosing."), icon=":material/visibility_off:")
+        one = len(low) == 1
+        st.warning(plain(f"{', '.join(low)}: less than half of the top {k} was judged by the clicks. "
+                         f"{'Its' if one else 'Their'} figures say how much {'it resembles' if one else 'they resemble'} "
+                         f"what users were shown, not how good {'it is' if one else 'they are'}; fill the holes "
+                         "(evaluate with --clicks --llm --judge-unjudged, or Review's \"Fill the holes\") before "
+                         "choosing."), icon=":material/visibility_off:")
     for line in lines:
         st.caption(plain(line[0].upper() + line[1:] + "."))
 

@@ -104,7 +104,8 @@ if head is not None:
                      + ": no recommendation."))
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
 LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
-          "human+llm": "human labels, LLM judge grades where they miss a result"}
+          "human+llm": "human labels, LLM judge grades where they miss a result", "clicks": "click grades",
+          "clicks+llm": "click grades, LLM judge grades where the clicks miss a result"}
 st.caption(plain(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = "
                  f"grade ≥ {run.threshold}) · every figure on this page at {name} unless it says otherwise · "
                  f"{run.depth} results kept per query · run {run.run_id}"))

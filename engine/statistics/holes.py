@@ -87,7 +87,7 @@ class HoleVerdict:
 def judges_what_it_saw(label_source: str, judged_grades: Sequence[int], threshold: int) -> bool:
     """Whether the rule applies to a grading (see the module): clicks and the judge always; people's
     labels when most of them grade a result below the relevance threshold (a judging pool)."""
-    if label_source in ("clicks", "llm") or label_source.endswith("+llm"):
+    if {"clicks", "llm"} & set(label_source.split("+")):
         return True
     grades = np.asarray(judged_grades, dtype=float)
     grades = grades[grades >= 0]

@@ -33,10 +33,11 @@ _COVERAGE = ("SELECT r.strategy, r.query_id, "
 class ClicksMixin(StoreConnection):
     """Click coverage of a run's rankings; interleaving results of a query log."""
 
-    def click_coverage(self, run_id: str, k: int) -> dict[str, float]:
-        """strategy -> the mean share of its top k graded by clicks (see the module)."""
+    def click_coverage(self, run_id: str, k: int, source: str = CLICK_SOURCE) -> dict[str, float]:
+        """strategy -> the mean share of its top k graded by clicks (see the module); another
+        ``source`` ("llm": the judge filling the holes) gives that source's share the same way."""
         rows = self._dicts(f"SELECT strategy, avg(coverage) AS coverage FROM ({_COVERAGE}) GROUP BY strategy",  # noqa: S608 - constant fragments, values bound
-                           {"run": run_id, "k": int(k), "source": CLICK_SOURCE})
+                           {"run": run_id, "k": int(k), "source": source})
         return {r["strategy"]: float(r["coverage"]) for r in rows}
 
     def click_coverage_per_query(self, run_id: str, k: int) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from searchgrade.cli import main
+from searchgrade.core.records import Query
 from searchgrade.engine.clicks.simulation import simulate_clicks
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.labels.holes_queue import holes_queue
@@ -73,11 +74,7 @@ def runs(tmp_path_factory):
     assert main(["clicks", "import", str(folder / "events.csv"), "--log", "searches", *common]) == 0
     assert main(["evaluate", "demo", "--clicks", "--query-set", "all", "--strategies", "fulltext,hybrid",
                  *common]) == 0
-    clicks_run = store.list_runs()[0].run_id
-    # Other settings need another run: BM25 and the fusion are a run's index settings.
-    assert main(["evaluate", "demo", "--clicks", "--query-set", "all", "--strategies", "fulltext,hybrid",
-                 "--bm25-k1", "0.9", "--bm25-b", "0.4", "--fusion", "convex(w=0.5)", *common]) == 0
-    return home, qrels_run.run_id, clicks_run, store.list_runs()[0].run_id
+    return home, qrels_run.run_id, store.list_runs()[0].run_id
 
 
 def _pair(payload: dict) -> dict:
@@ -86,7 +83,7 @@ def _pair(payload: dict) -> dict:
 
 
 def test_the_qrels_put_hybrid_ahead(runs, capsys):
-    home, qrels_run, *_ = runs
+    home, qrels_run, _ = runs
     payload, _ = _show(home, qrels_run, capsys)
     pair = _pair(payload)
     hybrid_ahead = pair["diff"] if pair["a"] == "hybrid" else -pair["diff"]
@@ -95,7 +92,7 @@ def test_the_qrels_put_hybrid_ahead(runs, capsys):
 
 
 def test_each_click_graded_figure_carries_its_coverage(runs, capsys):
-    home, _, clicks_run, _ = runs
+    home, _, clicks_run = runs
     payload, text = _show(home, clicks_run, capsys)
     coverage = {(r["strategy"], r["k"]): r["coverage"] for r in payload["metrics"]}
     assert all(0.0 <= v <= 1.0 for v in coverage.values())
@@ -108,7 +105,7 @@ def test_each_click_graded_figure_carries_its_coverage(runs, capsys):
 
 
 def test_the_clicks_no_longer_say_a_real_difference_the_qrels_disagree_with(runs, capsys):
-    home, qrels_run, clicks_run, _ = runs
+    home, qrels_run, clicks_run = runs
     truth = _pair(_show(home, qrels_run, capsys)[0])
     hybrid_ahead = truth["diff"] if truth["a"] == "hybrid" else -truth["diff"]
     payload, text = _show(home, clicks_run, capsys)
@@ -124,7 +121,7 @@ def test_the_clicks_no_longer_say_a_real_difference_the_qrels_disagree_with(runs
 
 
 def test_fill_the_holes_offers_the_unseen_results_that_could_reverse_it(runs):
-    home, _, clicks_run, _ = runs
+    home, _, clicks_run = runs
     store = Store(home)
     queue = holes_queue(store, clicks_run)
     assert queue.settle > 0 and any(c.open for c in queue.comparisons)
@@ -134,16 +131,54 @@ def test_fill_the_holes_offers_the_unseen_results_that_could_reverse_it(runs):
     assert [i.priority for i in first] == sorted((i.priority for i in first), reverse=True)  # most decisive first
 
 
-def test_across_runs_coverage_is_beside_the_figures_and_the_rule_holds(runs):
-    home, _, clicks_run, other_run = runs
+def test_across_runs_coverage_is_beside_the_figures_and_the_rule_holds(runs, filled):
+    home, _, clicks_run = runs
+    other_run = filled
     store = Store(home)
     result = compare_runs(store, clicks_run, other_run, "dcg", 10)
     verdicts = dict(zip(result.deltas["strategy"], result.deltas["Verdict"], strict=True))
     print(verdicts, [s.text for s in result.findings])
-    # Two click-graded runs whose top 10s are judged under 90%: no comparison made on the holes.
-    assert all(v == "withheld" or v.endswith("(condensed lists)") for v in verdicts.values())
+    # Run A's top 10s judged under 90% (full-text 59%, hybrid 38%), run B's filled by the judge: the
+    # change is made on condensed lists for full-text, withheld for hybrid, never on the holes.
+    assert verdicts["fulltext"].endswith("(condensed lists)") and verdicts["hybrid"] == "withheld"
     covered = coverage_across_runs(store, (clicks_run, other_run), 10)
     assert set(covered["run_id"]) == {clicks_run, other_run} and set(covered["strategy"]) == {"fulltext", "hybrid"}
     mcp = mcp_compare(store, clicks_run, other_run, "dcg@10")
     assert {(c["run_id"], c["strategy"]) for c in mcp["coverage"]} == set(zip(covered["run_id"], covered["strategy"],
                                                                                strict=True))
+
+
+@pytest.fixture(scope="module")
+def filled(runs, tmp_path_factory):
+    """The same query set graded by clicks with the holes graded by a judge that knows the qrels
+    (`--clicks --llm --judge-unjudged`, the fake OpenAI server answering as an assessor)."""
+    from tests.engine.holes_fixtures import Oracle
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+
+    home, _, _ = runs
+    collection = load_collection(DEMO)
+    queries = [Query(q.query_id, _normalised(q.text)) for q in collection.queries if q.query_id in collection.qrels]
+    oracle = Oracle(queries, collection.documents, {q: dict(j) for q, j in collection.qrels.items()},
+                    to_judge=lambda grade: 3 if grade > 0 else 0)
+    with FakeOpenAIServer(oracle) as server:
+        assert main(["evaluate", "demo", "--clicks", "--query-set", "all", "--strategies", "fulltext,hybrid",
+                     "--llm", "--judge-unjudged", "--model", "oracle", "--base-url", server.base_url,
+                     "--data-dir", str(home)]) == 0
+    return Store(home).list_runs()[0].run_id
+
+
+def test_filling_the_holes_with_a_judge_that_knows_the_qrels_gives_the_qrels_verdict(runs, filled, capsys):
+    home, qrels_run, _ = runs
+    truth = _pair(_show(home, qrels_run, capsys)[0])
+    payload, text = _show(home, filled, capsys)
+    assert payload["run"]["label_source"] == "clicks+llm"
+    rows = {(r["strategy"], r["k"]): r for r in payload["metrics"]}
+    for strategy in ("fulltext", "hybrid"):  # each figure says how much of it is the clicks' and the judge's
+        row = rows[(strategy, 10)]
+        assert row["coverage"] + row["judged_by_judge"] == pytest.approx(1.0, abs=0.02)
+    assert "by the judge" in text
+    pair = _pair(payload)
+    # Every result judged: compared as always, and it says what the qrels say.
+    assert not pair["condensed"] and not pair.get("withheld")
+    assert pair["significant"] and np.sign(pair["diff"]) == np.sign(truth["diff"]) and {pair["a"], pair["b"]} == {
+        truth["a"], truth["b"]}
