@@ -92,6 +92,10 @@ def grades_made_with(run: RunRecord) -> GradesMadeWith | None:
     examined = clicks.get("min_examinations", clicks.get("min_impressions"))
     out.lines.append(f"{clicks.get('judged_pairs', 0):,} pairs judged by {out.model} over log {out.log}; "
                      f"{clicks.get('unjudged_pairs', 0):,} examined fewer than {examined} times left unjudged")
+    if clicks.get("filled_by_judge"):
+        model = ((run.config or {}).get("llm") or {}).get("model", "the LLM judge")
+        out.lines.append(f"{clicks['filled_by_judge']:,} retrieved pairs the clicks never judged graded by the judge "
+                         f"({model}; --judge-unjudged); click grades win where there are both")
     thresholds = clicks.get("thresholds")
     if thresholds:
         from searchgrade.engine.clicks.thresholds import Thresholds
@@ -175,17 +179,21 @@ def click_log_report(store: Store, log_name: str) -> ClickLogReport:
 
 def coverage_across_runs(store: Store, run_ids: Iterable[str], k: int) -> pd.DataFrame:
     """Each click-graded run's coverage at k per strategy (Run, Created, Strategy, strategy,
-    Coverage), oldest first: what Compare and Trends put beside figures from different runs, whose
-    coverage may differ as much as two strategies' do."""
+    Coverage, By the judge: the share the LLM judge graded where the clicks left holes, 0 without),
+    oldest first: what Compare and Trends put beside figures from different runs, whose coverage may
+    differ as much as two strategies' do."""
     rows = []
     for run_id in dict.fromkeys(run_ids):
         run = store.get_run(run_id)
         if not click_graded(run) or k > run.depth:
             continue
+        filled = judge_share(store, run, k)
         for strategy, value in (coverage(store, run, k) or {}).items():
             rows.append({"Run": run.name or run.run_id, "run_id": run.run_id, "Created": run.created_at,
-                         "Strategy": label(strategy), "strategy": strategy, "Coverage": value})
-    frame = pd.DataFrame(rows, columns=["Run", "run_id", "Created", "Strategy", "strategy", "Coverage"])
+                         "Strategy": label(strategy), "strategy": strategy, "Coverage": value,
+                         "By the judge": filled.get(strategy, 0.0)})
+    frame = pd.DataFrame(rows, columns=["Run", "run_id", "Created", "Strategy", "strategy", "Coverage",
+                                        "By the judge"])
     return frame.sort_values(["Created", "strategy"], kind="stable").reset_index(drop=True)
 
 

@@ -136,6 +136,8 @@ def runs_coverage(run_ids: tuple[str, ...], k: int, key: str) -> None:
                      "the rest as not relevant: where coverage differs between runs (or strategies), so do the "
                      "figures, whatever the search did. Compare's verdicts are then made on the results both "
                      "runs judged, or withheld.")
-    wide = table.pivot_table(index=["Created", "Run"], columns="Strategy", values="Coverage", sort=False)
-    st.dataframe(wide.reset_index().drop(columns="Created"), hide_index=True, key=key,
-                 column_config={c: st.column_config.NumberColumn(format="percent") for c in wide.columns})
+    # Three decimals, as Results shows coverage; the judge's share beside it where it filled holes.
+    table = table.assign(Cell=[f"{c:.3f}" + (f" + {j:.3f} by the judge" if j else "")
+                               for c, j in zip(table["Coverage"], table["By the judge"], strict=True)])
+    wide = table.pivot(index=["Created", "Run"], columns="Strategy", values="Cell")
+    st.dataframe(wide.reset_index().drop(columns="Created").fillna("-"), hide_index=True, key=key)
