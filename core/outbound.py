@@ -134,6 +134,7 @@ class OutboundPolicy:
         allowed_networks: addresses and CIDRs the operator allows.
         secret_hosts: ``env:`` name -> the hosts (or socket folders) it may be sent to.
         files_root: the folder typed paths must lie in, or None.
+        secrets_set: the names of ``secret_hosts`` set (non-empty) in the server's environment.
     """
 
     guard_addresses: bool
@@ -141,6 +142,8 @@ class OutboundPolicy:
     allowed_networks: tuple[Network, ...] = ()
     secret_hosts: Mapping[str, frozenset[str]] = field(default_factory=dict)
     files_root: Path | None = None
+    #: The bound ``env:`` names that are set in the server's environment.
+    secrets_set: frozenset[str] = frozenset()
 
     @classmethod
     def for_browser(cls, exposed: bool, environ: Mapping[str, str] | None = None) -> OutboundPolicy:
@@ -152,8 +155,9 @@ class OutboundPolicy:
         env = os.environ if environ is None else environ
         names, networks = parse_allowed_hosts(env.get(ENV_ALLOWED_HOSTS, ""))
         root = env.get(ENV_COLLECTIONS_ROOT, "").strip()
-        return cls(exposed, names, networks, parse_secret_hosts(env.get(ENV_SECRETS, "")),
-                   Path(root).expanduser() if root else None)
+        secret_hosts = parse_secret_hosts(env.get(ENV_SECRETS, ""))
+        return cls(exposed, names, networks, secret_hosts, Path(root).expanduser() if root else None,
+                   frozenset(name for name in secret_hosts if env.get(name)))
 
     # -- addresses --------------------------------------------------------------------------------
 
@@ -263,20 +267,21 @@ class OutboundPolicy:
     # -- secrets and files ------------------------------------------------------------------------
 
     def check_secret(self, env_name: str, host: str, what: str) -> None:
-        """``env:env_name`` may go to ``host`` only when the operator bound it there.
+        """``env:env_name`` may go to ``host`` only when the operator bound it there and set it.
+
+        Unbound, bound elsewhere and bound but unset read the same: a person at the browser learns
+        neither which variables the server has nor where its secrets go.
 
         Raises:
-            OutboundRefused: it is bound to no host, or to others.
+            OutboundRefused: it is not available for ``host``.
         """
-        bound = self.secret_hosts.get(env_name, frozenset())
         key = host.rstrip("/") if host.startswith("/") else _host_key(host)
-        if key in bound:
+        if key in self.secret_hosts.get(env_name, frozenset()) and env_name in self.secrets_set:
             return
-        elsewhere = f" (it is bound to {', '.join(sorted(bound))})" if bound else ""
         raise OutboundRefused(
-            f"{what}: env:{env_name} may not be sent to {host or 'this target'} from a declaration "
-            f"typed in the app{elsewhere}: the operator binds a secret to its host with "
-            f"{ENV_SECRETS}={env_name}={host or 'HOST'}")
+            f"{what}: env:{env_name} is not available to declarations typed in the app for "
+            f"{host or 'this target'}: the operator sets {env_name} on the server and binds it to its "
+            f"host with {ENV_SECRETS}={env_name}={host or 'HOST'}")
 
     def check_path(self, text: str, what: str) -> Path:
         """A typed local path, inside the collections root (relative paths are taken inside it).

@@ -96,17 +96,33 @@ def test_only_http_urls_without_credentials(url):
 
 
 def test_a_secret_goes_only_to_the_host_the_operator_bound_it_to():
-    policy = OutboundPolicy.for_browser(False, {ENV_SECRETS: "ES_AUTH=es.internal,PG_PW=/srv/pg/"})
+    environ = {ENV_SECRETS: "ES_AUTH=es.internal,PG_PW=/srv/pg/", "ES_AUTH": "Basic abc", "PG_PW": "pw",
+               "OPENAI_API_KEY": "sk-set"}
+    policy = OutboundPolicy.for_browser(False, environ)
     policy.check_secret("ES_AUTH", "ES.internal", "headers.Authorization")
     policy.check_secret("PG_PW", "/srv/pg", "dsn password")
     with pytest.raises(OutboundRefused) as info:
         policy.check_secret("ES_AUTH", "collector.example.com", "headers.Authorization")
-    assert "(it is bound to es.internal)" in str(info.value)
+    assert "es.internal" not in str(info.value)  # where the secret may go is the operator's business
     assert f"{ENV_SECRETS}=ES_AUTH=collector.example.com" in str(info.value)
-    with pytest.raises(OutboundRefused, match="env:OPENAI_API_KEY may not be sent to es.internal"):
+    with pytest.raises(OutboundRefused, match="env:OPENAI_API_KEY is not available to declarations typed in "
+                                              "the app for es.internal"):
         policy.check_secret("OPENAI_API_KEY", "es.internal", "headers.X-Key")
     with pytest.raises(SearchGradeError, match=f"^{ENV_SECRETS} entry 'ES_AUTH' is not NAME=host"):
         parse_secret_hosts("ES_AUTH")
+
+
+def test_a_refused_secret_reads_the_same_whether_the_server_has_the_variable_or_not():
+    def refusal(environ: dict[str, str]) -> str:
+        with pytest.raises(OutboundRefused) as info:
+            OutboundPolicy.for_browser(True, environ).check_secret("HOOK", "hooks.example.com", "headers.Token")
+        return str(info.value)
+
+    lines = {refusal({}), refusal({"HOOK": "secret-value"}), refusal({ENV_SECRETS: "HOOK=hooks.example.com"}),
+             refusal({ENV_SECRETS: "HOOK=elsewhere.example.com", "HOOK": "secret-value"})}
+    assert lines == {"headers.Token: env:HOOK is not available to declarations typed in the app for "
+                     "hooks.example.com: the operator sets HOOK on the server and binds it to its host with "
+                     f"{ENV_SECRETS}=HOOK=hooks.example.com"}
 
 
 def test_typed_paths_stay_inside_the_collections_root(tmp_path):
