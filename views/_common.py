@@ -210,15 +210,10 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def public(text: str) -> str:
     """Text for the page with the server's folders (data directory, demo, collections root) hidden,
     made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
-    from searchgrade.engine.paths import DEMO_DIR, collections_root
-    from searchgrade.viewmodels.collection_form import hide_server_paths
+    from searchgrade.engine.paths import collections_root
+    from searchgrade.viewmodels.collection_form import without_server_paths
 
-    root = collections_root()
-    folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}
-    if root is not None:
-        folders[str(root)] = ""
-        folders[str(root.resolve())] = ""
-    return plain(hide_server_paths(text, folders))
+    return plain(without_server_paths(text, data_dir(), collections_root()))
 
 
 def plain(text: str) -> str:
