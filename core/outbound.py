@@ -32,6 +32,7 @@ How other code uses it (the Evaluate page's LLM endpoint, declared strategies, s
     policy.check_url("http://169.254.169.254/", "webhook url")   # raises OutboundRefused
     policy.check_secret("HOOK_TOKEN", "hooks.example.com", "headers.Authorization")
     session = policy.session()                # requests.Session: every connection checked
+    transport = policy.httpx_transport(httpx)  # the same for an httpx client (the openai package's)
     sock = policy.create_connection(("smtp.example.com", 587), timeout=10)  # e.g. SMTP._get_socket
 """
 
@@ -264,6 +265,16 @@ class OutboundPolicy:
         session.mount("https://", adapter)
         return session
 
+    def httpx_transport(self, httpx: Any) -> Any:
+        """An ``httpx`` transport whose every connection goes to a checked address, as ``session()``
+        does for requests; ``httpx`` is the module the client is made with (the openai package's:
+        httpx, or httpx2). Build the client with ``trust_env=False`` (no proxy, no ``.netrc``).
+
+        Raises:
+            SearchGradeError: this httpx cannot be guarded (its connections would go unchecked).
+        """
+        return _guarded_httpx_transport(self, httpx)
+
     # -- secrets and files ------------------------------------------------------------------------
 
     def check_secret(self, env_name: str, host: str, what: str) -> None:
@@ -348,6 +359,33 @@ def _guarded_adapter(policy: OutboundPolicy) -> Any:
             raise OutboundRefused("a proxy is never used for a target typed in the app")
 
     return GuardedAdapter()
+
+
+def _guarded_httpx_transport(policy: OutboundPolicy, httpx: Any) -> Any:
+    """``httpx.HTTPTransport`` whose connection pool opens its sockets to addresses ``policy`` checked."""
+    import importlib
+
+    transport = httpx.HTTPTransport(trust_env=False)
+    pool = getattr(transport, "_pool", None)  # httpcore's ConnectionPool: its backend opens every socket
+    if pool is None or not hasattr(pool, "_network_backend"):
+        raise SearchGradeError(f"{httpx.__name__} {getattr(httpx, '__version__', '')} has no connection pool "
+                               "this app can guard: a typed endpoint cannot be reached safely; install the "
+                               "httpx version the openai package was tested with")
+    httpcore = importlib.import_module(type(pool).__module__.split(".")[0])
+
+    class GuardedBackend(httpcore.SyncBackend):  # type: ignore[misc, name-defined]
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None, socket_options: Any = None) -> Any:
+            error: Exception | None = None
+            for address in policy.check_host(host, port, host):  # the name resolved once, checked
+                try:
+                    return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                except httpcore.ConnectError as exc:
+                    error = exc
+            raise error or httpcore.ConnectError(f"no address for {host}")
+
+    pool._network_backend = GuardedBackend()
+    return transport
 
 
 def policy_for(declared_in: str, environ: Mapping[str, str] | None = None) -> OutboundPolicy | None:

@@ -7,10 +7,12 @@ import re
 
 import streamlit as st
 
+from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.store import STOPPED_STATUSES, RunRecord, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
+from searchgrade.server.outbound import check_llm_endpoint
 from searchgrade.viewmodels import compare as compare_model
 from searchgrade.viewmodels import drilldown as drilldown_model
 from searchgrade.viewmodels import evaluate as evaluate_model
@@ -144,8 +146,14 @@ def resume_controls(run: RunRecord, key: str) -> None:
         base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
                                  key=f"{key}_base_url").strip()
     if st.button("Resume this run", type="primary", key=f"{key}_button"):
+        try:
+            # A new endpoint is typed in the browser: the outbound guard's, as on Evaluate.
+            endpoint = check_llm_endpoint(base_url, app_exposed()) if base_url and base_url != stored else None
+        except SearchGradeError as exc:
+            st.error(public(str(exc)))
+            return
         job, started = jobs.start_resume(run.run_id, get_store(), home(), label=run.collection_name,
-                                         base_url=base_url if base_url and base_url != stored else None)
+                                         endpoint=endpoint)
         if not started:
             st.toast("A run is already in progress: showing it instead of resuming this one.")
         st.session_state["evaluate_job_id"] = job.job_id

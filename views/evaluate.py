@@ -229,8 +229,11 @@ def _llm_config(fields: dict, model: str, base_url: str) -> dict:
     # The key is not here: the client reads OPENAI_API_KEY from the server's environment.
     if isinstance(fields["judge"], SearchGradeError):
         raise fields["judge"]  # a bad prompt file: nothing starts
-    out: dict = {"llm": LLMSettings(model=model, base_url=base_url or None,
-                                    concurrency=int(fields["concurrency"])),
+    # An endpoint typed in the browser is held to the outbound policy before anything runs, and
+    # keeps where it was typed: every connection to it goes through the policy, wherever it runs.
+    endpoint = check_llm_endpoint(base_url, app_exposed())
+    out: dict = {"llm": LLMSettings(model=model, base_url=endpoint.base_url,
+                                    concurrency=int(fields["concurrency"]), declared_in=endpoint.declared_in),
                  "judge": fields["judge"]}
     if fields["mode"] == "qrels_llm":
         out["judge_unjudged"] = bool(fields["judge_unjudged"])
@@ -395,9 +398,6 @@ def _form() -> None:
         from searchgrade.engine.run.config import RunConfig
 
         llm = _llm_config(llm_fields, model, base_url)
-        if llm:
-            # An endpoint typed in the browser is held to the outbound policy before anything runs.
-            check_llm_endpoint(base_url or None, app_exposed())
         traffic = dict(log_options)
         if mode == "clicks" and traffic.get("mode") != "clicks":
             raise SearchGradeError("grading by clicks needs a query set of the log: sample one under "
