@@ -7,7 +7,7 @@ import re
 
 import streamlit as st
 
-from searchgrade.core.records import SearchGradeError
+from searchgrade.engine import SearchGradeError
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.store import STOPPED_STATUSES, RunRecord, Store
 from searchgrade.server import jobs
