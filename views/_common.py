@@ -143,8 +143,9 @@ def resume_controls(run: RunRecord, key: str) -> None:
                "completed LLM judgments come from the cache, and only the missing work is done.")
     base_url = stored
     if run.config.get("llm"):
+        # One field per run: an endpoint typed for one run is never the next one's.
         base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
-                                 key=f"{key}_base_url").strip()
+                                 key=f"{key}_base_url_{run.run_id}").strip()
     if st.button("Resume this run", type="primary", key=f"{key}_button"):
         try:
             # A new endpoint is typed in the browser: the outbound guard's, as on Evaluate.

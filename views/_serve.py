@@ -44,18 +44,19 @@ def _session_of(data: bytes) -> str | None:
     return message.new_session.initialize.session_id or None
 
 
-def _end_session(session_id: str) -> None:
-    from streamlit.runtime import Runtime
-
-    if Runtime.exists():
-        # Never resumed again; a session without a connection is closed, its state gone.
-        Runtime.instance().clear_user_info_for_session(session_id)
+def _plain_rerun(data: bytes) -> bytes:
+    message = BackMsg()
+    message.ParseFromString(data)
+    message.rerun_script.ClearField("widget_states")
+    message.rerun_script.ClearField("fragment_id")
+    message.rerun_script.is_auto_rerun = False
+    return message.SerializeToString()
 
 
 def _has_login() -> bool:
     return auth.password() is not None or auth.oidc_status(auth.secrets_files(APP_SCRIPT.parent)).present
 
 
-app = st.App(str(APP_SCRIPT), middleware=middleware(StreamlitWire(_back_message, _session_of, _end_session),
+app = st.App(str(APP_SCRIPT), middleware=middleware(StreamlitWire(_back_message, _session_of, _plain_rerun),
                                                     enabled=_has_login(),
                                                     base=config.get_option("server.baseUrlPath") or ""))

@@ -17,8 +17,10 @@ middleware, holds them to the logins of server/access/sessions.py:
   live login it is; otherwise it is dropped and the connection gets a new session (the login).
   Until the session has logged in, only the messages the login needs pass (run the page, stop,
   heartbeat): ``clear_cache`` and the rest do nothing. A person's own messages count as activity
-  (a page refreshing itself does not); when the login has expired, the gate closes the
-  connection and ends the session, and the browser reconnects to a new session: the login.
+  (a page refreshing itself does not). When the login has expired, the next run the browser asks
+  for is made a plain run of the page, without the widgets' values or a fragment of its own: no
+  button or callback of the ended login acts, and the app's login page draws (and clears the
+  session's state).
 
 Streamlit's wire format is read through ``StreamlitWire`` (views/_serve.py gives Streamlit's own
 parsers): this module knows ASGI and paths, not Streamlit's protobufs.
@@ -44,8 +46,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 CLIENT_COOKIE = "searchgrade_client"
 #: Websocket messages a session may send before it has logged in: what drawing the login takes.
 BEFORE_LOGIN = frozenset({"rerun_script", "app_heartbeat", "stop_script"})
-#: Close code of a connection whose login expired (the browser reconnects, to the login).
-EXPIRED_CLOSE = 4001
 
 #: Paths (after the base path) that answer only a browser with a live login; an upload only into
 #: the uploader's own session.
@@ -64,12 +64,13 @@ class StreamlitWire:
         back_message: a browser's message -> (its type, whether the page sent it by itself: a
             fragment's run_every); (None, False) when it does not parse.
         session_of: a server's message -> the session id it announces (a new session's), or None.
-        end_session: ends a session for good (it can no longer be resumed; its state goes).
+        plain_rerun: a browser's ``rerun_script`` -> the same page run whole, without the widgets'
+            values (no button, callback or fragment acts).
     """
 
     back_message: Callable[[bytes], tuple[str | None, bool]]
     session_of: Callable[[bytes], str | None]
-    end_session: Callable[[str], None]
+    plain_rerun: Callable[[bytes], bytes]
 
 
 def cookie(scope: Scope, name: str = CLIENT_COOKIE) -> str | None:
@@ -172,6 +173,7 @@ class AccessGate:
             client = secrets.token_urlsafe(24)
             scope = _with_header(scope, b"cookie", f"{CLIENT_COOKIE}={client}".encode())
         session: list[str | None] = [None]
+        ended = [False]  # the login expired under this connection: its next run is a plain one
         protocols = _subprotocols(scope)
         if protocols is not None and len(protocols) >= 3 and protocols[2]:
             if self.sessions.state(protocols[2], client) == IN:
@@ -188,14 +190,14 @@ class AccessGate:
                     return message
                 kind, by_itself = self.wire.back_message(data)
                 state = self.sessions.state(session[0], client)
-                if state == EXPIRED and session[0] is not None:
-                    self.wire.end_session(session[0])
-                    await send({"type": "websocket.close", "code": EXPIRED_CLOSE})
-                    return {"type": "websocket.disconnect", "code": EXPIRED_CLOSE}
                 if state == IN:
                     if kind == "rerun_script" and not by_itself:
                         self.sessions.touch(session[0])  # type: ignore[arg-type]
                     return message
+                ended[0] = ended[0] or state == EXPIRED
+                if kind == "rerun_script" and ended[0]:
+                    ended[0] = False
+                    return {**message, "bytes": self.wire.plain_rerun(data)}
                 if kind is None or kind in BEFORE_LOGIN:
                     return message  # what the login page needs (and what Streamlit refuses itself)
 

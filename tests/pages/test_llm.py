@@ -233,7 +233,7 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
     with FakeOpenAIServer(good) as server:
         at = open_page("views/results.py")
         assert "This run is failed" in at.error[0].value.replace("\\", "")
-        at.text_input(key="results_resume_base_url").set_value(server.base_url).run()
+        at.text_input(key=f"results_resume_base_url_{run.run_id}").set_value(server.base_url).run()
         at.button(key="results_resume_button").click().run()
         assert not at.exception, [e.message for e in at.exception]
         # The button switched to Evaluate, which shows the resumed run.
@@ -284,7 +284,7 @@ def test_the_resume_forms_endpoint_is_held_to_the_outbound_policy_on_an_exposed_
         port = listener.httpd.server_address[1]
         for typed in (listener.base_url, f"http://[::1]:{port}/v1", f"http://[::ffff:127.0.0.1]:{port}/v1",
                       f"http://2130706433:{port}/v1", "http://169.254.169.254/v1"):
-            at.text_input(key="results_resume_base_url").set_value(typed).run()
+            at.text_input(key=f"results_resume_base_url_{run_id}").set_value(typed).run()
             at.button(key="results_resume_button").click().run()
             assert not at.exception, [e.message for e in at.exception]
             errors = [e.value.replace("\\", "") for e in at.error if "LLM endpoint base URL" in e.value]

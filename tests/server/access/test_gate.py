@@ -6,10 +6,11 @@ The browser tests (tests/browser/test_exposed.py) show the same against the real
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import pytest
 
-from searchgrade.server.access.gate import CLIENT_COOKIE, EXPIRED_CLOSE, AccessGate, StreamlitWire, cookie
+from searchgrade.server.access.gate import CLIENT_COOKIE, AccessGate, StreamlitWire, cookie
 from searchgrade.server.access.sessions import Sessions
 
 
@@ -20,9 +21,9 @@ class Clock:
         return self.now
 
 
-def wire(ended: list[str]) -> StreamlitWire:
+def wire() -> StreamlitWire:
     """Messages as plain bytes: b"rerun_script", b"rerun_script auto", b"clear_cache"; the server's
-    b"new_session S1" announces session S1."""
+    b"new_session S1" announces session S1; a plain rerun reads b"rerun_script plain"."""
     def back(data: bytes) -> tuple[str | None, bool]:
         kind, _, auto = data.decode().partition(" ")
         return kind, auto == "auto"
@@ -31,7 +32,7 @@ def wire(ended: list[str]) -> StreamlitWire:
         kind, _, session = data.decode().partition(" ")
         return session if kind == "new_session" else None
 
-    return StreamlitWire(back, session_of, ended.append)
+    return StreamlitWire(back, session_of, lambda data: b"rerun_script plain")
 
 
 class Streamlit:
@@ -104,122 +105,110 @@ def websocket(gate, frames: list[bytes], client: str | None = None, resume: str 
     return sent
 
 
+@dataclass
+class Rig:
+    gate: AccessGate
+    app: Streamlit
+    logins: Sessions
+    clock: Clock
+
+
 @pytest.fixture
-def setup():
+def rig() -> Rig:
     clock = Clock()
     logins = Sessions(clock, session_s=3600, idle_s=600)
-    ended: list[str] = []
     app = Streamlit()
-    return AccessGate(app, wire=wire(ended)), app, logins, clock, ended
-
-
-def gate_of(setup) -> AccessGate:
-    gate, app, logins, _, _ = setup
-    gate.sessions = logins
-    return gate
+    return Rig(AccessGate(app, wire=wire(), sessions=logins), app, logins, clock)
 
 
 @pytest.mark.parametrize("path", ["/_stcore/metrics", "/media/abc.png", "/component/x/index.html",
                                   "/_stcore/bidi-components/x.js", "/app/static/f.txt"])
-def test_streamlits_own_endpoints_answer_only_a_logged_in_browser(setup, path):
-    gate = gate_of(setup)
-    _, _, logins, _, _ = setup
-    assert http(gate, path)[0] == 403
-    assert http(gate, path, "browser-a")[0] == 403
-    logins.login("s1", "browser-a")
-    assert http(gate, path, "browser-a")[0] == 200
-    assert http(gate, path, "browser-b")[0] == 403
+def test_streamlits_own_endpoints_answer_only_a_logged_in_browser(rig, path):
+    assert http(rig.gate, path)[0] == 403
+    assert http(rig.gate, path, "browser-a")[0] == 403
+    rig.logins.login("s1", "browser-a")
+    assert http(rig.gate, path, "browser-a")[0] == 200
+    assert http(rig.gate, path, "browser-b")[0] == 403
 
 
-def test_an_upload_goes_only_into_the_uploaders_own_logged_in_session(setup):
-    gate = gate_of(setup)
-    _, _, logins, _, _ = setup
-    assert http(gate, "/_stcore/upload_file/s1/f1", "browser-a", "PUT")[0] == 403
-    logins.login("s1", "browser-a")
-    assert http(gate, "/_stcore/upload_file/s1/f1", "browser-a", "PUT")[0] == 200
-    assert http(gate, "/_stcore/upload_file/s1/f1", "browser-b", "PUT")[0] == 403  # not its session
-    logins.login("s2", "browser-b")
-    assert http(gate, "/_stcore/upload_file/s1/f1", "browser-b", "DELETE")[0] == 403
+def test_an_upload_goes_only_into_the_uploaders_own_logged_in_session(rig):
+    assert http(rig.gate, "/_stcore/upload_file/s1/f1", "browser-a", "PUT")[0] == 403
+    rig.logins.login("s1", "browser-a")
+    assert http(rig.gate, "/_stcore/upload_file/s1/f1", "browser-a", "PUT")[0] == 200
+    assert http(rig.gate, "/_stcore/upload_file/s1/f1", "browser-b", "PUT")[0] == 403  # not its session
+    rig.logins.login("s2", "browser-b")
+    assert http(rig.gate, "/_stcore/upload_file/s1/f1", "browser-b", "DELETE")[0] == 403
 
 
-def test_the_agent_api_never_answers_and_the_page_and_health_always_do(setup):
-    gate = gate_of(setup)
-    _, _, logins, _, _ = setup
-    logins.login("s1", "browser-a")
-    assert http(gate, "/_stcore/agent/interact", "browser-a", "POST")[0] == 404
+def test_the_agent_api_never_answers_and_the_page_and_health_always_do(rig):
+    rig.logins.login("s1", "browser-a")
+    assert http(rig.gate, "/_stcore/agent/interact", "browser-a", "POST")[0] == 404
     for path in ("/", "/results", "/_stcore/health", "/_stcore/host-config", "/static/js/main.js"):
-        assert http(gate, path)[0] == 200
+        assert http(rig.gate, path)[0] == 200
 
 
-def test_a_browser_without_the_cookie_is_given_one(setup):
-    gate = gate_of(setup)
-    status, sent = http(gate, "/")
+def test_a_browser_without_the_cookie_is_given_one(rig):
+    status, sent = http(rig.gate, "/")
     given = sent[b"set-cookie"].decode()
     assert status == 200 and given.startswith(f"{CLIENT_COOKIE}=") and "HttpOnly" in given and "SameSite=Strict" in given
-    assert b"set-cookie" not in http(gate, "/", "browser-a")[1]
+    assert b"set-cookie" not in http(rig.gate, "/", "browser-a")[1]
     assert cookie({"headers": headers("browser-a")}) == "browser-a"
 
 
-def test_before_login_only_what_the_login_needs_reaches_the_session(setup):
-    gate = gate_of(setup)
-    _, app, _, _, _ = setup
-    websocket(gate, [b"rerun_script", b"clear_cache", b"load_git_info", b"file_urls_request", b"app_heartbeat",
+def test_before_login_only_what_the_login_needs_reaches_the_session(rig):
+    websocket(rig.gate, [b"rerun_script", b"clear_cache", b"load_git_info", b"file_urls_request", b"app_heartbeat",
                      b"backend_operation_request"], "browser-a")
-    assert app.messages == [b"rerun_script", b"app_heartbeat"]
+    assert rig.app.messages == [b"rerun_script", b"app_heartbeat"]
 
 
-def test_after_login_every_message_reaches_it_and_the_persons_own_count_as_activity(setup):
-    gate = gate_of(setup)
-    _, app, logins, clock, _ = setup
-    logins.login("fresh", "browser-a")
-    clock.now += 500
-    websocket(gate, [b"rerun_script auto", b"clear_cache"], "browser-a")
-    clock.now += 200  # 700 s since the person last acted: the page's own rerun did not count
-    assert logins.state("fresh", "browser-a") == "expired"
-    logins.login("fresh", "browser-a")
-    clock.now += 500
-    websocket(gate, [b"rerun_script"], "browser-a")
-    clock.now += 200
-    assert logins.state("fresh", "browser-a") == "in"
-    assert app.messages == [b"rerun_script auto", b"clear_cache", b"rerun_script"]
+def test_after_login_every_message_reaches_it_and_the_persons_own_count_as_activity(rig):
+    rig.logins.login("fresh", "browser-a")
+    rig.clock.now += 500
+    websocket(rig.gate, [b"rerun_script auto", b"clear_cache"], "browser-a")
+    rig.clock.now += 200  # 700 s since the person last acted: the page's own rerun did not count
+    assert rig.logins.state("fresh", "browser-a") == "expired"
+    rig.logins.login("fresh", "browser-a")
+    rig.clock.now += 500
+    websocket(rig.gate, [b"rerun_script"], "browser-a")
+    rig.clock.now += 200
+    assert rig.logins.state("fresh", "browser-a") == "in"
+    assert rig.app.messages == [b"rerun_script auto", b"clear_cache", b"rerun_script"]
 
 
-def test_a_session_id_is_resumed_only_by_the_browser_whose_live_login_it_is(setup):
-    gate = gate_of(setup)
-    _, app, logins, _, _ = setup
-    logins.login("s1", "browser-a")
-    websocket(gate, [], "browser-b", resume="s1")  # another browser names it: a new session
-    websocket(gate, [], None, resume="s1")  # no cookie at all: the same
-    websocket(gate, [], "browser-a", resume="s1")  # its own browser: resumed
-    logins.logout("s1")
-    websocket(gate, [], "browser-a", resume="s1")  # logged out: not even its own browser
-    protocols = [dict(s["headers"])[b"sec-websocket-protocol"].decode() for s in app.scopes]
+def test_a_session_id_is_resumed_only_by_the_browser_whose_live_login_it_is(rig):
+    rig.logins.login("s1", "browser-a")
+    websocket(rig.gate, [], "browser-b", resume="s1")  # another browser names it: a new session
+    websocket(rig.gate, [], None, resume="s1")  # no cookie at all: the same
+    websocket(rig.gate, [], "browser-a", resume="s1")  # its own browser: resumed
+    rig.logins.logout("s1")
+    websocket(rig.gate, [], "browser-a", resume="s1")  # logged out: not even its own browser
+    protocols = [dict(s["headers"])[b"sec-websocket-protocol"].decode() for s in rig.app.scopes]
     assert protocols == ["streamlit, xsrf-token", "streamlit, xsrf-token", "streamlit, xsrf-token, s1",
                          "streamlit, xsrf-token"]
     # A connection without the cookie is bound to a name of its own, never to "no browser".
-    assert cookie(app.scopes[1]) not in (None, "browser-a")
+    assert cookie(rig.app.scopes[1]) not in (None, "browser-a")
 
 
-def test_when_the_login_expires_the_connection_is_closed_and_the_session_ended(setup):
-    gate = gate_of(setup)
-    _, app, logins, clock, ended = setup
-    logins.login("s1", "browser-a")
+def test_when_the_login_expires_the_next_run_is_a_plain_run_of_the_page_and_nothing_else_passes(rig):
+    rig.logins.login("s1", "browser-a")
 
     def idle():
-        clock.now += 601
+        rig.clock.now += 601
 
-    sent = websocket(gate, [b"rerun_script", b"clear_cache"], "browser-a", resume="s1", meanwhile=idle)
-    assert {"type": "websocket.close", "code": EXPIRED_CLOSE} in sent
-    assert ended == ["s1"] and app.messages == []
-    assert logins.expired_for("browser-a")  # the next login page says so
+    # The person comes back after the idle time and clicks a button: the run they ask for is made a
+    # plain run of the page (no widget value: the button does nothing), and what follows is held
+    # to the login again.
+    websocket(rig.gate, [b"app_heartbeat", b"rerun_script", b"clear_cache", b"rerun_script"], "browser-a",
+              resume="s1", meanwhile=idle)
+    assert rig.app.messages == [b"app_heartbeat", b"rerun_script plain", b"rerun_script"]
+    assert rig.logins.expired_for("browser-a")  # the login page says so
     # Reconnecting with the ended session's id gets a new session: the login page.
-    websocket(gate, [], "browser-a", resume="s1")
-    assert dict(app.scopes[-1]["headers"])[b"sec-websocket-protocol"] == b"streamlit, xsrf-token"
+    websocket(rig.gate, [], "browser-a", resume="s1")
+    assert dict(rig.app.scopes[-1]["headers"])[b"sec-websocket-protocol"] == b"streamlit, xsrf-token"
 
 
-def test_without_a_login_configured_the_gate_lets_everything_through(setup):
-    _, app, logins, _, ended = setup
-    gate = AccessGate(app, wire=wire(ended), enabled=False, sessions=logins)
+def test_without_a_login_configured_the_gate_lets_everything_through(rig):
+    gate = AccessGate(rig.app, wire=wire(), enabled=False, sessions=rig.logins)
     assert http(gate, "/_stcore/metrics")[0] == 200
     websocket(gate, [b"clear_cache"])
-    assert app.messages == [b"clear_cache"]
+    assert rig.app.messages == [b"clear_cache"]
