@@ -49,11 +49,11 @@ BEFORE_LOGIN = frozenset({"rerun_script", "app_heartbeat", "stop_script"})
 
 #: Paths (after the base path) that answer only a browser with a live login; an upload only into
 #: the uploader's own session.
-LOGGED_IN_PREFIXES = ("_stcore/metrics", "media/", "component/", "_stcore/bidi-components/", "app/static/")
+LOGGED_IN_PREFIXES = ("_stcore/metrics", "_stcore/script-health-check", "media/", "component/",
+                      "_stcore/bidi-components/", "app/static/")
 UPLOAD_PREFIX = "_stcore/upload_file/"
 #: Paths that never answer: the agent API drives the app without a browser, and without the login.
 NEVER_PREFIXES = ("_stcore/agent/",)
-STREAM_PATH = "_stcore/stream"
 
 
 @dataclass(frozen=True)
@@ -163,9 +163,8 @@ class AccessGate:
     # -- the websocket --------------------------------------------------------------------------
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if route(scope.get("path", ""), self.base) != STREAM_PATH:
-            await self.app(scope, receive, send)
-            return
+        # Every websocket is held to the gate (Streamlit has one, /_stcore/stream: no other path
+        # needs to pass, however spelled).
         client = cookie(scope)
         if client is None:
             # A browser that sent no cookie: a name for this connection only, so that its session

@@ -121,7 +121,8 @@ def rig() -> Rig:
     return Rig(AccessGate(app, wire=wire(), sessions=logins), app, logins, clock)
 
 
-@pytest.mark.parametrize("path", ["/_stcore/metrics", "/media/abc.png", "/component/x/index.html",
+@pytest.mark.parametrize("path", ["/_stcore/metrics", "//_stcore/metrics/", "/_stcore/script-health-check",
+                                  "/media/abc.png", "/component/x/index.html",
                                   "/_stcore/bidi-components/x.js", "/app/static/f.txt"])
 def test_streamlits_own_endpoints_answer_only_a_logged_in_browser(rig, path):
     assert http(rig.gate, path)[0] == 403
