@@ -75,13 +75,13 @@ SITES: dict[tuple[str, str], Guarded | Operators] = {
         Guarded("indexes/declared/lancedb.py", "build_node", "check_typed(spec, policy)"),
     ("indexes/declared/milvus.py", "connect"):
         Guarded("indexes/declared/milvus.py", "build_node", "check_typed(spec, policy)"),
-    ("indexes/declared/postgres.py", "_connect"):
-        Guarded("indexes/declared/postgres.py", "conninfo", "check_typed(spec, policy)"),
+    ("indexes/declared/postgres/connection.py", "connect"):
+        Guarded("indexes/declared/postgres/connection.py", "conninfo", "check_typed(spec, policy)"),
     ("engine/alerts/channels.py", "send_webhook"):
         Guarded("engine/alerts/channels.py", "send_webhook", "policy_for(declared_in or '')"),
     ("engine/llm/client.py", "LLMClient._openai_client"):
         Guarded("engine/llm/client.py", "LLMClient._openai_client", "policy_for(self.settings.declared_in)"),
-    ("indexes/declared/postgres.py", "export_table"):
+    ("indexes/declared/postgres/export.py", "export_table"):
         Operators("`searchgrade export-index` on the command line: its DSN is the operator's"),
     ("engine/alerts/channels.py", "_session"):
         Operators("SMTP: the server is SEARCHGRADE_SMTP_HOST, from the environment only; a page types a "
@@ -199,15 +199,15 @@ TEXT_WIDGETS = ("text_input", "text_area", "chat_input", "data_editor")
 #: app against a loopback listener (tests/browser/test_exposed.py DRIVEN), and goes through
 #: server/outbound.py on its way (check_llm_endpoint, check_typed_url, the kinds' check_typed).
 TARGETS = {
-    ("views/evaluate.py", "Endpoint base URL"): "the LLM endpoint of a new run",
+    ("views/_evaluate_llm.py", "Endpoint base URL"): "the LLM endpoint of a new run",
     ("views/_common.py", "LLM endpoint base URL (change it if the server moved)"): "the Resume form's endpoint",
     ("views/_add_search.py", "<label>"): "Add your search: a backend's url, host, uri or dsn (each kind's keys)",
     ("views/suites.py", "Webhook URL (POST JSON with a text field; empty keeps it)"): "a suite's alert webhook",
 }
 NOT_TARGETS = {
-    ("views/evaluate.py", "Model"): "the LLM's model name, sent to the endpoint above",
-    ("views/evaluate.py", "Embedding model (name or local path)"): HUB.why,
-    ("views/evaluate.py", "Reranker model (cross-encoder name or local path)"): HUB.why,
+    ("views/_evaluate_llm.py", "Model"): "the LLM's model name, sent to the endpoint above",
+    ("views/_index_settings.py", "Embedding model (name or local path)"): HUB.why,
+    ("views/_index_settings.py", "Reranker model (cross-encoder name or local path)"): HUB.why,
     ("views/evaluate.py", "Run name (optional)"): "a name",
     ("views/_add_search.py", "Name"): "the strategy's name",
     ("views/_collection.py", "Path"): "a local path, inside the collections root on an exposed app",

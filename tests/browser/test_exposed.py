@@ -409,7 +409,7 @@ def _webhook(page, listener: Listener, home: Path) -> None:
 
 #: Each field the enumeration finds (tests/test_connections.py TARGETS) -> how this test drives it.
 DRIVEN: dict[tuple[str, str], Callable[..., None]] = {
-    ("views/evaluate.py", "Endpoint base URL"): _evaluate_endpoint,
+    ("views/_evaluate_llm.py", "Endpoint base URL"): _evaluate_endpoint,
     ("views/_common.py", "LLM endpoint base URL (change it if the server moved)"): _resume_endpoint,
     ("views/_add_search.py", "<label>"): _add_your_search,
     ("views/suites.py", "Webhook URL (POST JSON with a text field; empty keeps it)"): _webhook,
