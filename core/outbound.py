@@ -174,10 +174,13 @@ class OutboundPolicy:
         kind = address_kind(ip)
         if kind is None:
             return
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # named as the IPv4 address it is
         at = "" if _host_key(host) == str(ip) else f" ({host} resolves to {ip})"
         metadata = " (the cloud metadata service among them)" if kind == "link-local" else ""
+        article = "an" if kind[0] in "aeiou" else "a"
         raise OutboundRefused(
-            f"{what}: {ip} is a {kind} address{metadata}{at}: a target typed in this app may not "
+            f"{what}: {ip} is {article} {kind} address{metadata}{at}: a target typed in this app may not "
             f"reach loopback, link-local or private networks; the operator allows a host with "
             f"{ENV_ALLOWED_HOSTS}={host} (host names or CIDRs)")
 

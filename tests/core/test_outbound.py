@@ -3,6 +3,7 @@ secrets only for the host they are bound to, paths inside the collections root."
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,20 @@ def test_the_metadata_address_is_refused_on_an_exposed_app_in_one_line_naming_th
 def test_a_name_is_checked_by_what_it_resolves_to():
     with pytest.raises(OutboundRefused, match="127.0.0.1 is a loopback address .localhost resolves to 127.0.0.1"):
         EXPOSED.check_url("http://localhost:9200/docs/_search", "url")
+
+
+@pytest.mark.parametrize(("host", "found"), [
+    ("127.1", "127.0.0.1"), ("127.0.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"),
+    ("0x7f.0.0.1", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("017700000001", "127.0.0.1"),
+    ("LOCALHOST", "127.0.0.1"), ("127.127.127.127", "127.127.127.127"), ("[0:0:0:0:0:0:0:1]", "::1"),
+    ("[::ffff:127.0.0.1]", "127.0.0.1"), ("[::ffff:7f00:1]", "127.0.0.1"), ("[64:ff9b::7f00:1]", "64:ff9b::7f00:1"),
+    ("[::127.0.0.1]", "::7f00:1"), ("0", "0.0.0.0"), ("2852039166", "169.254.169.254"),
+    ("[::ffff:169.254.169.254]", "169.254.169.254"), ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),
+])
+def test_loopback_and_the_metadata_address_are_refused_however_spelled(host, found):
+    """Decimal, hex and octal forms, IPv4-mapped and NAT64 IPv6: each is what it resolves to."""
+    with pytest.raises(OutboundRefused, match=rf"^url: {re.escape(found)} is an? [a-z -]+ address"):
+        EXPOSED.check_url(f"http://{host}:8080/", "url")
 
 
 def test_a_loopback_only_app_lets_its_operator_reach_any_address():
