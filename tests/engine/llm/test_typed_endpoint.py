@@ -105,3 +105,16 @@ def test_where_an_endpoint_was_typed_is_stored_with_the_run_and_read_back():
     operator = RunConfig(mode="llm", llm=LLMSettings(model="m", base_url="http://10.1.2.3/v1"))
     assert "declared_in" not in operator.to_json()["llm"]
     assert RunConfig.from_json(operator.to_json()).llm.declared_in == ""
+
+
+def test_a_suite_made_from_a_run_keeps_where_its_endpoint_was_typed(tmp_path):
+    """A suite's runs (and the worker that starts them) connect as the run it was made from did."""
+    from searchgrade.engine.store import Store
+    from searchgrade.engine.suites.definition import suite_config, suite_from_run
+    from tests.pages.synthetic import tiny_spec, write_run
+
+    store = Store(tmp_path)
+    typed = {"model": "m", "base_url": "http://10.1.2.3/v1", "declared_in": "exposed app"}
+    run_id = write_run(store, tiny_spec(config={"llm": typed, "strategies": ["fulltext"]}))
+    suite = suite_from_run(store, "nightly", run_id)
+    assert suite_config(suite).llm.declared_in == "exposed app"
