@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,

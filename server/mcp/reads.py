@@ -261,8 +261,9 @@ def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit
 
 def gate(store: Store, baseline: str | None, candidate: str, metric: str | None = None, margin: float | None = None,
          alpha: float = 0.05, strategies: list[str] | None = None) -> dict[str, Any]:
-    """`searchgrade gate` on two runs: FAIL when a strategy's change, its CI adjusted for the
-    strategies checked, lies entirely beyond -margin.
+    """`searchgrade gate` on two runs: FAIL when a strategy's change is significantly worse (its CI,
+    adjusted for the strategies checked, lies entirely below 0) and the drop is larger than the
+    margin (engine/gate.py).
 
     ``baseline`` None: the candidate is a run of a suite, gated against the suite's previous
     complete run on the suite's metric and margin unless ``metric`` / ``margin`` are given;
@@ -289,5 +290,6 @@ def gate(store: Store, baseline: str | None, candidate: str, metric: str | None 
             "strategies": [{"strategy": line.strategy, "baseline": line.baseline, "candidate": line.candidate,
                             "change": line.change, "ci_low": line.ci_low, "ci_high": line.ci_high,
                             "p_value_adjusted": line.p_value, "queries": line.n, "comparisons": line.comparisons,
-                            "failed": line.failed, "line": result.describe(line)} for line in result.lines],
+                            "failed": line.failed, "reading": line.reading, "line": result.describe(line)}
+                           for line in result.lines],
             "notes": result.notes}
