@@ -39,7 +39,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=cmd_show)
 
-    p = sub.add_parser("export", help="write a run as TREC run files or per-query metrics")
+    p = sub.add_parser("export", help="write a run as TREC run files (one per strategy), or as its ranked "
+                       "results and per-query metrics (CSV, Parquet); every score is strictly decreasing within a "
+                       "query, so trec_eval, ir_measures and ranx rank as the app does")
     p.add_argument("run", help="run id (or an unambiguous prefix)")
     p.add_argument("--format", choices=("trec", "csv", "parquet"), required=True)
     p.add_argument("--out", required=True, help="output directory")

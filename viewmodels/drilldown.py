@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.export import ranked_results
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import one_session
@@ -94,7 +95,8 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     query = store.query(run.run_id, query_id)
     if query is None:
         raise SearchGradeError(f"query {query_id!r} is not in run {run.run_id}; pick one from the list")
-    results = store.results_with_grades(run.run_id, query_id=query_id)
+    # The scores exported and sent over MCP: strictly decreasing, the stored rank order (engine/export.py).
+    results = ranked_results(store, run.run_id, query_id=query_id)
     grades = store.grades(run.run_id, query_id)
     relevant = [g for g in grades if g["grade"] is not None and g["grade"] >= run.threshold]
     doc_ids = {r["doc_id"] for r in results} | {g["doc_id"] for g in relevant}
