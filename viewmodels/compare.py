@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.engine.metrics import higher_is_better
+from searchgrade.engine.run.settings_words import settings_diff as words_diff
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.statistics.pairing import compare_runs as compare
@@ -50,30 +51,13 @@ def symmetric_range(deltas: pd.DataFrame) -> tuple[float, float]:
     return (-half, half)
 
 
-def _flat(prefix: str, value: object, out: dict[str, object]) -> None:
-    if isinstance(value, dict):
-        for key in sorted(value):
-            _flat(f"{prefix}.{key}" if prefix else str(key), value[key], out)
-    else:
-        out[prefix] = value
-
-
 def settings_diff(a: RunRecord, b: RunRecord) -> pd.DataFrame:
-    """The settings that differ between two runs (the run record's and its config's, nested keys
-    dotted): Setting, Run A, Run B as text ("(not set)" where a run has none)."""
-    flat_a: dict[str, object] = {}
-    flat_b: dict[str, object] = {}
-    for run, flat in ((a, flat_a), (b, flat_b)):
-        for name in RUN_SETTINGS:
-            flat[name] = getattr(run, name)
-        _flat("", run.config or {}, flat)
-        flat.pop("llm.api_key", None)  # never shown (a config holds none, but say so in code)
-    rows = []
-    for key in sorted(set(flat_a) | set(flat_b), key=lambda k: (k not in RUN_SETTINGS, k)):
-        va, vb = flat_a.get(key), flat_b.get(key)
-        if va != vb:
-            rows.append({"Setting": key, "Run A": "(not set)" if va is None else str(va),
-                         "Run B": "(not set)" if vb is None else str(vb)})
+    """The settings that differ between two runs (the run record's and its configuration's), in
+    the words every page uses for them (engine/run/settings_words.py): Setting, Run A, Run B."""
+    def settings(run: RunRecord) -> dict[str, object]:
+        return {**{name: getattr(run, name) for name in RUN_SETTINGS}, **(run.config or {})}
+
+    rows = [{"Setting": c.name, "Run A": c.before, "Run B": c.after} for c in words_diff(settings(a), settings(b))]
     return pd.DataFrame(rows, columns=SETTINGS_COLUMNS)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from searchgrade.engine.metrics import parse_metric
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,
@@ -83,9 +84,15 @@ if suite != NO_SUITE:
     st.dataframe(suite_runs_table(store, suite), hide_index=True, key="trends_suite_runs",
                  column_order=["created (UTC)", "what changed", "note", "significant changes", "status", "run",
                                "trigger"])
-    glossary()
+    glossary([parse_metric(info.metric).key], suite_k)
     st.stop()
-metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
+# The metrics every run shown supports (no "highly relevant" share when a run has binary labels).
+shown_runs = [store.get_run(r.run_id) for r in runs if collection == ALL or r.collection_name == collection]
+metrics = metric_names(*shown_runs)
+if st.session_state.get("trends_metric") not in metrics:
+    st.session_state["trends_metric"] = PRIMARY_METRIC
+metric = one.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="trends_metric",
+                       help="The metrics every run shown supports; the glossary at the foot of the page defines each.")
 if st.session_state.get("trends_k") not in cutoffs:
     st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
 k = two.selectbox("k", cutoffs, key="trends_k")
@@ -150,4 +157,4 @@ table = trend_table(frame)
 st.dataframe(table, hide_index=True, key="trends_table",
              column_config={c: st.column_config.NumberColumn(format="%.3f")
                             for c in table.columns if c not in ("Date", "Run", "Collection")})
-glossary()
+glossary(metrics, k)

@@ -170,3 +170,16 @@ def wide_values(store: Store, run: RunRecord, metric: str, k: int,
     wide = pd.DataFrame(values.T, index=pd.Index(recomputed.query_ids, name="query_id"),
                         columns=pd.Index(recomputed.strategies, name="strategy"))
     return wide.dropna(how="all")
+
+
+def ideal_dcg_values(store: Store, run: RunRecord, k: int) -> np.ndarray:
+    """Each query's ideal DCG@k (its known grades in decreasing order, engine.metrics.dcg.ideal_dcg),
+    in query id order: what a DCG@k reads against."""
+    from searchgrade.engine.metrics.dcg import ideal_dcg
+
+    pool = store.pool_grades(run.run_id)
+    n = store.query_count(run.run_id)
+    grades: list[list[int]] = [[] for _ in range(n)]
+    for qi, grade in zip(pool["qi"].tolist(), pool["grade"].tolist(), strict=True):
+        grades[qi].append(grade)
+    return np.array([ideal_dcg(g, k) for g in grades], dtype=float)
