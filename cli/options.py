@@ -211,6 +211,11 @@ def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tu
             registry.add_reranked(base, reranker, "--strategies")
     unknown = registry.unknown(names)
     if unknown or not names:
+        from searchgrade.engine.run.strategies import saved_declarations
+
+        # The strategies added in the app are names too, read only when one is wanted by name.
+        saved = [n for n in saved_declarations(data_dir(args.data_dir)) if n not in registry.names()]
         raise SearchGradeError(f"--strategies {args.strategies!r}: unknown {unknown or 'empty list'}; "
-                               f"choose from {', '.join(registry.names())}")
+                               f"choose from {', '.join([*registry.names(), *saved])}"
+                               + (f" (added in the app: {', '.join(saved)})" if saved else ""))
     return with_rerankers(names, extra, registry)

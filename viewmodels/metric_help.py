@@ -69,3 +69,13 @@ def ideal_words(store: Store, run: RunRecord, metric: str, k: int) -> str | None
     if zero:
         text += f"; {zero} {'query has' if zero == 1 else 'queries have'} no relevant document known (ideal 0)"
     return text + f". NDCG@{k} is {label} over that ideal, query by query."
+
+
+def metric_json(metric: str, k: int | None, run: RunRecord | None = None) -> dict[str, object]:
+    """A metric's record as JSON fields (`show --format json`, MCP): its label, definition, range
+    and direction in words, its ir_measures name, and whether it is a diagnostic."""
+    record = metric_record(metric)
+    return {"label": record.label, "definition": record.definition,
+            "range": record.range_words(k, run.grade_max if run is not None else None),
+            "higher_is_better": record.higher_is_better, "diagnostic": record.diagnostic,
+            "ir_measures": record.measure(k, run.threshold if run is not None else None)}

@@ -19,7 +19,14 @@ from searchgrade.viewmodels.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.viewmodels.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
+from searchgrade.viewmodels.suites import (
+    metric_parts,
+    metric_words,
+    suite_names,
+    suite_runs_table,
+    suite_trend,
+    summary,
+)
 from searchgrade.viewmodels.trends import trend_series, trend_table
 from searchgrade.views._colors import band_color, strategy_color
 from searchgrade.views._common import (
@@ -72,7 +79,7 @@ if suite != NO_SUITE:
     two.selectbox("k", [suite_k if suite_k is not None else "the run's k"], key="trends_suite_k", disabled=True,
                   help=why)
     st.caption(plain(f"Suite {suite}: {info.collection}, {info.queries} frozen queries; each run compared with "
-                     f"the previous complete one on {info.metric} (margin {info.margin:g}), adjusted over the "
+                     f"the previous complete one on {metric_words(info.metric)} (margin {info.margin:g}), adjusted over the "
                      "strategies. Times are UTC."))
     points = suite_trend(store, suite)
     if points.empty:
@@ -154,7 +161,7 @@ notes.append("Runs are not paired here: use Compare for a paired test of two run
              + (f", or pick a suite ({', '.join(suites)}): its runs are one paired series." if suites else "."))
 st.caption(plain(" ".join(notes)))
 table = trend_table(frame)
-st.dataframe(table, hide_index=True, key="trends_table",
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in table.columns if c not in ("Date", "Run", "Collection")})
+numbers = [c for c in table.columns if c not in ("Date", "Run", "Collection")]
+# A strategy that did not run in a run is said so, not "None".
+st.dataframe(table.style.format("{:.3f}", subset=numbers, na_rep="not run"), hide_index=True, key="trends_table")
 glossary(metrics, k)

@@ -53,9 +53,14 @@ class StrategyChange:
                                                self.m), decimals=3)
 
     def line(self) -> str:
-        """ "ann dcg@10: 4.210 -> 3.120 (change -1.090, 95% CI -1.4 to -0.8, adjusted for 2 comparisons;
-        adjusted p = 0.001)"."""
-        return (f"{self.strategy} {self.metric}: {self.before:.3f} -> {self.after:.3f} (change "
+        """ "ANN (dense) DCG@10: 4.210 -> 3.120 (change -1.090, 95% CI -1.4 to -0.8, adjusted for 2
+        comparisons; adjusted p = 0.001)": the strategy and the metric by their names on the pages."""
+        from searchgrade.engine.metrics import metric_record, parse_metric
+        from searchgrade.engine.run.strategies import label
+
+        spec = parse_metric(self.metric)
+        metric = f"{metric_record(spec.key).label}" + (f"@{spec.k}" if spec.k else "")
+        return (f"{label(self.strategy)} {metric}: {self.before:.3f} -> {self.after:.3f} (change "
                 f"{self.change:+.3f}, {self.interval()}; adjusted {p_words(self.p_value)})")
 
     def to_json(self) -> dict[str, Any]:

@@ -144,7 +144,7 @@ def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_change
     assert at.selectbox(key="trends_suite").options == ["None: every run", "nightly"]
     at.selectbox(key="trends_suite").set_value("nightly").run()
     spec = chart(at, "suite_trend")
-    assert spec["layout"]["meta"] == {"chart": "suite_trend", "suite": "nightly", "metric": "dcg@3"}
+    assert spec["layout"]["meta"] == {"chart": "suite_trend", "suite": "nightly", "metric": "DCG@3"}
     lines = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
     assert set(lines) == {"ANN (dense)", "Full-text (BM25)", "ANN + reranker"}
     drop = next(t for t in spec["data"] if t["name"] == "Full-text (BM25): significant drop")
@@ -156,7 +156,7 @@ def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_change
     assert at.selectbox(key="trends_suite_k").value == 3 and at.selectbox(key="trends_suite_k").disabled
     runs = next(df.value for df in at.dataframe if "what changed" in df.value.columns)
     assert runs.loc[0, "what changed"] == "index.rerank_depth: 50 -> 100" and runs.loc[0, "note"] == "synonyms v3 deployed"
-    assert runs.loc[0, "significant changes"].startswith("drop: fulltext dcg@3")
+    assert runs.loc[0, "significant changes"].startswith("drop: Full-text (BM25) DCG@3")
     # Back to every run of the collection: the unpaired trend, which points at the suite.
     at.selectbox(key="trends_suite").set_value("None: every run").run()
     assert chart(at, "trend")
