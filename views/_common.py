@@ -25,7 +25,8 @@ def glossary(metrics: list[str], k: int | None = None, run: RunRecord | None = N
     """The glossary, folded: every metric the page offers (its definition, range and direction, from
     its record) and the other words the charts and tables use (viewmodels/metric_help.py)."""
     entries = metric_help.glossary(metrics, k, run)
-    with st.expander("Glossary: " + ", ".join(e.word for e in entries)):
+    with st.expander("Glossary: every metric offered here, and the words the page uses (" +
+                     ", ".join(metric_help.WORDS) + ")"):
         for entry in entries:
             st.markdown(f"**{plain(entry.word)}**: {plain(entry.meaning)}")
 

@@ -50,6 +50,7 @@ def suite_trend_chart(trend: pd.DataFrame, suite: str, metric: str, key: str) ->
                          xaxis_title="run (UTC)", yaxis_title=metric, height=420,
                          meta={"chart": "suite_trend", "suite": suite, "metric": metric})
     st.plotly_chart(figure, key=key)
-    st.caption("Each run is compared with the suite's previous complete run by the paired test of the "
-               "dashboard; a marker says the change is significant (a triangle down: a drop, which "
-               "alerts; up: a gain). Hover a point for what changed since the previous run and its note.")
+    st.caption("Each run is compared with the suite's previous complete run as Compare and the gate compare "
+               "them (paired per query, 10,000 resamples); a marker is a significant change larger than the "
+               "suite's margin (a triangle down: a drop, which alerts; up: a gain). Hover a point for what "
+               "changed since the previous run and its note.")

@@ -150,7 +150,7 @@ def tune_section(run_id: str, metric: str | None = None, k: int | None = None) -
     active = jobs.active_job()
     with st.form("results_tune_form", border=True):
         strategy = st.selectbox("Strategy", options, key="results_tune_strategy", format_func=strategy_label)
-        tuned_metric = st.selectbox("Metric", tunable, key="results_tune_metric",
+        tuned_metric = st.selectbox("Maximise", tunable, key="results_tune_metric",
                                     format_func=lambda m: metric_label(m, k),
                                     help=f"The metric the tuner maximises, at the page's k ({k}); the page's "
                                          "metric by default.")

@@ -162,6 +162,10 @@ notes.append("Runs are not paired here: use Compare for a paired test of two run
 st.caption(plain(" ".join(notes)))
 table = trend_table(frame)
 numbers = [c for c in table.columns if c not in ("Date", "Run", "Collection")]
-# A strategy that did not run in a run is said so, not "None".
-st.dataframe(table.style.format("{:.3f}", subset=numbers, na_rep="not run"), hide_index=True, key="trends_table")
+# A strategy that did not run in a run is said so, not "None"; three decimals; the date to the minute.
+shown = table.assign(Date=table["Date"].map(lambda t: f"{t:%Y-%m-%d %H:%M}"),
+                     **{c: ["not run" if pd.isna(v) else f"{v:.3f}" for v in table[c]] for c in numbers})
+st.dataframe(shown, hide_index=True, key="trends_table",
+             column_config={c: st.column_config.TextColumn(c, help=f"{name}; 'not run': the strategy did not run "
+                                                                    "in that run") for c in numbers})
 glossary(metrics, k)
