@@ -6,7 +6,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine.metrics import SOURCE_FOUND
-from searchgrade.engine.run.settings_words import changed_settings
 from searchgrade.engine.run.strategies import base_of
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.viewmodels.common import (
@@ -23,6 +22,7 @@ from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
 from searchgrade.viewmodels.metric_help import metric_explained
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.results import bar_series, reranker_state
+from searchgrade.viewmodels.runs import settings_words
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
     chart_text,
@@ -124,9 +124,7 @@ if isinstance(run.stats, dict) and run.stats.get("self_graded"):
 panel = view.llm
 with st.expander("How this run was made (settings, judge, notes, index)"):
     # The settings this run changed from the defaults, in the words Compare and suites use for them.
-    changed = changed_settings(run.config)
-    st.caption(plain("Settings changed from the defaults: " + " · ".join(f"{n} {v}" for n, v in changed)
-                     if changed else "Every search setting at its default."))
+    st.caption(plain(settings_words(run)))
     if panel is not None:
         parts = [f"Judge: {panel.judge_model or 'unknown model'}"
                  + (f", prompt {panel.judge_prompt}" if panel.judge_prompt else "")]

@@ -33,8 +33,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.metrics.arrays import RankedGrades, TopK
 from searchgrade.engine.metrics.dcg import dcg
 from searchgrade.engine.metrics.rbp import DEFAULT_PERSISTENCE
 from searchgrade.engine.metrics.record import BINARY, GRADED, Metric, MetricFn
@@ -286,6 +289,31 @@ def _functions(names: tuple[str, ...], max_grade: int | None) -> tuple[tuple[str
     return tuple((name, metric_function(name, max_grade)) for name in names)
 
 
+def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
+
+    NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
+    ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
+    the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
+
+    Names are metric keys ("rbp", "rbp(p=0.9)"); the metrics for incomplete judgments need
+    ``r.holes``.
+
+    Raises:
+        ValueError: a name without an array form.
+    """
+    unknown = [name for name in names if metric_record(name).array is None]
+    if unknown:
+        raise ValueError(f"no array form of metric(s) {', '.join(unknown)}")
+    topk = TopK(r, k, threshold)
+    out = {}
+    for name in names:
+        spec = metric_key(name)
+        fn = metric_record(spec.name).array
+        out[name] = fn(topk, p=spec.persistence) if metric_record(spec.name).persistent else fn(topk)
+    return out
+
+
 __all__ = [
     "BINARY",
     "GRADED",
@@ -305,6 +333,8 @@ __all__ = [
     "metric_function",
     "metric_key",
     "metric_record",
+    "RankedGrades",
+    "metric_arrays",
     "offered_metrics",
     "parse_metric",
 ]

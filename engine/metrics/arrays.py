@@ -1,20 +1,20 @@
 """Every metric of many rankings at once: numpy twins of the per-query functions.
 
 The dashboard recomputes a run at a cut-off the run did not store, over tens of thousands of
-rankings. ``metric_arrays`` gives, ranking by ranking, what ``engine.run.scoring.per_query_metrics``
-gives (failed judgments included), with the same arithmetic in the same order: sums run rank by
-rank, divisions are of the same integers, so the values are equal to the last bit, not only close.
+rankings. ``metric_arrays`` (engine/metrics/__init__.py) gives, with these kernels (each metric's
+record names its own), ranking by ranking, what ``engine.run.scoring.per_query_metrics`` gives
+(failed judgments included), with the same arithmetic in the same order: sums run rank by rank,
+divisions are of the same integers, so the values are equal to the last bit, not only close.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from searchgrade.engine.metrics import arrays_holes
+import searchgrade.engine.metrics.arrays_holes as arrays_holes
 from searchgrade.engine.metrics.arrays_holes import Holes
 from searchgrade.engine.metrics.relevance import HIGHLY_RELEVANT
 
@@ -84,7 +84,7 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return np.divide(numerator, denominator, out=np.zeros(len(numerator)), where=denominator > 0)
 
 
-class _TopK:
+class TopK:
     """One cut-off's view of the rankings, and what several metrics share."""
 
     def __init__(self, r: RankedGrades, k: int, threshold: int):
@@ -108,11 +108,11 @@ class _TopK:
         return _over_places((self.counted & hit).sum(axis=1), self.places)
 
 
-def ndcg(t: _TopK) -> np.ndarray:
+def ndcg(t: TopK) -> np.ndarray:
     return _ratio(t.dcg, _discounted_gain(_ideal_gains(t.r, t.k)))
 
 
-def average_precision(t: _TopK) -> np.ndarray:
+def average_precision(t: TopK) -> np.ndarray:
     found = np.zeros(len(t.hits), dtype=np.int64)
     precision_sum = np.zeros(len(t.hits))
     for i in range(t.grade.shape[1]):
@@ -125,74 +125,46 @@ def average_precision(t: _TopK) -> np.ndarray:
 # every ranking at the cut-off ``t`` holds.
 
 
-def dcg(t: _TopK) -> np.ndarray:
+def dcg(t: TopK) -> np.ndarray:
     return t.dcg
 
 
-def precision(t: _TopK) -> np.ndarray:
+def precision(t: TopK) -> np.ndarray:
     return t.hits / t.k
 
 
-def recall(t: _TopK) -> np.ndarray:
+def recall(t: TopK) -> np.ndarray:
     return _ratio(t.hits, t.total_relevant)
 
 
-def recall_single_hit(t: _TopK) -> np.ndarray:
+def recall_single_hit(t: TopK) -> np.ndarray:
     return (t.hits > 0).astype(float)
 
 
-def reciprocal_rank(t: _TopK) -> np.ndarray:
+def reciprocal_rank(t: TopK) -> np.ndarray:
     return np.where(t.hits > 0, 1.0 / (t.relevant.argmax(axis=1) + 1), 0.0)
 
 
-def mean_relevance(t: _TopK) -> np.ndarray:
+def mean_relevance(t: TopK) -> np.ndarray:
     return _over_places(np.where(t.counted, t.grade, 0).sum(axis=1), t.places)
 
 
-def judged(t: _TopK) -> np.ndarray:
+def judged(t: TopK) -> np.ndarray:
     """Results holding a grade in the top k, over k (ir_measures' Judged@k)."""
     return (t.present & t.r.known[:, :t.k]).sum(axis=1) / t.k
 
 
-def pct_highly_relevant(t: _TopK) -> np.ndarray:
+def pct_highly_relevant(t: TopK) -> np.ndarray:
     return t.graded_share(t.grade >= HIGHLY_RELEVANT)
 
 
-def pct_relevant(t: _TopK) -> np.ndarray:
+def pct_relevant(t: TopK) -> np.ndarray:
     return t.graded_share(t.grade >= t.threshold)
 
 
-def pct_not_relevant(t: _TopK) -> np.ndarray:
+def pct_not_relevant(t: TopK) -> np.ndarray:
     return _over_places(t.places - (t.counted & (t.grade >= t.threshold)).sum(axis=1), t.places)
 
 
-def ndcg_judged(t: _TopK) -> np.ndarray:
+def ndcg_judged(t: TopK) -> np.ndarray:
     return arrays_holes.ndcg_judged(t, _ideal_gains, _discounted_gain, _ratio)
-
-
-def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
-
-    NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
-    ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
-    the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
-
-    Names are metric keys ("rbp", "rbp(p=0.9)"); the metrics for incomplete judgments need
-    ``r.holes``.
-
-    Raises:
-        ValueError: a name without an array form.
-    """
-    # Here, not at the top: the registry imports this module's kernels.
-    from searchgrade.engine.metrics import metric_key, metric_record
-
-    unknown = [name for name in names if metric_record(name).array is None]
-    if unknown:
-        raise ValueError(f"no array form of metric(s) {', '.join(unknown)}")
-    topk = _TopK(r, k, threshold)
-    out = {}
-    for name in names:
-        spec = metric_key(name)
-        fn = metric_record(spec.name).array
-        out[name] = fn(topk, p=spec.persistence) if metric_record(spec.name).persistent else fn(topk)
-    return out

@@ -9,7 +9,8 @@ function in arrays.py (or arrays_holes.py) and one record here.
 
 from __future__ import annotations
 
-from searchgrade.engine.metrics import arrays, arrays_holes
+import searchgrade.engine.metrics.arrays as arrays
+import searchgrade.engine.metrics.arrays_holes as arrays_holes
 from searchgrade.engine.metrics.average_precision import average_precision
 from searchgrade.engine.metrics.bpref import bpref
 from searchgrade.engine.metrics.dcg import dcg

@@ -15,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import METRIC_NAMES, metric_key, metric_record
-from searchgrade.engine.metrics.arrays import RankedGrades, metric_arrays
+from searchgrade.engine.metrics import METRIC_NAMES, RankedGrades, metric_arrays, metric_key, metric_record
 from searchgrade.engine.metrics.arrays_holes import Holes
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import strategy_order
