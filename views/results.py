@@ -18,7 +18,7 @@ from searchgrade.viewmodels.common import (
     metric_names,
     primary_k,
 )
-from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
+from searchgrade.viewmodels.downloads import per_query_csv, results_csv, trec_zip
 from searchgrade.viewmodels.metric_help import metric_explained
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.results import bar_series, reranker_state
@@ -348,9 +348,13 @@ glossary(metrics, k, run)
 
 # -- downloads
 st.subheader("Downloads")
-one, two, _ = st.columns([1, 1, 2])
+one, two, three, _ = st.columns([1, 1, 1, 1])
 one.download_button("Per-query metrics (CSV)", data=lambda: per_query_csv(get_store(), run_id),
                     file_name=f"{run_id}-metrics.csv", mime="text/csv", on_click="ignore")
-two.download_button("TREC run files (zip)", data=lambda: trec_zip(get_store(), run_id),
-                    file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
+two.download_button("Ranked results (CSV)", data=lambda: results_csv(get_store(), run_id),
+                    file_name=f"{run_id}-results.csv", mime="text/csv", on_click="ignore")
+three.download_button("TREC run files (zip)", data=lambda: trec_zip(get_store(), run_id),
+                      file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
+st.caption("Every exported score is strictly decreasing within a query (a tie lowered a millionth below the score "
+           "above it), so trec_eval, ir_measures and ranx rank each file as this page does and give its figures.")
 st.page_link("views/drilldown.py", label="Look at one query in detail", icon=":material/search:")
