@@ -151,7 +151,7 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
             by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
             print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
                   f"{'significant' if d.significant else 'not distinguishable'}", file=out)
-    print(f"  {family_note(family_size(tested), 'These figures')}", file=out)
+    print(f"  {family_note(family_size(tested), 'These figures make')}", file=out)
 
 
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
     m = result.comparisons
     return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas, columns=DELTA_COLUMNS), changed,
                          notes, paired.paired_on, findings=findings,
-                         statistics_note=family_note(m, "This comparison") if m else "", **one_sided)
+                         statistics_note=family_note(m, "This comparison makes") if m else "", **one_sided)
 
 
 def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:

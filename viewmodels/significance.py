@@ -59,14 +59,14 @@ def figures_text(d: PairedDifference, decimals: int = 3) -> str:
     return f"{interval_words(d, decimals)}; {p_words(d.p_value)}"
 
 
-def family_note(m: int, surface: str = "The page") -> str:
-    """What "significant" means over a family of m comparisons, in words; ``surface`` names who
-    makes them ("The page", "This comparison", "These figures")."""
+def family_note(m: int, surface: str = "The page makes") -> str:
+    """What "significant" means over a family of m comparisons, in words; ``surface`` says who makes
+    them ("The page makes", "This comparison makes", "These figures make")."""
     if m <= 1:
         return ("Significant means the 95% CI of the paired difference excludes 0 (then p < 0.05). "
                 "Not distinguishable means these queries cannot tell the two apart, not that they "
                 "are equal.")
-    return (f"{surface} makes {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
+    return (f"{surface} {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
             f"(a paired bootstrap interval at level 1 - 0.05/{m}), so that all of them together are "
             "wrong at most one time in twenty. Significant means that interval excludes 0 (then its "
             "p-value, adjusted the same way, is below 0.05). Not distinguishable means these queries "
