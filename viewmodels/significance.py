@@ -19,16 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import label, pairs, reranker_of
-from searchgrade.engine.statistics.paired import (
-    PairedDifference,
-    interval_words,
-    p_words,
-    paired_differences,
-)
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words, p_words
+from searchgrade.engine.statistics.pairing import RESAMPLES, SEED, differences
 from searchgrade.viewmodels.common import (
-    PAIRED_RESAMPLES,
     WITH,
     WITHOUT,
     Sentence,
@@ -45,7 +40,7 @@ RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "
                     "Comparisons", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
 #: What the kept tests were computed by (``encode_tests``): tests kept by another procedure are
 #: never served, they are computed again.
-PROCEDURE = "paired-bootstrap-bonferroni/1+holes/1"
+PROCEDURE = f"paired-bootstrap-bonferroni/{RESAMPLES}:{SEED}+holes/1"
 
 
 def verdict(d: PairedDifference) -> str:
@@ -66,13 +61,14 @@ def figures_text(d: PairedDifference, decimals: int = 3) -> str:
     return f"{interval_words(d, decimals)}; {p_words(d.p_value)}"
 
 
-def family_note(m: int) -> str:
-    """What "significant" means on a page of m comparisons, in words."""
+def family_note(m: int, surface: str = "The page makes") -> str:
+    """What "significant" means over a family of m comparisons, in words; ``surface`` says who makes
+    them ("The page makes", "This comparison makes", "These figures make")."""
     if m <= 1:
         return ("Significant means the 95% CI of the paired difference excludes 0 (then p < 0.05). "
                 "Not distinguishable means these queries cannot tell the two apart, not that they "
                 "are equal.")
-    return (f"The page makes {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
+    return (f"{surface} {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
             f"(a paired bootstrap interval at level 1 - 0.05/{m}), so that all of them together are "
             "wrong at most one time in twenty. Significant means that interval excludes 0 (then its "
             "p-value, adjusted the same way, is below 0.05). Not distinguishable means these queries "
@@ -125,7 +121,7 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]],
     if holes is not None:
         return holes.compare(wide, kept, columns)
     m = len({frozenset(pair) for pair in kept})
-    tests = paired_differences(columns, m=m, n_resamples=PAIRED_RESAMPLES, seed=0)
+    tests = differences(columns, m=m)
     return Family(dict(zip(kept, tests, strict=True)))
 
 
@@ -147,7 +143,7 @@ class HolesInput:
             items.append(Item(a, b, [(q, q) for q in both], va, vb))
         reasons = [lambda j_a, j_b, a=a, b=b: withheld_reason(label(a), label(b), j_a, j_b, self.k) for a, b in kept]
         found = holes_verdicts(self.labels, self.labels, items, self.metric, keys=[frozenset(p) for p in kept],
-                               reasons=reasons, n_resamples=PAIRED_RESAMPLES)
+                               reasons=reasons)
         return family_of(kept, found or [])
 
 
@@ -177,12 +173,10 @@ def holes_input(store: Store, run: RunRecord, metric: str, k: int) -> HolesInput
 
 
 def holes_metric(metric: str) -> bool:
-    """Whether the rule applies to a metric: one that counts an unjudged result as not relevant (not
-    bpref, the condensed NDCG, the RBP residual, judged@k or source found)."""
-    from searchgrade.engine.metrics import UNJUDGED_AWARE, metric_key
-    from searchgrade.engine.run.scoring import SOURCE_FOUND
+    """Whether the rule applies to a metric (engine/statistics/holes.py's ``rule_metric``)."""
+    from searchgrade.engine.statistics.holes import rule_metric
 
-    return metric != SOURCE_FOUND and metric_key(metric).name not in UNJUDGED_AWARE | {"rbp_residual"}
+    return rule_metric(metric)
 
 
 def results_pairs(rows: pd.DataFrame, metric: str,

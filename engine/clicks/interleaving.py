@@ -11,7 +11,8 @@ has no click (Chapelle, Joachims, Radlinski & Yue, TOIS 2012).
 **The comparison.** Per query, the share of its searches with a click that A won, and the share B
 won (a tie counts for neither). A against B is the mean over the queries (every query once, as
 every figure here) of A's share minus B's, with the interval and verdict of the one paired procedure
-(engine/statistics/paired.py) over those queries; the pairs of systems of one log are one family.
+and resample policy (engine/statistics/pairing.py's ``differences``) over those queries; the pairs of
+systems of one log are one family.
 Beside it, the share of all decided searches A won (wins / (wins + losses)), the figure interleaving
 studies usually quote.
 """
@@ -23,11 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchgrade.engine.statistics.paired import PairedDifference, interval_words, paired_differences
-
-#: Resamples and seed of the interleaving comparisons (the app's paired tests use the same).
-RESAMPLES = 10_000
-SEED = 0
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words
+from searchgrade.engine.statistics.pairing import differences
 
 
 def team_draft(a: Sequence[str], b: Sequence[str], rng: np.random.Generator,
@@ -155,6 +153,6 @@ def compare_interleaved(outcomes: Sequence[QueryOutcome]) -> list[InterleavingCo
         kept.append((pair, len(cells), int(totals[3]), int(totals[0]), int(totals[1]), int(totals[2])))
     if not kept:
         return []
-    tests = paired_differences(columns, n_resamples=RESAMPLES, seed=SEED)
+    tests = differences(columns)
     return [InterleavingComparison(a, b, n, searches, wa, wb, ties, d)
             for ((a, b), n, searches, wa, wb, ties), d in zip(kept, tests, strict=True)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from searchgrade.engine.statistics.holes import (
     judges_what_it_saw,
 )
 from searchgrade.engine.store import RunRecord, Store
+
+if TYPE_CHECKING:
+    from searchgrade.engine.statistics.pairing import PairedRuns
 
 
 class RunLabels:
@@ -87,7 +91,7 @@ class Item:
 
 def holes_verdicts(labels_a: RunLabels, labels_b: RunLabels, items: Sequence[Item], metric: str, *,
                    keys: Sequence[Hashable], reasons: Sequence[Callable[[float, float], str]],
-                   n_resamples: int) -> list[HoleVerdict] | None:
+                   alpha: float | None = None) -> list[HoleVerdict] | None:
     """Each comparison by the rule of engine/statistics/holes.py (a strategy of run a against one of
     run b: the same run twice within a run); None when neither run's grading judges what it saw."""
     if not (labels_a.rule_applies or labels_b.rule_applies):
@@ -98,4 +102,24 @@ def holes_verdicts(labels_a: RunLabels, labels_b: RunLabels, items: Sequence[Ite
         jb = np.array([labels_b.judged(item.strategy_b, qb) for _, qb in item.queries])
         sides.append(Sides(item.a, item.b, ja, jb, lambda item=item: condensed_values(
             labels_a, item.strategy_a, labels_b, item.strategy_b, item.queries, metric)))
-    return compare_with_holes(sides, reasons, keys=keys, n_resamples=n_resamples)
+    return compare_with_holes(sides, reasons, keys=keys, **({"alpha": alpha} if alpha is not None else {}))
+
+
+def run_changes(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int, paired: PairedRuns,
+                pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], family: Sequence[str],
+                alpha: float) -> list[HoleVerdict] | None:
+    """Each strategy's change from run A to run B by the rule for judgments with holes: side a is
+    run B (after), side b run A (before), over the paired queries (``pairs``: rows, A's values, B's
+    values); None where neither run's grading judges what it saw, or the metric reads no holes."""
+    from searchgrade.engine.run.strategies import label
+    from searchgrade.engine.statistics.holes import rule_metric, withheld_reason
+
+    if not rule_metric(metric):
+        return None
+    after, before = RunLabels(store, b, k), RunLabels(store, a, k)
+    ids_b = paired.query_ids_b if paired.query_ids_b is not None else paired.query_ids
+    items = [Item(s, s, [(ids_b[r], paired.query_ids[r]) for r in pairs[s][0]], pairs[s][2], pairs[s][1])
+             for s in family]
+    reasons = [lambda j_b, j_a, s=s: withheld_reason(f"{label(s)} in run B", f"{label(s)} in run A", j_b, j_a, k)
+               for s in family]
+    return holes_verdicts(after, before, items, metric, keys=list(family), reasons=reasons, alpha=alpha)

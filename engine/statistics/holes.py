@@ -32,7 +32,9 @@ labels are, and the comparison is made as always.
 
 A withheld comparison has no interval and is never significant; it is not a test, so it does not
 count in the family the others are adjusted for. Condensed and plain comparisons are one family,
-each interval adjusted for all of them (engine/statistics/paired.py).
+each interval adjusted for all of them, by the one resample policy (engine/statistics/pairing.py's
+``differences``). Within a run, viewmodels/significance.py applies the rule; across runs, the one
+comparison of two runs (``pairing.compare_runs``: Compare, the gate, suites, MCP) does.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchgrade.engine.statistics.paired import ALPHA, PairedDifference, paired_differences
+from searchgrade.engine.statistics.paired import ALPHA, PairedDifference
+from searchgrade.engine.statistics.pairing import differences
 
 #: A side with more than this share of its top k unjudged makes a comparison condensed (or withheld);
 #: so do two sides whose judged shares differ by more.
@@ -94,6 +97,16 @@ def judges_what_it_saw(label_source: str, judged_grades: Sequence[int], threshol
     return bool(grades.size) and float((grades < threshold).mean()) > 0.5
 
 
+def rule_metric(metric: str) -> bool:
+    """Whether the rule applies to a metric: one computed from grades that counts an unjudged result
+    as not relevant (not bpref, the condensed NDCG, the RBP residual, infAP or judged@k, which read
+    holes themselves or are diagnostics; not source found, which reads no grade)."""
+    from searchgrade.engine.metrics import metric_record
+
+    record = metric_record(metric)
+    return record.function is not None and not record.unjudged and not record.diagnostic
+
+
 def reading(judged_a: float, judged_b: float, tolerance: float = TOLERANCE,
             min_judged: float = MIN_JUDGED) -> str:
     """ "plain", "condensed" or "withheld": which way the rule compares two sides with these judged
@@ -114,8 +127,7 @@ def withheld_reason(name_a: str, name_b: str, judged_a: float, judged_b: float, 
 
 def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float, float], str]], *,
                        keys: Sequence[Hashable] | None = None, m: int | None = None, alpha: float = ALPHA,
-                       n_resamples: int = 10_000, seed: int = 0, tolerance: float = TOLERANCE,
-                       min_judged: float = MIN_JUDGED) -> list[HoleVerdict]:
+                       tolerance: float = TOLERANCE, min_judged: float = MIN_JUDGED) -> list[HoleVerdict]:
     """Each comparison by the rule (see the module); ``reasons[i](J_a, J_b)`` words comparison i's
     withholding. m: the family size (default: the distinct ``keys`` of the comparisons not
     withheld, a pair and its reverse sharing one key; without keys, each comparison is one)."""
@@ -141,8 +153,7 @@ def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float
         family = m
     else:
         family = len({keys[i] for i in index}) if keys is not None else len(columns)
-    tests = paired_differences(columns, m=max(family, 1), alpha=alpha, n_resamples=n_resamples,
-                               seed=seed) if columns else []
+    tests = differences(columns, m=max(family, 1), alpha=alpha) if columns else []
     tested = dict(zip(index, tests, strict=True))
     mean_of = dict(zip(index, means, strict=True))
     out = []

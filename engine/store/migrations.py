@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from searchgrade.engine.store.judged_recompute import judged_over_k
 from searchgrade.engine.store.relevance_recompute import divide_by_k
 
 # Numbered, forward-only. Never edit an applied migration: add the next one.
@@ -502,8 +503,12 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    # Issue 32: judged@k divides by k (a place no result holds is not judged), as P@k does; stored
+    # runs' values are recomputed from the old ones, with a note, and kept tests and reads cleared:
+    # see engine/store/judged_recompute.py.
+    (16, judged_over_k),
     (
-        16,
+        17,
         # Team-draft interleaving results (issue 36): per query of a log and pair of systems (kept in
         # one order, the smaller name first), the interleaved searches each system's clicks won, the
         # ties (both credited alike, at least one click) and every interleaved search.
