@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, reranker_of, strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store

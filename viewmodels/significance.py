@@ -134,8 +134,8 @@ class HolesInput:
 
     def compare(self, wide: pd.DataFrame, kept: list[tuple[str, str]],
                 columns: list[tuple[np.ndarray, np.ndarray]]) -> Family:
-        from searchgrade.engine.run.condensed import Item, holes_verdicts
         from searchgrade.engine.statistics.holes import withheld_reason
+        from searchgrade.engine.statistics.pairing import Item, holes_verdicts
 
         items = []
         for (a, b), (va, vb) in zip(kept, columns, strict=True):

@@ -23,29 +23,30 @@ compared queries):
    judged, so its judged part says more about what happened to be judged (what the logged system
    showed) than about the strategy; the holes must be filled first (the judge, or people).
 
-**Where it applies.** To a grading that judges what it was shown, so that an unjudged result is
-unknown: clicks, the LLM judge (a failed judgment), and qrels made by pooling, whose judgments are
-mostly of results found not relevant (``judges_what_it_saw``). Qrels that list mostly relevant
-documents (BEIR's, Cranfield's) count an absent result as not relevant by design, as trec_eval
-does; there judged@k measures how many relevant documents a list found, not how complete the
-labels are, and the comparison is made as always.
+**Where it applies** (``judges_what_it_saw``). To a grading that judges what it was shown, so that
+an unjudged result is unknown: clicks (the log judges only what users saw often enough), the LLM
+judge (a failed judgment; the results outside its pool), and people's labels that mark what they
+left unjudged (qrels with pooled-but-unjudged judgments: a negative grade, as trec_eval reads it).
+Other qrels count an absent result as not relevant by their collection's convention, as trec_eval
+does (BEIR's and SciFact's list only relevant documents: there judged@k measures how many relevant
+documents a list found, not how complete the labels are); their comparisons are made as always,
+with the holes warning beside them when judged@k differs (viewmodels/holes.py).
 
 A withheld comparison has no interval and is never significant; it is not a test, so it does not
 count in the family the others are adjusted for. Condensed and plain comparisons are one family,
-each interval adjusted for all of them, by the one resample policy (engine/statistics/pairing.py's
-``differences``). Within a run, viewmodels/significance.py applies the rule; across runs, the one
-comparison of two runs (``pairing.compare_runs``: Compare, the gate, suites, MCP) does.
+each interval adjusted for all of them, by the one resample policy. The procedure that applies the
+rule is engine/statistics/pairing.py's (``compare_with_holes``): within a run for the Results page,
+across runs in ``compare_runs`` (Compare, the gate, suites, MCP).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from searchgrade.engine.statistics.paired import ALPHA, PairedDifference
-from searchgrade.engine.statistics.pairing import differences
+from searchgrade.engine.statistics.paired import PairedDifference
 
 #: A side with more than this share of its top k unjudged makes a comparison condensed (or withheld);
 #: so do two sides whose judged shares differ by more.
@@ -87,14 +88,10 @@ class HoleVerdict:
         return self.difference is not None and self.difference.significant
 
 
-def judges_what_it_saw(label_source: str, judged_grades: Sequence[int], threshold: int) -> bool:
+def judges_what_it_saw(label_source: str, marks_holes: bool) -> bool:
     """Whether the rule applies to a grading (see the module): clicks and the judge always; people's
-    labels when most of them grade a result below the relevance threshold (a judging pool)."""
-    if {"clicks", "llm"} & set(label_source.split("+")):
-        return True
-    grades = np.asarray(judged_grades, dtype=float)
-    grades = grades[grades >= 0]
-    return bool(grades.size) and float((grades < threshold).mean()) > 0.5
+    labels when they mark what they left unjudged (``marks_holes``: pooled-but-unjudged judgments)."""
+    return bool({"clicks", "llm"} & set(label_source.split("+"))) or marks_holes
 
 
 def rule_metric(metric: str) -> bool:
@@ -123,46 +120,6 @@ def withheld_reason(name_a: str, name_b: str, judged_a: float, judged_b: float, 
     return (f"{low:.0%} of {low_name}'s top {k} is judged ({high_name}: {high:.0%}): too little for a verdict, which "
             f"would say more about what was judged than about {low_name}; fill the holes first (evaluate with "
             "--judge-unjudged, or rate them on the Review page's \"Fill the holes\")")
-
-
-def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float, float], str]], *,
-                       keys: Sequence[Hashable] | None = None, m: int | None = None, alpha: float = ALPHA,
-                       tolerance: float = TOLERANCE, min_judged: float = MIN_JUDGED) -> list[HoleVerdict]:
-    """Each comparison by the rule (see the module); ``reasons[i](J_a, J_b)`` words comparison i's
-    withholding. m: the family size (default: the distinct ``keys`` of the comparisons not
-    withheld, a pair and its reverse sharing one key; without keys, each comparison is one)."""
-    readings, columns, index = [], [], []
-    shares, means = [], []
-    for i, s in enumerate(sides):
-        ja = float(np.mean(s.judged_a)) if len(s.judged_a) else 0.0
-        jb = float(np.mean(s.judged_b)) if len(s.judged_b) else 0.0
-        shares.append((ja, jb))
-        how = reading(ja, jb, tolerance, min_judged)
-        if how == "condensed":
-            a, b = s.condensed()
-            if not len(a):
-                how = "withheld"
-        else:
-            a, b = s.a, s.b
-        readings.append(how)
-        if how != "withheld":
-            columns.append((a, b))
-            index.append(i)
-            means.append((float(np.mean(a)), float(np.mean(b))))
-    if m is not None:
-        family = m
-    else:
-        family = len({keys[i] for i in index}) if keys is not None else len(columns)
-    tests = differences(columns, m=max(family, 1), alpha=alpha) if columns else []
-    tested = dict(zip(index, tests, strict=True))
-    mean_of = dict(zip(index, means, strict=True))
-    out = []
-    for i, (how, (ja, jb)) in enumerate(zip(readings, shares, strict=True)):
-        if how == "withheld":
-            out.append(HoleVerdict(None, False, reasons[i](ja, jb), ja, jb))
-        else:
-            out.append(HoleVerdict(tested[i], how == "condensed", None, ja, jb, *mean_of[i]))
-    return out
 
 
 def condensed_lists(a: Sequence[int | None], b: Sequence[int | None], k: int) -> tuple[list[int], list[int]]:

@@ -17,6 +17,7 @@ from searchgrade.cli import main
 from searchgrade.core.records import Query
 from searchgrade.engine.clicks.simulation import simulate_clicks
 from searchgrade.engine.collections import load_collection
+from searchgrade.engine.gate import run_gate
 from searchgrade.engine.labels.holes_queue import holes_queue
 from searchgrade.engine.store import Store
 from searchgrade.server.mcp.reads import compare_runs as mcp_compare
@@ -146,6 +147,11 @@ def test_across_runs_coverage_is_beside_the_figures_and_the_rule_holds(runs, fil
     mcp = mcp_compare(store, clicks_run, other_run, "dcg@10")
     assert {(c["run_id"], c["strategy"]) for c in mcp["coverage"]} == set(zip(covered["run_id"], covered["strategy"],
                                                                                strict=True))
+    assert {d["strategy"]: d["verdict"] for d in mcp["deltas"]} == verdicts
+    # The one comparison of two runs: the gate reads the same rule, and a withheld change fails nothing.
+    gate = run_gate(store, clicks_run, other_run, metric="dcg@10", margin=0.0)
+    hybrid = next(line for line in gate.lines if line.strategy == "hybrid")
+    assert not hybrid.failed and hybrid.reading.startswith("no verdict: 38% of Hybrid (RRF) in run A")
 
 
 @pytest.fixture(scope="module")
