@@ -20,7 +20,8 @@ import numpy as np
 from searchgrade.engine.clicks.grading import ClickGrades, click_grades
 from searchgrade.engine.clicks.simulation import simulate_clicks
 from searchgrade.engine.metrics.dcg import dcg
-from searchgrade.engine.statistics.holes import HoleVerdict, Sides, compare_with_holes, condensed_lists, withheld_reason
+from searchgrade.engine.statistics.holes import HoleVerdict, Sides, condensed_lists, withheld_reason
+from searchgrade.engine.statistics.pairing import compare_with_holes
 from tests.conftest import DEMO
 
 #: The logged system (what users see under one logging policy): BM25 with k1 1.5, b 0.75.
