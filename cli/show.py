@@ -12,6 +12,7 @@ from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.embedding import embedding_text
+from searchgrade.viewmodels.failures import failures_json, failures_lines
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
@@ -124,6 +125,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
         print(line, file=out)
     print_comparisons(store, run, k, out)
+    for line in failures_lines(store, run):  # why queries fail: kinds and causes per strategy
+        print(line, file=out)
 
 
 def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None:
@@ -190,7 +193,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         run_json["traffic"] = traffic
     holes = holes_panel(store, run.run_id, k=args.k).to_json() if metrics else None
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes}, sys.stdout, indent=2, default=str)
+               "holes": holes, **failures_json(store, run)}, sys.stdout, indent=2, default=str)
     print()
     return 0
 

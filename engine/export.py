@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from searchgrade.core.records import SearchGradeError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from searchgrade.engine.store import Store
 
 EXPORT_FORMATS = ("trec", "csv", "parquet")
@@ -17,7 +19,9 @@ def export_run(store: Store, run_id: str, fmt: str, out_dir: str | Path) -> list
     """Write a run's files into out_dir and return their paths.
 
     trec: one file per strategy, `<strategy>.trec`, lines `qid Q0 docid rank score tag` with the run id
-    as tag. csv / parquet: `<run_id>-metrics.<ext>`, one row per strategy, query, metric and k.
+    as tag. csv / parquet: `<run_id>-metrics.<ext>`, one row per strategy, query, metric and k, with
+    the strategy's top 1 for the query (``top1``: relevant, judged_not_relevant, unjudged or
+    judge_failed) and, for a failed query, its cause (``cause``; engine/failures/causes.py).
     """
     if fmt not in EXPORT_FORMATS:
         raise SearchGradeError(f"--format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
@@ -60,6 +64,7 @@ def _export_metrics(store: Store, run_id: str, fmt: str, out: Path) -> Path:
     if frame.empty:
         raise SearchGradeError(f"run {run_id} has no stored metrics to export (did it complete?)")
     frame.insert(0, "run_id", run_id)
+    frame = frame.merge(_failure_columns(store, run_id), on=["strategy", "query_id"], how="left")
     path = out / f"{run_id}-metrics.{fmt}"
     tmp = out / f".{path.name}.tmp"
     if fmt == "csv":
@@ -68,3 +73,16 @@ def _export_metrics(store: Store, run_id: str, fmt: str, out: Path) -> Path:
         frame.to_parquet(tmp, index=False)
     tmp.replace(path)
     return path
+
+
+def _failure_columns(store: Store, run_id: str) -> pd.DataFrame:
+    """strategy, query_id, top1 (what the strategy's top 1 for the query is) and cause (a failed
+    query's, engine/failures/)."""
+    import pandas as pd
+
+    from searchgrade.engine.failures.diagnosis import diagnose_run
+
+    run = store.get_run(run_id)
+    top1 = pd.DataFrame(store.top1_kinds(run.run_id, run.threshold), columns=["strategy", "query_id", "top1"])
+    causes = diagnose_run(store, run).rows[["strategy", "query_id", "cause"]]
+    return top1.merge(causes, on=["strategy", "query_id"], how="left")

@@ -90,11 +90,6 @@ def results_view(path: str, run_id: str, metric: str, k: int) -> ResultsView:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def failed_queries(path: str, run_id: str, strategy: str):
-    return results_model.failed_queries(store_for(path), run_id, strategy)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
 def query_choices(path: str, run_id: str):
     return drilldown_model.query_choices(store_for(path), run_id)
 

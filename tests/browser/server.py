@@ -57,7 +57,10 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
     """The process environment for the app or the CLI under test: this tree first on the path, the
     data directory ``home``, none of the machine's deployment settings, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_ENVIRONMENT}
-    return dict(env, PYTHONPATH=str(ROOT), SEARCHGRADE_HOME=str(home), **extra)
+    # A PYTHONPATH the tests were given stays first: a worktree's folder whose `searchgrade` is this
+    # tree (the checkout itself holds no `searchgrade` folder to import).
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)
+    return dict(env, PYTHONPATH=path, SEARCHGRADE_HOME=str(home), **extra)
 
 
 @contextmanager
