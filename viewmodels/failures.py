@@ -100,7 +100,8 @@ def failures_lines(store: Store, run: RunRecord) -> list[str]:
     """`searchgrade show`'s strategies that failed, and the failed queries per strategy: each kind
     and each cause (each adding up to the failed), a column per strategy."""
     summary = failure_summary(store, run.run_id)
-    lines = [f"  {f['text']}" for f in summary.strategy_failures]
+    lines = [f"  {f['text']}; `searchgrade resume {run.run_id}` retries only what failed"
+             for f in summary.strategy_failures]
     if summary.table.empty:
         return lines
     rows = summary.table.to_dict("records")

@@ -90,6 +90,8 @@ class RunRequest:
     click_model: str | None = None
     min_impressions: int | None = None
     pool_depth: str | None = None
+    #: The first strategy failure fails the run (``--strict``), instead of failing that strategy alone.
+    strict: bool = False
 
 
 def run_config(request: RunRequest) -> RunConfig:
@@ -111,6 +113,7 @@ def run_config(request: RunRequest) -> RunConfig:
         querygen=_querygen_settings(request) if mode == "llm" and request.query_set is None else None,
         judge=request.judge if request.llm else None, queries_from=request.queries_from,
         judge_unjudged=request.judge_unjudged, **_traffic(request), pool_depth=_pool_depth(request.pool_depth),
+        strict=request.strict,
     )
     config.validate()
     config.check_environment()

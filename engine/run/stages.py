@@ -61,7 +61,7 @@ def run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     scored = metrics_stage(ctx, queries, searched, graded)
     store_graded(ctx, queries, searched, graded, scored, evidence)
     return RunOutcome(ctx.run_id, "running", skipped=built.skipped,
-                      notes=[*ctx.collection.notes, *ctx.plan.notes, *search_notes(ctx.run_id, searched.stats)])
+                      notes=[*ctx.collection.notes, *ctx.plan.notes, *search_notes(searched.stats)])
 
 
 def queries_stage(ctx: RunContext, usage: UsageSink | None) -> list[Query]:
@@ -127,7 +127,7 @@ def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queri
                 strategies, queries, execute=search.execute, collection_ids=set(ctx.docs_by_id),
                 declared={s for s in strategies if registry.info(s).kind != "builtin"},
                 judges_described=config.mode == "llm" or config.judge_unjudged,
-                stored=ctx.stored_hits, progress=ctx.report,
+                stored=ctx.stored_hits, progress=ctx.report, strict=config.strict,
             )
             reranker = search.reranker_counts()
     ctx.stats.update(searched.stats)
@@ -238,14 +238,12 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
 
 
-def search_notes(run_id: str, stats: dict[str, Any]) -> list[str]:
-    """One line per strategy that failed on queries or returned ids the collection lacks."""
+def search_notes(stats: dict[str, Any]) -> list[str]:
+    """One line per strategy that returned ids the collection lacks (the strategies that failed on
+    queries are said, with their reasons, by `searchgrade show`: engine/failures/diagnosis.py)."""
     notes = []
     if stats.get("self_graded"):
         notes.append("warning: " + stats["self_graded"]["note"])
-    for strategy, n in sorted(stats.get("failed_queries", {}).items()):
-        notes.append(f"{strategy} failed on {n} quer{'y' if n == 1 else 'ies'} (recorded as failed, "
-                     f"not scored); retry them with `searchgrade resume {run_id}`")
     for strategy, c in sorted(stats.get("not_in_collection", {}).items()):
         notes.append(not_in_collection_text(strategy, c))
     return notes
