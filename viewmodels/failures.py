@@ -295,9 +295,10 @@ def failure_findings(summary: FailureSummary, run_id: str) -> list[Sentence]:
                                     else "."), "info", r["strategy"]))
     unknown = int(table["no_relevant_known"].max())
     if unknown:
-        out.append(Sentence(f"{plural(unknown, 'failed query has', 'failed queries have')} no relevant "
-                            "document known: their failures say nothing about the search yet; "
-                            f"{CAUSES['no_relevant_known'].fix}.", "info"))
+        out.append(Sentence(
+            f"{plural(unknown, 'failed query has', 'failed queries have')} no relevant document known: "
+            f"{'its failure says' if unknown == 1 else 'their failures say'} nothing about the search yet; "
+            f"{CAUSES['no_relevant_known'].fix}.", "info"))
     disagree = int(table["judge_disagrees"].max())
     if disagree:
         out.append(Sentence(f"People and the judge disagree on the top result of "

@@ -15,7 +15,7 @@ from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels import failures as failures_model
 from searchgrade.viewmodels.failures import ALL, STATUS, category_title
-from searchgrade.views._common import chart_text, home, plain, store_for
+from searchgrade.views._common import chart_text, home, plain, resume_controls, store_for
 from searchgrade.views._rating import rate_failed_results
 
 #: The map's colour of each status (failures_model.STATUS; "failed" for every strategy at once).
@@ -40,6 +40,17 @@ def _groups(path: str, run_id: str, strategy: str) -> failures_model.FailureGrou
     return failures_model.failure_groups(store_for(path), run_id, strategy)
 
 
+def failed_strategies(run: RunRecord) -> None:
+    """A complete run's strategies that failed on queries, each with its reason, and the button that
+    retries only what failed (the other strategies' figures are complete)."""
+    failures = _summary(home(), run.run_id).strategy_failures
+    if not failures:
+        return
+    for failure in failures:
+        st.warning(plain(f"{failure['text']}. The other strategies are complete."), icon=":material/error:")
+    resume_controls(run, "failed_strategies")
+
+
 def failures_section(run: RunRecord) -> None:
     """The failed-queries section of a complete run's Results page."""
     summary = _summary(home(), run.run_id)
@@ -53,6 +64,7 @@ def failures_section(run: RunRecord) -> None:
     if summary.strategy_failures:
         st.caption(plain("Not counted here, as they have no answer to judge: the queries a strategy could not "
                          "answer (" + "; ".join(f["text"] for f in summary.strategy_failures) + ")."))
+        resume_controls(run, "results_retry")
     table = summary.table
     if table.empty:
         st.caption("No strategy returned results.")
@@ -179,6 +191,11 @@ def _map(groups: failures_model.FailureGroups, where: failures_model.QueryMap) -
             hovertemplate="%{customdata[0]}<br>%{customdata[1]}<extra>" + terms + "</extra>")
         figure.add_annotation(x=float(frame["x"].median()), y=float(frame["y"].median()), text=terms,
                               showarrow=False, font={"size": 12, "color": color}, bgcolor="rgba(255,255,255,0.75)")
+    for status in dict.fromkeys(points.loc[points["group"].notna(), "status"]):
+        # What a grouped query's fill means, in the key (its trace is its group's).
+        if status not in set(points.loc[points["group"].isna(), "status"]):
+            figure.add_scatter(x=[None], y=[None], mode="markers", marker={"color": STATUS_COLORS[status], "size": 7},
+                               name="Failed on every strategy" if status == "failed" else STATUS[status])
     figure.update_layout(height=560, margin={"t": 20}, xaxis={"visible": False}, yaxis={"visible": False},
                          legend={"orientation": "h", "y": -0.05}, meta={"chart": "failure_map"})
     return figure

@@ -55,7 +55,7 @@ CAUSES: dict[str, Category] = {c.key: c for c in (
              "(--ann-index flat)"),
     Category("ranked_too_low", "Ranked too low",
              "the strategy has a relevant document, below rank 1 (the best rank is given)",
-             "a reranker's job: reorder what is retrieved"),
+             "a reranker's job (it reorders what is retrieved)"),
     Category("one_strategy_only", "Found by another strategy",
              "another strategy of the run has a relevant document at rank 1",
              "combine the strategies (hybrid): vocabulary (BM25) and meaning (ANN) find different things"),

@@ -507,8 +507,10 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         # Why queries fail (issue 34, engine/failures/): the run's query vectors (from the ANN's
         # embedding model: failure groups and their 2-D map), and, for the queries an ANN-based
         # strategy failed on, the exact search of the same vectors (each of its top results, and
-        # whether the approximate index's top list holds it: lost_by_index's evidence).
+        # whether the approximate index's top list holds it: lost_by_index's evidence). A strategy
+        # added in the app records the collection it was added for (NULL: saved before, any).
         """
+        ALTER TABLE saved_strategies ADD COLUMN collection_name VARCHAR;
         CREATE TABLE query_vectors (
             run_id VARCHAR NOT NULL,
             query_id VARCHAR NOT NULL,

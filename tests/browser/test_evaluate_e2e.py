@@ -138,3 +138,43 @@ def test_a_search_added_in_the_browser_is_offered_and_runs(app, browser, server,
     assert run.config["declared"]["my-http"]["declared_in"] == "app"
     assert Store(home).metric_summary(run.run_id, 10)
     page.close()
+
+
+def test_a_search_added_for_an_upload_is_not_carried_to_the_demo(app, browser, files, server):  # noqa: F811
+    url, home = app
+    page = _open(browser, url)
+    page.get_by_text("Upload a file").click()
+    _upload(page, "A .jsonl, .csv", files / "shop.csv")
+    page.get_by_text("Loading gives 8 documents").wait_for()
+    _upload(page, "Queries file", files / "queries.csv")
+    page.get_by_text("Query id column").wait_for()
+    _upload(page, "Judgments file (qrels)", files / "judgments.qrels")
+    page.get_by_text("Human judgments (qrels)").first.wait_for()
+    page.get_by_text("Add your search").click()
+    page.get_by_role("combobox", name="Kind").click()
+    page.get_by_role("option", name="HTTP (any JSON API)").click()
+    for label, value in (("Name", "shop-http"), ("url (required)", server.url + "/search?q={{query}}&n={{k}}"),
+                         ("hits (required)", "results"), ("id (required)", "doc.id")):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter" if label != "url (required)" else "Tab")
+        page.wait_for_load_state("networkidle")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.get_by_text("Saved shop-http").wait_for()
+    assert "offered for shop only" in page.get_by_text("Saved shop-http").inner_text()
+    strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
+    strategies.get_by_role("button", name="Remove shop-http").wait_for()
+    assert Store(home).saved_strategies()["shop-http"]["collection_name"] == "shop"
+
+    # Switching to the demo unselects it, with a note, and does not offer it there.
+    page.get_by_text("The bundled demo (SciFact)").click()
+    note = page.get_by_text("shop-http was added for the collection shop and is offered only there")
+    note.wait_for()
+    strategies.get_by_role("button", name="Remove Full-text (BM25)").wait_for()
+    assert strategies.get_by_role("button", name="Remove shop-http").count() == 0
+    strategies.click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    assert "shop-http" not in options.all_inner_texts()
+    page.keyboard.press("Escape")
+    page.close()
