@@ -122,6 +122,11 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for strategy in strategy_order(cells):
         print(f"{strategy:<16}" + "".join(f"{cells[strategy].get(m, '-'):>{width}}" for m in metrics),
               file=out)
+    queries = store.query_count(run.run_id)
+    over = {r["strategy"]: r["n"] for r in rows if r["metric"] == "dcg"}
+    for strategy in strategy_order(s for s, n in over.items() if n < queries):
+        # A strategy that failed on queries: its figures are over those it answered.
+        print(f"  {strategy}: figures over the {over[strategy]:,} of {queries:,} queries it answered", file=out)
     for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
         print(line, file=out)
     print_comparisons(store, run, k, out)

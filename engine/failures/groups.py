@@ -38,7 +38,7 @@ TERMS = 3
 #: Silhouettes are computed on at most this many queries (a seeded sample): their cost is quadratic.
 SILHOUETTE_SAMPLE = 2000
 #: Up to this many queries the map is t-SNE's, above it PCA's.
-MAP_TSNE_MAX = 3000
+MAP_TSNE_MAX = 2000
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 

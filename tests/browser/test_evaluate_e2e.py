@@ -57,6 +57,20 @@ def _upload(page, uploader: str, path: Path) -> None:
     box.locator('input[type="file"]').set_input_files(str(path))
 
 
+def _add_http_search(page, name: str, url: str, *more: tuple[str, str]) -> None:
+    """Add your search: an HTTP strategy ``name`` over the test search server at ``url``, saved."""
+    page.get_by_text("Add your search").click()
+    page.get_by_role("combobox", name="Kind").click()
+    page.get_by_role("option", name="HTTP (any JSON API)").click()
+    for label, value in (("Name", name), ("url (required)", url + "/search?q={{query}}&n={{k}}"),
+                         ("hits (required)", "results"), ("id (required)", "doc.id"), *more):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter" if label != "url (required)" else "Tab")
+        page.wait_for_load_state("networkidle")
+    page.get_by_role("button", name="Save", exact=True).click()
+
+
 def _chips(page) -> set[str]:
     strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
     return {name for name in (*RETRIEVAL, *RERANKED)
@@ -114,17 +128,7 @@ def test_a_search_added_in_the_browser_is_offered_and_runs(app, browser, server,
     path.fill(str(tiny_folder))
     path.press("Enter")
     page.get_by_text("12 documents").first.wait_for()
-    page.get_by_text("Add your search").click()
-    page.get_by_role("combobox", name="Kind").click()
-    page.get_by_role("option", name="HTTP (any JSON API)").click()
-    for label, value in (("Name", "my-http"), ("url (required)", server.url + "/search?q={{query}}&n={{k}}"),
-                         ("hits (required)", "results"), ("id (required)", "doc.id"), ("score", "relevance"),
-                         ("title", "doc.name")):
-        box = page.get_by_label(label, exact=True)
-        box.fill(value)
-        box.press("Enter" if label != "url (required)" else "Tab")
-        page.wait_for_load_state("networkidle")
-    page.get_by_role("button", name="Save", exact=True).click()
+    _add_http_search(page, "my-http", server.url, ("score", "relevance"), ("title", "doc.name"))
     page.get_by_text("Saved my-http").wait_for()
     strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
     strategies.get_by_role("button", name="Remove my-http").wait_for()
@@ -150,16 +154,7 @@ def test_a_search_added_for_an_upload_is_not_carried_to_the_demo(app, browser, f
     page.get_by_text("Query id column").wait_for()
     _upload(page, "Judgments file (qrels)", files / "judgments.qrels")
     page.get_by_text("Human judgments (qrels)").first.wait_for()
-    page.get_by_text("Add your search").click()
-    page.get_by_role("combobox", name="Kind").click()
-    page.get_by_role("option", name="HTTP (any JSON API)").click()
-    for label, value in (("Name", "shop-http"), ("url (required)", server.url + "/search?q={{query}}&n={{k}}"),
-                         ("hits (required)", "results"), ("id (required)", "doc.id")):
-        box = page.get_by_label(label, exact=True)
-        box.fill(value)
-        box.press("Enter" if label != "url (required)" else "Tab")
-        page.wait_for_load_state("networkidle")
-    page.get_by_role("button", name="Save", exact=True).click()
+    _add_http_search(page, "shop-http", server.url)
     page.get_by_text("Saved shop-http").wait_for()
     assert "offered for shop only" in page.get_by_text("Saved shop-http").inner_text()
     strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")

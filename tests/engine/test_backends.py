@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 import pytest
 
+from searchgrade.cli.show import print_table
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.llm.querygen import QueryGenSettings
@@ -64,6 +66,9 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     assert store.failed_query_counts(run.run_id) == {"es": 2}
     assert run.stats["failed_queries"] == {"es": 2}
     assert failures_lines(store, run)[0].startswith("  es failed on 2 of 5 queries: ")
+    shown = io.StringIO()
+    print_table(store, run.run_id, None, shown)
+    assert "  es: figures over the 3 of 5 queries it answered" in shown.getvalue()
     assert failures_lines(store, run)[0].endswith(f"`searchgrade resume {run.run_id}` retries only what failed")
     summary = {(r["strategy"], r["metric"]): r for r in store.metric_summary(run.run_id, 10)}
     assert summary[("es", "dcg")]["n"] == 3 and summary[("fulltext", "dcg")]["n"] == 5

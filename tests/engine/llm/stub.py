@@ -38,22 +38,19 @@ def timeout_error() -> Exception:
 
 def refused_error() -> Exception:
     """What the openai package raises when nothing listens at the endpoint."""
-    try:
-        try:
-            raise httpx2.ConnectError("[Errno 111] Connection refused", request=_REQUEST)
-        except httpx2.ConnectError as cause:
-            raise openai.APIConnectionError(request=_REQUEST) from cause
-    except openai.APIConnectionError as exc:
-        return exc
+    return _connection_error(httpx2.ConnectError("[Errno 111] Connection refused", request=_REQUEST))
 
 
 def cut_short_error() -> Exception:
     """A connection the server closed mid-reply: it is there, so not a refusal."""
+    return _connection_error(httpx2.RemoteProtocolError("Server disconnected without sending a response.",
+                                                        request=_REQUEST))
+
+
+def _connection_error(cause: Exception) -> Exception:
+    """openai's APIConnectionError raised from ``cause``, as the package raises it."""
     try:
-        try:
-            raise httpx2.RemoteProtocolError("Server disconnected without sending a response.", request=_REQUEST)
-        except httpx2.RemoteProtocolError as cause:
-            raise openai.APIConnectionError(request=_REQUEST) from cause
+        raise openai.APIConnectionError(request=_REQUEST) from cause
     except openai.APIConnectionError as exc:
         return exc
 
