@@ -12,7 +12,7 @@ from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.embedding import embedding_text
-from searchgrade.viewmodels.failures import failures_json, failures_lines
+from searchgrade.viewmodels.failures import failures_json, failures_lines, strategy_failure_lines
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
@@ -78,6 +78,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for strategy, reason in run.skipped.items():
         print(f"  skipped {strategy}: {reason}", file=out)
+    for line in strategy_failure_lines(store, run):  # failed alone: the others' figures are complete
+        print(line, file=out)
     for note in run.notes:
         print(f"  note: {note}", file=out)
     embedding = embedding_text(run.config, run.stats)

@@ -137,8 +137,7 @@ class Refusals:
         with self._lock:
             self.count += 1
             if self.count >= self.limit and self.down is None:
-                self.down = (f"not asked: {self.limit} connections in a row were refused ({error}); resume "
-                             "the run once the server is up")
+                self.down = f"not asked: {self.limit} connections in a row were refused ({error})"
             return self.down
 
 

@@ -96,12 +96,17 @@ def failures_json(store: Store, run: RunRecord) -> dict[str, Any]:
     return {"failures": d.counts(), "strategy_failures": [f.to_json() for f in d.strategy_failures]}
 
 
+def strategy_failure_lines(store: Store, run: RunRecord) -> list[str]:
+    """`searchgrade show`'s strategies that failed on queries, each with its reason, and the fix."""
+    return [f"  {f['text']}; `searchgrade resume {run.run_id}` retries only what failed"
+            for f in failure_summary(store, run.run_id).strategy_failures]
+
+
 def failures_lines(store: Store, run: RunRecord) -> list[str]:
-    """`searchgrade show`'s strategies that failed, and the failed queries per strategy: each kind
-    and each cause (each adding up to the failed), a column per strategy."""
+    """`searchgrade show`'s failed queries per strategy: each kind and each cause (each adding up to
+    the failed), a column per strategy."""
     summary = failure_summary(store, run.run_id)
-    lines = [f"  {f['text']}; `searchgrade resume {run.run_id}` retries only what failed"
-             for f in summary.strategy_failures]
+    lines: list[str] = []
     if summary.table.empty:
         return lines
     rows = summary.table.to_dict("records")

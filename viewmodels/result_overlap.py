@@ -80,7 +80,7 @@ def search_problems(store: Store, run: RunRecord) -> list[str]:
     from searchgrade.engine.failures.diagnosis import strategy_failures
 
     lines = [f"{f.text}. Those queries are left out of its figures, the other strategies' are complete; "
-             f"`searchgrade resume {run.run_id}` (or Resume) retries only what failed"
+             f"\"Retry what failed\" below (or `searchgrade resume {run.run_id}`) asks them again"
              for f in strategy_failures(store, run)]
     outside = (run.stats or {}).get("not_in_collection") or {}
     for strategy in strategy_order(outside):
