@@ -7,46 +7,30 @@ import re
 
 import streamlit as st
 
+from searchgrade.engine import SearchGradeError
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.store import STOPPED_STATUSES, RunRecord, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
+from searchgrade.server.outbound import check_llm_endpoint
 from searchgrade.viewmodels import compare as compare_model
 from searchgrade.viewmodels import drilldown as drilldown_model
 from searchgrade.viewmodels import evaluate as evaluate_model
+from searchgrade.viewmodels import metric_help
 from searchgrade.viewmodels import results as results_model
 from searchgrade.viewmodels import runs as runs_model
 from searchgrade.viewmodels import trends as trends_model
 from searchgrade.viewmodels.results_view import ResultsView
 
-#: The words of the dashboard a newcomer may not know, as the pages' tooltips and glossary say them.
-GLOSSARY = {
-    "qrels": "Human relevance judgments that come with a collection: a grade per (query, document) pair. "
-             "A document the qrels do not grade counts as not relevant.",
-    "judged@k": "The share of a strategy's top k that holds a grade (from qrels, people or the LLM judge). "
-                "An unjudged result counts as not relevant, so a low judged@k makes the figures lower bounds.",
-    "RRF": "Reciprocal rank fusion: the hybrid strategy's way of merging the ANN and full-text lists; a "
-           "document scores the sum of 1 / (RRF k + its rank) over the lists that hold it.",
-    "Jaccard": "Jaccard@k: the documents two top-k lists share, over the documents either holds (1 = the same "
-               "set, order ignored).",
-    "RBO": "Rank-biased overlap: how alike two rankings are, agreement at the top weighing most (1 = the same "
-           "ranking).",
-    "Holm": "A multiple-testing correction that some tools apply to p-values. This app adjusts the intervals "
-            "instead (Bonferroni, level 1 - 0.05/m for m comparisons), so that a verdict is significant "
-            "exactly when the interval shown beside it excludes 0.",
-    "Paired test": "Two strategies (or runs) compared on the same queries, the difference per query "
-                   "resampled (bootstrap): the interval of the mean difference, adjusted for the comparisons "
-                   "the page makes.",
-    "Mean relevance@k": "The grades of the top k summed and divided by k: a place a strategy left empty "
-                        "(it returned fewer than k) counts 0, as in Precision@k.",
-}
 
-
-def glossary() -> None:
-    """The glossary, folded: the words the charts and tables use."""
-    with st.expander("Glossary: RRF, RBO, Jaccard, Holm, qrels, judged@k"):
-        for word, meaning in GLOSSARY.items():
-            st.markdown(f"**{word}**: {plain(meaning)}")
+def glossary(metrics: list[str], k: int | None = None, run: RunRecord | None = None) -> None:
+    """The glossary, folded: every metric the page offers (its definition, range and direction, from
+    its record) and the other words the charts and tables use (viewmodels/metric_help.py)."""
+    entries = metric_help.glossary(metrics, k, run)
+    with st.expander("Glossary: every metric offered here, and the words the page uses (" +
+                     ", ".join(metric_help.WORDS) + ")"):
+        for entry in entries:
+            st.markdown(f"**{plain(entry.word)}**: {plain(entry.meaning)}")
 
 
 def run_label(run: RunRecord) -> str:
@@ -87,6 +71,12 @@ jobs.on_finish(_clear_caches)
 @st.cache_data(show_spinner="Reading the run…", max_entries=32)
 def results_view(path: str, run_id: str, metric: str, k: int) -> ResultsView:
     return results_model.results_view(store_for(path), run_id, metric, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def ideal_words(path: str, run_id: str, metric: str, k: int) -> str | None:
+    store = store_for(path)
+    return metric_help.ideal_words(store, store.get_run(run_id), metric, k)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -140,11 +130,18 @@ def resume_controls(run: RunRecord, key: str) -> None:
                "completed LLM judgments come from the cache, and only the missing work is done.")
     base_url = stored
     if run.config.get("llm"):
+        # One field per run: an endpoint typed for one run is never the next one's.
         base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
-                                 key=f"{key}_base_url").strip()
+                                 key=f"{key}_base_url_{run.run_id}").strip()
     if st.button("Retry what failed" if retry else "Resume this run", type="primary", key=f"{key}_button"):
+        try:
+            # A new endpoint is typed in the browser: the outbound guard's, as on Evaluate.
+            endpoint = check_llm_endpoint(base_url, app_exposed()) if base_url and base_url != stored else None
+        except SearchGradeError as exc:
+            st.error(public(str(exc)))
+            return
         job, started = jobs.start_resume(run.run_id, get_store(), home(), label=run.collection_name,
-                                         base_url=base_url if base_url and base_url != stored else None)
+                                         endpoint=endpoint)
         if not started:
             st.toast("A run is already in progress: showing it instead of resuming this one.")
         st.session_state["evaluate_job_id"] = job.job_id
@@ -209,15 +206,10 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def public(text: str) -> str:
     """Text for the page with the server's folders (data directory, demo, collections root) hidden,
     made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
-    from searchgrade.engine.paths import DEMO_DIR, collections_root
-    from searchgrade.viewmodels.collection_form import hide_server_paths
+    from searchgrade.engine.paths import collections_root
+    from searchgrade.viewmodels.collection_form import without_server_paths
 
-    root = collections_root()
-    folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}
-    if root is not None:
-        folders[str(root)] = ""
-        folders[str(root.resolve())] = ""
-    return plain(hide_server_paths(text, folders))
+    return plain(without_server_paths(text, data_dir(), collections_root()))
 
 
 def plain(text: str) -> str:

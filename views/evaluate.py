@@ -214,12 +214,14 @@ def _form() -> None:
         """The run the form describes, checked as every surface's request is (raises SearchGradeError)."""
         if isinstance(llm_fields.get("judge"), SearchGradeError):
             raise llm_fields["judge"]  # a bad prompt file: nothing starts
+        llm: dict = {}
         if uses_llm:
-            # An endpoint typed in the browser is held to the outbound policy before anything runs.
-            check_llm_endpoint(base_url or None, app_exposed())
+            # An endpoint typed in the browser is held to the outbound policy before anything runs,
+            # and keeps where it was typed: every connection to it goes through the policy.
+            endpoint = check_llm_endpoint(base_url or None, app_exposed())
+            llm = {"model": model, "base_url": base_url, "endpoint_declared_in": endpoint.declared_in, **llm_fields}
         traffic = dict(log_options)
         by_clicks = traffic.pop("mode", None) == "clicks" or mode == "clicks"
-        llm = {"model": model, "base_url": base_url, **llm_fields} if uses_llm else {}
         if traffic.get("query_set") or llm.get("queries_from"):
             llm.update(docs=None, queries_per_doc=None, keyword_per_doc=None, min_doc_words=None)  # none generated
         request = RunRequest(
@@ -256,8 +258,7 @@ def _collection_summary(overview: CollectionOverview) -> None:
     """What the collection holds, and what to know about its judgments."""
     summary = f"**{plain(overview.name)}**: {overview.documents:,} documents"
     if overview.has_qrels:
-        summary += (f", {overview.judged_queries:,} queries with human judgments (grades "
-                    f"{overview.grade_min} to {overview.grade_max}; relevant = grade ≥ {overview.threshold})")
+        summary += f", {overview.judged_queries:,} queries with human judgments ({overview.scale_words})"
     st.markdown(summary)
     warning = overview.judgment_warning()
     if warning:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from searchgrade.engine.store.judged_recompute import judged_over_k
 from searchgrade.engine.store.relevance_recompute import divide_by_k
 
 # Numbered, forward-only. Never edit an applied migration: add the next one.
@@ -502,8 +503,12 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    # Issue 32: judged@k divides by k (a place no result holds is not judged), as P@k does; stored
+    # runs' values are recomputed from the old ones, with a note, and kept tests and reads cleared:
+    # see engine/store/judged_recompute.py.
+    (16, judged_over_k),
     (
-        16,
+        17,
         # Why queries fail (issue 34, engine/failures/): the run's query vectors (from the ANN's
         # embedding model: failure groups and their 2-D map), and, for the queries an ANN-based
         # strategy failed on, the exact search of the same vectors (each of its top results, and

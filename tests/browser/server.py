@@ -54,28 +54,31 @@ def wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: floa
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
-    """The process environment for the app or the CLI under test: this tree first on the path, the
-    data directory ``home``, none of the machine's deployment settings, then ``extra``."""
+    """The process environment for the app or the CLI under test: this tree first on the path (then
+    the test process's own PYTHONPATH), the data directory ``home``, none of the machine's
+    deployment settings, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_ENVIRONMENT}
-    # A PYTHONPATH the tests were given stays first: a worktree's folder whose `searchgrade` is this
-    # tree (the checkout itself holds no `searchgrade` folder to import).
-    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)
+    # The tree under test first, then what the test process itself imports from (a worktree's
+    # package folder), so the app runs the code the tests import, not another checkout's.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     return dict(env, PYTHONPATH=path, SEARCHGRADE_HOME=str(home), **extra)
 
 
 @contextmanager
 def serve_app(workdir: Path, *args: str, env: dict[str, str],
-              program: Sequence[str] = SEARCHGRADE) -> Iterator[str]:
-    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log);
-    ``program`` is the `searchgrade` command (another venv's, for the installed wheel).
+              program: Sequence[str] = SEARCHGRADE, host: str = "127.0.0.1") -> Iterator[str]:
+    """`searchgrade app --port P ARGS` bound to ``host`` (loopback unless a test exposes it: 0.0.0.0),
+    run from ``workdir`` (its log: workdir/app.log); ``program`` is the `searchgrade` command
+    (another venv's, for the installed wheel).
 
-    Yields the app's URL once its health check answers; stops the server's process group after.
+    Yields the app's URL on loopback once its health check answers; stops the server's process
+    group after.
     """
     port = free_port()
     log_path = workdir / "app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [*program, "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            [*program, "app", "--port", str(port), "--host", host, *args],
             cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             url = f"http://127.0.0.1:{port}"

@@ -12,7 +12,7 @@ from searchgrade.engine.store import Store
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.common import WITH, WITHOUT, metric_names, stored_cutoffs
 from searchgrade.viewmodels.compare import compare_runs
-from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
+from searchgrade.viewmodels.downloads import per_query_csv, results_csv, trec_zip
 from searchgrade.viewmodels.drilldown import query_detail
 from searchgrade.viewmodels.evaluate import CollectionOverview, mode_status
 from searchgrade.viewmodels.llm_panel import kappa_reading
@@ -181,14 +181,20 @@ def test_trend_lists_complete_runs_oldest_first(store, run_id):
 
 def test_downloads_are_the_exported_csv_and_trec_files(store, run_id):
     csv = per_query_csv(store, run_id).decode()
-    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value,top1,cause"
-    # ann's q1: its top 1 (d3) graded 0, d1 (grade 3) at rank 2; q2's top 1 relevant.
+    # The metric's ir_measures name beside each value ("" where ir_measures has none), then what the
+    # strategy's top 1 for the query is and, for a failed query, its cause.
+    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value,measure,top1,cause"
     rows = [line.split(",") for line in csv.splitlines()[1:]]
-    ann_dcg3 = {r[2]: (round(float(r[5]), 4), r[6], r[7]) for r in rows if r[1] == "ann" and r[3:5] == ["dcg", "3"]}
+    assert {r[6] for r in rows if r[3:5] == ["ndcg", "3"]} == {"nDCG@3"}
+    assert {r[6] for r in rows if r[3:5] == ["precision", "3"]} == {"P(rel=2)@3"}
+    # ann's q1: its top 1 (d3) graded 0, d1 (grade 3) at rank 2; q2's top 1 relevant.
+    ann_dcg3 = {r[2]: (round(float(r[5]), 4), r[7], r[8]) for r in rows if r[1] == "ann" and r[3:5] == ["dcg", "3"]}
     assert ann_dcg3 == {"q1": (1.8928, "judged_not_relevant", "ranked_too_low"), "q2": (3.5, "relevant", "")}
+    results = results_csv(store, run_id).decode().splitlines()
+    assert results[:2] == ["run_id,strategy,query_id,rank,doc_id,score,grade", f"{run_id},ann,q1,1,d3,1.0,0"]
     with zipfile.ZipFile(io.BytesIO(trec_zip(store, run_id))) as zf:
         assert sorted(zf.namelist()) == ["ann.trec", "ann_rerank.trec", "fulltext.trec"]
-        assert zf.read("ann.trec").decode().splitlines()[0] == f"q1 Q0 d3 1 1.000000 {run_id}"
+        assert zf.read("ann.trec").decode().splitlines()[0] == f"q1 Q0 d3 1 1.0 {run_id}"
 
 
 def test_run_choices_are_newest_first_with_name_date_and_collection(store, run_id):
