@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchgrade.engine.store import Store
-from tests.browser.server import environment, serve_app
+from tests.browser.server import environment, pick, serve_app
 from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -60,8 +60,7 @@ def _upload(page, uploader: str, path: Path) -> None:
 def _add_http_search(page, name: str, url: str, *more: tuple[str, str]) -> None:
     """Add your search: an HTTP strategy ``name`` over the test search server at ``url``, saved."""
     page.get_by_text("Add your search").click()
-    page.get_by_role("combobox", name="Kind").click()
-    page.get_by_role("option", name="HTTP (any JSON API)").click()
+    pick(page, "Kind", "HTTP (any JSON API)")
     for label, value in (("Name", name), ("url (required)", url + "/search?q={{query}}&n={{k}}"),
                          ("hits (required)", "results"), ("id (required)", "doc.id"), *more):
         box = page.get_by_label(label, exact=True)

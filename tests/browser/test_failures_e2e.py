@@ -15,7 +15,7 @@ from searchgrade.cli import main
 from searchgrade.engine.failures.causes import CAUSES, KINDS
 from searchgrade.engine.store import Store
 from searchgrade.viewmodels.failures import failure_summary
-from tests.browser.server import environment, serve_app
+from tests.browser.server import environment, pick, serve_app
 from tests.browser.test_e2e import _wait_chart
 from tests.conftest import CRANFIELD
 
@@ -50,19 +50,6 @@ def _grid_rows(page, anchor: str) -> list[list[str]]:
     }""", anchor)
 
 
-def _pick(page, label: str, option: str) -> None:
-    """Pick ``option`` in the selectbox ``label`` (a click while the page still reruns may not open
-    the list: it is clicked again)."""
-    for _ in range(5):
-        page.get_by_role("combobox", name=label).click()
-        try:
-            page.get_by_role("option", name=option).click(timeout=10_000)
-            return
-        except Exception:  # noqa: BLE001 - the list did not open: the page was rerunning
-            page.keyboard.press("Escape")
-    raise AssertionError(f"could not pick {option!r} in {label!r}")
-
-
 def test_the_failed_queries_section_separates_the_two_kinds_and_the_causes_add_up(cranfield, browser):
     url, store = cranfield
     (run,) = store.list_runs()
@@ -92,7 +79,7 @@ def test_the_failed_queries_section_separates_the_two_kinds_and_the_causes_add_u
     # The picker opens on the strategy with the most failed queries; one cause's queries a pick away.
     page.get_by_text(f"{failed} failed queries of Full-text (BM25)").first.wait_for()
     cause = max(causes, key=causes.get)
-    _pick(page, "Show", f"Cause: {CAUSES[cause].title} ({causes[cause]})")
+    pick(page, "Show", f"Cause: {CAUSES[cause].title} ({causes[cause]})")
     heading = f"{causes[cause]} failed quer{'y' if causes[cause] == 1 else 'ies'} of Full-text (BM25)"
     page.get_by_text(heading).first.wait_for()
     page.get_by_text(f"{CAUSES[cause].title}: {CAUSES[cause].meaning}").first.wait_for()
