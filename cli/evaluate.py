@@ -132,6 +132,9 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.prompts import read_judge_prompt
 
+    if not getattr(args, "llm", True):  # judge-pool always judges; evaluate only with --llm
+        # Unread: run_config refuses a judge prompt without --llm, in the words every surface uses.
+        return JudgeSettings(prompt=str(args.judge_prompt))
     name, text = read_judge_prompt(args.judge_prompt)
     return JudgeSettings(prompt=name, prompt_text=text)
 
