@@ -6,7 +6,8 @@ exact agreement and the confusion matrix, stored with a run. With binary human l
 (judge >= 2, human >= 1) and read ``kappa_binary``.
 
 ``judge_vs_human``: the same with confidence intervals, bias and per-grade shares, for the Trust
-page: a cluster bootstrap over queries.
+page: a cluster bootstrap over queries. ``kappa_difference``: two judges' weighted kappa on the
+same pairs and their paired difference (a calibrated prompt against the plain one).
 """
 
 from __future__ import annotations
@@ -182,3 +183,51 @@ def judge_vs_human(
         bias=_interval(*both(bias), confidence),
         column_share=column_share,
     )
+
+
+def kappa_difference(
+    graded: Sequence[tuple[Hashable, int, int, int]],
+    labels: Sequence[int] = JUDGE_LABELS,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[Estimate, Estimate, Estimate]:
+    """Two judges' linear weighted kappa against people on the same pairs, and first - second,
+    each with its interval from one cluster bootstrap over queries (the difference is paired: both
+    kappas of a resample come from the same queries).
+
+    Args:
+        graded: (query key, first judge's grade, second judge's grade, people's grade) per pair.
+
+    Raises:
+        ValueError: a grade outside ``labels``.
+    """
+    labels = list(labels)
+    index = {g: i for i, g in enumerate(labels)}
+    size = len(labels)
+    queries: dict[Hashable, int] = {}
+    per_query: list[np.ndarray] = []
+    for query, first, second, people in graded:
+        for g in (first, second, people):
+            if g not in index:
+                raise ValueError(f"grade {g!r} is not on the scale {labels}")
+        q = queries.setdefault(query, len(queries))
+        if q == len(per_query):
+            per_query.append(np.zeros((2, size, size)))
+        per_query[q][0, index[first], index[people]] += 1
+        per_query[q][1, index[second], index[people]] += 1
+    if not per_query:
+        empty = Estimate(None, None, None)
+        return empty, empty, empty
+    by_query = np.stack(per_query)  # (Q, 2, K, K)
+    n_q = len(by_query)
+    weights = np.random.default_rng(seed).multinomial(n_q, np.full(n_q, 1.0 / n_q), size=n_resamples)
+    resampled = np.einsum("bq,qjik->bjik", weights, by_query)  # (B, 2, K, K)
+    values = np.asarray(labels, dtype=float)
+    span = values.max() - values.min() if size > 1 else 1.0
+    linear = np.abs(values[:, None] - values[None, :]) / span
+    point = weighted_kappas(by_query.sum(axis=0), linear)  # (2,)
+    kappas = weighted_kappas(resampled, linear)  # (B, 2)
+    return (_interval(point[0], kappas[:, 0], confidence), _interval(point[1], kappas[:, 1], confidence),
+            _interval(point[0] - point[1], kappas[:, 0] - kappas[:, 1], confidence))
