@@ -19,11 +19,27 @@ from searchgrade.engine.judges.calibration import calibration_record
 from searchgrade.engine.judges.report import MIN_PAIRS, JudgeFigures, JudgeReport, judge_report
 from searchgrade.engine.judges.spec import PANEL
 from searchgrade.engine.judges.suite import SEPARATOR, SuiteDecisions, suite_decisions
+from searchgrade.engine.metrics import UNJUDGED_AWARE
+from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import label
 from searchgrade.engine.statistics.decisions import DecisionAgreement, PairVerdict
 from searchgrade.engine.statistics.judge_vs_human import Estimate
-from searchgrade.engine.store import Store
-from searchgrade.viewmodels.common import Sentence, plural
+from searchgrade.engine.store import RunRecord, Store
+from searchgrade.viewmodels.common import Sentence, metric_label, plural
+
+
+def has_judges(run: RunRecord) -> bool:
+    """Whether an LLM judge graded the run's results (LLM mode, or qrels with the judge)."""
+    return run.mode == "llm" or bool(run.config.get("llm"))
+
+
+def page_metric(metric: str, k: int) -> tuple[str, str | None]:
+    """The metric@k a page's section reads decisions on: the page's, unless it reads which results
+    were judged (both sides grade every result here), then DCG@k; and the words saying so."""
+    if metric in UNJUDGED_AWARE or metric == SOURCE_FOUND:
+        return f"dcg@{k}", (f"Decisions are read on DCG@{k}: {metric_label(metric, k)} does not compare grades "
+                            "(both sides here grade every result).")
+    return f"{metric}@{k}", None
 
 
 def judge_words(name: str) -> str:
@@ -97,19 +113,26 @@ def verdict_words(v: PairVerdict, who: str) -> str:
 
 
 def decision_sentence(name: str, d: DecisionAgreement, metric: str) -> Sentence:
-    """ "The panel picks the same winner as people in 9 of 10 comparisons (90%, 95% CI ...)"."""
+    """ "The panel picks the same winner as people in 9 of 10 comparisons on DCG@10 (90%; 95% CI ...)"."""
     who = judge_words(name)
     if d.agreement.value is None:
         return Sentence(f"{who}: no decision to compare. " + " ".join(d.notes), "warn")
-    tau = (f"; Kendall's tau between the two orders of the strategies {_num(d.tau)}" if d.tau.value is not None else "")
-    kind = "good" if d.agreeing == d.compared else ("warn" if d.agreement.value < 0.75 else "info")
+    a = d.agreement
+    interval = f"; 95% CI {a.low:.0%} to {a.high:.0%}" if a.low is not None else ""
+    tau = ""
+    if d.tau.value is not None:
+        tau_ci = f", 95% CI {d.tau.low:.2f} to {d.tau.high:.2f}" if d.tau.low is not None else ""
+        tau = f". It orders the strategies with Kendall's tau {d.tau.value:.2f}{tau_ci} against people's order"
+    kind = "good" if d.agreeing == d.compared else ("warn" if a.value < 0.75 else "info")
     return Sentence(f"{who} picks the same winner as people in {d.agreeing} of {plural(d.compared, 'comparison', 'comparisons')} "
-                    f"on {metric} ({_pct(d.agreement)}), over {plural(d.n_queries, 'query', 'queries')}{tau}.", kind)
+                    f"on {metric} ({a.value:.0%}{interval}), over {plural(d.n_queries, 'query', 'queries')}{tau}.", kind)
 
 
 @dataclass
 class JudgesView:
     report: JudgeReport
+    #: The decision metric as the pages name it ("DCG@10").
+    metric: str
     #: The run's judge (the panel, or its one judge), whose decisions lead the section.
     main: str
     decisions: list[Sentence]
@@ -125,9 +148,9 @@ class JudgesView:
     calibrations: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _stability_sentences(report: JudgeReport) -> list[Sentence]:
+def _stability_sentences(report: JudgeReport, ordered: list[JudgeFigures]) -> list[Sentence]:
     out = []
-    for f in report.judges:
+    for f in ordered:
         s = f.stability
         if s is None:
             continue
@@ -137,13 +160,14 @@ def _stability_sentences(report: JudgeReport) -> list[Sentence]:
                  f"({plural(r.repeats, 'repeat', 'repeats')}): its grades of a pair agree {_pct(r.exact)}; "
                  f"{_pct(r.changed)} of the pairs changed grade; weighted kappa of its first grades with the "
                  f"repeats {_num(r.kappa_linear)}.")
+        metric = metric_label(*report.metric.split("@"))
         moved = max(s.movement.values(), default=0.0)
         if s.flagged:
-            out.append(Sentence(words + f" Its own noise moves a strategy's {report.metric} by up to {moved:.3f}, "
+            out.append(Sentence(words + f" Its own noise moves a strategy's {metric} by up to {moved:.3f}, "
                                 f"more than the smallest difference it calls real ({s.smallest_difference:.3f}): "
                                 "do not trust its close calls.", "warn"))
         else:
-            out.append(Sentence(words + (f" Its repeats move a strategy's {report.metric} by up to {moved:.3f}."
+            out.append(Sentence(words + (f" Its repeats move a strategy's {metric} by up to {moved:.3f}."
                                          if s.movement else ""), "good" if r.exact.value == 1.0 else "info"))
     if not out:
         out.append(Sentence("Stability not measured: `searchgrade judges RUN --repeat 2` asks a seeded sample of 200 "
@@ -151,9 +175,9 @@ def _stability_sentences(report: JudgeReport) -> list[Sentence]:
     return out
 
 
-def _item_sentences(report: JudgeReport) -> list[Sentence]:
+def _item_sentences(ordered: list[JudgeFigures]) -> list[Sentence]:
     out = []
-    for f in report.judges:
+    for f in ordered:
         who = judge_words(f.name)
         if f.item.n_pairs < MIN_PAIRS:
             out.append(Sentence(f"{who}: too few pairs graded by it and by people ({f.item.n_pairs}; at least "
@@ -162,9 +186,12 @@ def _item_sentences(report: JudgeReport) -> list[Sentence]:
         bias = f.item.bias
         leaning = ""
         if bias.low is not None and (bias.low > 0 or bias.high < 0):
-            leaning = f"; it grades {'higher' if bias.value > 0 else 'lower'} than people ({_num(bias, '+.2f')})"
-        out.append(Sentence(f"{who}: weighted kappa (linear) {_num(f.item.kappa_linear)}, exact agreement "
-                            f"{_pct(f.item.exact)}, on {plural(f.item.n_pairs, 'pair', 'pairs')} of "
+            leaning = (f"; it grades {'higher' if bias.value > 0 else 'lower'} than people by {abs(bias.value):.2f} "
+                       f"on average (95% CI {bias.low:+.2f} to {bias.high:+.2f})")
+        kappa = f.item.kappa_linear
+        kappa_ci = f" (95% CI {kappa.low:.2f} to {kappa.high:.2f})" if kappa.low is not None else ""
+        out.append(Sentence(f"{who}: weighted kappa (linear) {_num(kappa, '.2f').split(' (')[0]}{kappa_ci}, exact "
+                            f"agreement {_pct(f.item.exact)}, on {plural(f.item.n_pairs, 'pair', 'pairs')} of "
                             f"{plural(f.item.n_queries, 'query', 'queries')}{leaning}"
                             + (f"; {plural(f.failures, 'judgment', 'judgments')} failed" if f.failures else "") + ".",
                             "warn" if leaning else "info"))
@@ -182,7 +209,7 @@ def _table(report: JudgeReport) -> pd.DataFrame:
             "Pairs": f.pairs,
             "Retest agreement": _num(f.stability.retest.exact, ".0%") if f.stability else "not measured",
             "Cost per 1,000 pairs": f.cost.text().replace(" per 1,000 pairs", ""),
-            "Seconds per call": f"{f.cost.latency_s:.2f}" if f.cost.latency_s is not None else "–",
+            "s per call": f"{f.cost.latency_s:.2f}" if f.cost.latency_s is not None else "–",
             "Recommended": "yes" if f.recommended else "",
         })
     return pd.DataFrame(rows)
@@ -197,13 +224,14 @@ def judges_view(store: Store, run_id: str, metric: str | None = None) -> JudgesV
     report = judge_report(store, run_id, metric)
     main = PANEL if any(f.name == PANEL for f in report.judges) else report.judges[0].name
     ordered = sorted(report.judges, key=lambda f: f.name != main)
-    decisions = [decision_sentence(f.name, f.decision, report.metric) for f in ordered if f.decision is not None]
+    metric = metric_label(*report.metric.split("@"))
+    decisions = [decision_sentence(f.name, f.decision, metric) for f in ordered if f.decision is not None]
     if not decisions:
         decisions = [Sentence(" ".join(report.notes) or "No decision could be compared.", "warn")]
     differing = pd.DataFrame([{"Judge": f.name, "Decided differently": verdict_words(v, judge_words(f.name))}
                               for f in ordered if f.decision is not None for v in f.decision.differing],
                              columns=["Judge", "Decided differently"])
-    view = JudgesView(report, main, decisions, differing, _stability_sentences(report), _item_sentences(report),
+    view = JudgesView(report, metric, main, decisions, differing, _stability_sentences(report, ordered), _item_sentences(ordered),
                       Sentence("Which judge to use: " + report.recommendation.text,
                                "good" if report.recommendation.name else "info"), _table(report))
     view.calibrations = [calibration_record(r) for r in store.judge_calibrations(report.run_id)]
@@ -220,8 +248,8 @@ def judges_view(store: Store, run_id: str, metric: str | None = None) -> JudgesV
 def judges_lines(view: JudgesView) -> list[str]:
     """`searchgrade judges RUN`'s text: the section's sentences and table, plainly."""
     report = view.report
-    lines = [f"run {report.run_id}: the judges against people's grades ({report.people_source}), decisions on "
-             f"{report.metric} over {plural(len(report.queries), 'query', 'queries')} and "
+    lines = [f"run {report.run_id}: the judges against people's grades ({report.people_source}); decisions on "
+             f"{view.metric} over {plural(len(report.queries), 'query', 'queries')} and "
              f"{plural(len(report.strategies), 'strategy', 'strategies')}", "", "Decisions"]
     lines += [f"  {s.text}" for s in view.decisions]
     lines += [f"  {row['Judge']}: {row['Decided differently']}" for row in view.differing.to_dict("records")]

@@ -47,8 +47,9 @@ class Cost:
     def text(self) -> str:
         if self.tokens_per_1000 is None:
             return "no cost measured (no pair was sent: every grade came from the cache)"
-        usd = f", ${self.usd_per_1000:,.4f}" if self.usd_per_1000 is not None else ""
-        return f"{self.tokens_per_1000:,.0f} tokens{usd} per 1,000 pairs"
+        if self.usd_per_1000 is not None:
+            return f"${self.usd_per_1000:,.4f} per 1,000 pairs ({self.tokens_per_1000:,.0f} tokens)"
+        return f"{self.tokens_per_1000:,.0f} tokens per 1,000 pairs"
 
 
 def stage_cost(counters: Mapping[str, float] | None, price: float | None) -> Cost:
@@ -93,7 +94,7 @@ def cheapest_sufficient(candidates: Sequence[Candidate], measure: str = "decisio
     scored = [c for c in candidates if c.agreement.value is not None]
     if not scored:
         return Recommendation(None, [], f"No judge has a {measure} to compare: no recommendation.")
-    best = max(scored, key=lambda c: (c.agreement.value, -len(c.name)))
+    best = max(scored, key=lambda c: (c.agreement.value, c.agreement.low if c.agreement.low is not None else -1))
     floor = best.agreement.low if best.agreement.low is not None else best.agreement.value
     sufficient = [c for c in scored if c.agreement.value >= floor - 1e-12]
     priced = [c for c in sufficient if c.cost.usd_per_1000 is not None]
@@ -108,14 +109,14 @@ def cheapest_sufficient(candidates: Sequence[Candidate], measure: str = "decisio
     pick = min(costed, key=lambda c: (getattr(c.cost, unit),
                                       c.cost.latency_s if c.cost.latency_s is not None else math.inf,
                                       -c.agreement.value, c.name))
-    how = "dollars" if priced else "tokens"
+    how = "in dollars" if priced else "in tokens"
     if len(sufficient) == 1:
         text = (f"{pick.name}: the best {measure} ({pick.agreement.value:.0%}), and no other judge comes "
-                f"within its interval ({floor:.0%} and up).")
+                f"within its 95% interval ({floor:.0%} and up).")
     else:
-        text = (f"{pick.name}: the cheapest (by {how}, {pick.cost.text()}) of the {len(sufficient)} judges whose "
-                f"{measure} is within the best judge's interval ({best.name}, {best.agreement.value:.0%}; "
-                f"{floor:.0%} and up): {', '.join(names)}.")
+        text = (f"{pick.name}: the cheapest {how}, {pick.cost.text()}, of the {len(sufficient)} judges that do as well "
+                f"as the best one within its 95% interval (the best: {best.name}, {measure} "
+                f"{best.agreement.value:.0%}; within: {floor:.0%} and up): {', '.join(names)}.")
     if unpriced:
         text += (f" {', '.join(unpriced)} had no price and were left out of the comparison in dollars: give "
                  "each a --judge-price to compare it.")

@@ -49,7 +49,7 @@ class RunGrades:
     pool: dict[str, list[int]]
     #: judge name -> pair -> its grade (None: the judgment failed).
     judges: dict[str, dict[Pair, int | None]]
-    #: Where people's grades come from, in words ("qrels and 12 rated pairs").
+    #: Where people's grades come from, in words ("qrels, an unjudged result counting 0 and 12 rated pairs").
     people_source: str
     notes: list[str] = field(default_factory=list)
 
@@ -130,7 +130,7 @@ def run_grades(store: Store, run_id: str) -> RunGrades:
                 for d in docs:
                     people.setdefault((q, d), 0)
     source = " and ".join(part for part in (
-        "qrels (an unjudged result counts 0)" if has_qrels else "",
+        "qrels, an unjudged result counting 0" if has_qrels else "",
         f"{len(rated)} rated pair{'s' if len(rated) != 1 else ''}" if rated else "") if part) or "nobody"
     return RunGrades(run, [q["query_id"] for q in queries], {q["query_id"]: q["text"] for q in queries}, ranked,
                      people, explicit, pool, _judge_grades(store, run), source)

@@ -38,6 +38,7 @@ from searchgrade.engine.judges.choice import (
 from searchgrade.engine.judges.people import Pair, RunGrades, run_grades
 from searchgrade.engine.judges.spec import PANEL, panel_grade
 from searchgrade.engine.metrics import UNJUDGED_AWARE, compute_metrics, higher_is_better, parse_metric
+from searchgrade.engine.metrics.dcg import dcg
 from searchgrade.engine.run.config import JUDGE_MAX_GRADE, JUDGE_THRESHOLD
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.statistics.decisions import OUTER_RESAMPLES, DecisionAgreement, compare_gradings
@@ -124,7 +125,16 @@ def decision_metric(run_k: int, depth: int, metric: str | None) -> tuple[MetricS
 def metric_values(top: Top, strategies: Sequence[str], queries: Sequence[str],
                   grades: Mapping[Pair, int | None], pool: Mapping[str, list[int]], spec: MetricSpec,
                   k: int) -> dict[str, list[float]]:
-    """strategy -> the metric per query (in ``queries`` order) with ``grades`` (None or absent: 0)."""
+    """strategy -> the metric per query (in ``queries`` order) with ``grades`` (None or absent: 0).
+
+    ``pool`` is people's grades per query: recall's and MAP's relevant count on both sides, and
+    NDCG's one ideal: NDCG here is DCG@k over the ideal DCG@k of people's grades (0 when that is 0),
+    under either grading, so a judge's NDCG can exceed 1 where it grades above people.
+    """
+    if spec.name == "ndcg":
+        ideal = {q: dcg(sorted(pool.get(q, []), reverse=True), [], k, JUDGE_THRESHOLD) for q in queries}
+        return {s: [dcg([grades.get((q, d)) for d in top[s][q]], [], k, JUDGE_THRESHOLD) / ideal[q] if ideal[q] > 0
+                    else 0.0 for q in queries] for s in strategies}
     return {s: [compute_metrics([grades.get((q, d)) for d in top[s][q]], pool.get(q, []), k, JUDGE_THRESHOLD,
                                 [spec.key], max_grade=JUDGE_MAX_GRADE)[spec.key] for q in queries]
             for s in strategies}

@@ -158,6 +158,28 @@ def build_server(settings: McpSettings) -> Any:
         return _answer(lambda: reads.gate(store, baseline, candidate, metric, margin, alpha, strategies))
 
     @tool()
+    def judges(run_id: str, metric: str | None = None) -> str:
+        """Can the run's LLM judge be trusted where it matters? Its decisions against people's
+        grades (qrels, an unjudged result counting 0, and ratings given in the app), its stability
+        and item agreement, what each judge costs, and the cheapest judge that decides as well.
+
+        Args:
+            run_id: A complete run whose results a judge graded (`--llm`, or `--qrels --llm
+                --judge-models A,B`).
+            metric: metric@k the decisions are read on (default dcg@k at the run's k).
+
+        Returns JSON: judges [{model ("panel" for a panel's grade), pairs, queries, kappa_w,
+        kappa_w_ci, bias, bias_ci, tau, tau_ci, decision_agreement (the share of strategy
+        comparisons whose paired verdict is people's), decision_agreement_ci, retest_agreement
+        (null until `searchgrade judges RUN --repeat N` asked again), cost_per_1000_pairs {tokens,
+        usd}, recommended}] as `searchgrade judges RUN --format json`, with decisions,
+        decided_differently, stability, item_agreement and recommendation in words. A figure below
+        its minimum (30 pairs, 3 strategies for tau, the paired test's fewest queries) is null and
+        the words say why. Reads only: asking the judges again is the command line's.
+        """
+        return _answer(lambda: reads.judges(store, run_id, metric))
+
+    @tool()
     def estimate_cost(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
                       max_queries: int | None = None, suite: str | None = None) -> str:
         """What an LLM run would cost, before it runs (`searchgrade evaluate --dry-run`).
