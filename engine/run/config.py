@@ -230,6 +230,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["strategies"] = list(self.strategies)
+        d["judges"] = list(self.judges)
         d["index"] = asdict(self.index) if self.index is not None else None
         # The API key is no field of LLMSettings; to_json also drops credentials in the URL.
         d["llm"] = self.llm.to_json() if self.llm is not None else None
