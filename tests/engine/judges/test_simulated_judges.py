@@ -42,7 +42,7 @@ def judged(tmp_path_factory):
     """A panel run of the five simulated judges, evaluated twice, reported, repeated (twice), and
     what the server received at each step."""
     folder = tmp_path_factory.mktemp("simulated-judges")
-    sim = simulated(folder / "sim", n_queries=40)
+    sim = simulated(folder / "sim", n_queries=30)
     data = str(folder / "data")
     server, responder = judge_server(sim, MODELS)
     seen: dict = {"sim": sim, "responder": responder, "data": data}
@@ -58,13 +58,13 @@ def judged(tmp_path_factory):
         seen["posts_again"] = server.posts - seen["posts_run"]
         seen["report"] = json.loads(cli(["judges", run_id, "--format", "json", "--data-dir", data])[0])
         before = server.posts
-        out, seen["repeat_err"] = cli(["judges", run_id, "--repeat", "2", "--sample", "60", "--format", "json",
+        out, seen["repeat_err"] = cli(["judges", run_id, "--repeat", "2", "--sample", "40", "--format", "json",
                                        "--data-dir", data])
         seen["repeated"] = json.loads(out)
         seen["repeat_posts"] = server.posts - before
         seen["repeat_bodies"], seen["run_bodies"] = server.bodies[before:], server.bodies[:seen["posts_run"]]
         before = server.posts
-        seen["again_err"] = cli(["judges", run_id, "--repeat", "2", "--sample", "60", "--data-dir", data])[1]
+        seen["again_err"] = cli(["judges", run_id, "--repeat", "2", "--sample", "40", "--data-dir", data])[1]
         seen["again_posts"] = server.posts - before
     return seen
 
@@ -79,7 +79,10 @@ def test_the_panel_judges_every_retrieved_pair_once_per_judge_and_counts_it(judg
     assert {(g["query_id"], g["doc_id"]) for g in store.judge_grades(run_id, ["panel"])} == retrieved
     assert judged["calls"] == dict.fromkeys(MODELS, len(retrieved))  # every pair, not only those the qrels judge
     usage = store.llm_usage(run_id)
-    assert {s: int(u["requests"]) for s, u in usage.items()} == {f"judge:{m}": len(retrieved) for m in MODELS}
+    assert {s: int(u["requests"]) for s, u in usage.items() if s.startswith("judge:")} == {
+        f"judge:{m}": len(retrieved) for m in MODELS}
+    assert {s: int(u["requests"]) for s, u in usage.items() if s.startswith("judge-repeat:")} == {
+        f"judge-repeat:{m}": 80 for m in MODELS}  # --repeat's calls, each judge's own
     assert judged["show"]["llm_calls"]["judge"] == judged["posts_run"]
     assert judged["show"]["tokens"]["judge"]["prompt"] == PROMPT_TOKENS * judged["posts_run"]
     assert judged["posts_again"] == 0  # the same evaluation again: every grade from the cache
@@ -90,7 +93,7 @@ def test_the_report_recovers_what_each_simulated_judge_was_built_to_do(judged):
     assert list(report) == [*MODELS, "panel"]
     faithful, lenient, flip = report["faithful"], report["lenient"], report["flip"]
     assert faithful["tau"] == 1.0 and faithful["decision_agreement"] == 1.0 and faithful["kappa_w"] == 1.0
-    assert faithful["queries"] == 40 and faithful["pairs"] == len(Store(judged["data"]).judge_grades(
+    assert faithful["queries"] == 30 and faithful["pairs"] == len(Store(judged["data"]).judge_grades(
         judged["run_id"], ["faithful"]))
     assert lenient["bias_ci"][0] > 0 and lenient["decision_agreement"] >= 5 / 6
     assert flip["kappa_w_ci"][1] < 0.8 and flip["decision_agreement"] < 1.0
@@ -108,8 +111,8 @@ def test_the_rule_picks_the_cheap_faithful_judge_over_the_expensive_one_no_bette
 
 def test_repeats_are_estimated_before_the_calls_and_the_random_judge_is_the_unstable_one(judged):
     err = judged["repeat_err"]
-    assert err.index("total: 600 calls") < err.index("asked 600")  # 60 pairs x 2 repeats x 5 judges
-    assert judged["repeat_posts"] == 600
+    assert err.index("total: 400 calls") < err.index("asked 400")  # 40 pairs x 2 repeats x 5 judges
+    assert judged["repeat_posts"] == 400
     assert all("temperature" not in body for body in judged["repeat_bodies"])  # the endpoint's own sampling
     assert all(body.get("temperature") == 0.0 for body in judged["run_bodies"])
     report = _by_model(judged["repeated"])
