@@ -22,7 +22,7 @@ exposure recorded when the target was typed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from searchgrade.core.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS, OutboundPolicy, OutboundRefused
 from searchgrade.engine.llm.key_policy import key_allowed
@@ -53,6 +53,20 @@ def check_typed_host(host: str, port: int, exposed: bool, what: str = "host",
         OutboundRefused: one line.
     """
     return browser_policy(exposed, environ).check_host(host, port, what)
+
+
+def check_judge_endpoints(judge_models: Sequence[str], exposed: bool, environ: Mapping[str, str] | None = None) -> None:
+    """A panel's judges typed in the browser: each ``NAME@URL`` endpoint held to the LLM endpoint's
+    policy (``check_llm_endpoint``).
+
+    Raises:
+        OutboundRefused: one line; SearchGradeError: a list that names no judge rightly.
+    """
+    from searchgrade.engine.judges.spec import parse_judge_models
+
+    for spec in parse_judge_models(list(judge_models)) if judge_models else ():
+        if spec.base_url:
+            check_llm_endpoint(spec.base_url, exposed, environ)
 
 
 def check_llm_endpoint(base_url: str | None, exposed: bool, environ: Mapping[str, str] | None = None) -> None:

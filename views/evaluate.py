@@ -16,7 +16,7 @@ from searchgrade.engine.run.request import RunRequest
 from searchgrade.engine.run.request import run_config as build_run_config
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server import jobs
-from searchgrade.server.outbound import check_llm_endpoint
+from searchgrade.server.outbound import check_judge_endpoints, check_llm_endpoint
 from searchgrade.viewmodels.collection_form import Choice
 from searchgrade.viewmodels.declared import Declared, declared_strategies, test_strategy
 from searchgrade.viewmodels.evaluate import (
@@ -212,8 +212,10 @@ def _form() -> None:
         if isinstance(llm_fields.get("judge"), SearchGradeError):
             raise llm_fields["judge"]  # a bad prompt file: nothing starts
         if uses_llm:
-            # An endpoint typed in the browser is held to the outbound policy before anything runs.
+            # An endpoint typed in the browser is held to the outbound policy before anything runs,
+            # a panel's judges' (NAME@URL) too.
             check_llm_endpoint(base_url or None, app_exposed())
+            check_judge_endpoints(llm_fields.get("judge_models", ()), app_exposed())
         traffic = dict(log_options)
         by_clicks = traffic.pop("mode", None) == "clicks" or mode == "clicks"
         llm = {"model": model, "base_url": base_url, **llm_fields} if uses_llm else {}

@@ -194,7 +194,7 @@ def rescore_run(store: Any, run_id: str, *, name: str | None = None,
     try:
         with store.transaction() as con:
             store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "failed_queries",
-                                                                 "documents", "query_overlap"))
+                                                                 "documents", "query_overlap", "judge_grades"))
             store.write_grades(con, new_id, grades)
             store.write_pooled_unjudged(con, new_id, [(q, d) for q, docs in pooled.items() for d in docs])
             store.write_metric_values(con, new_id, per_query)

@@ -162,7 +162,7 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
     try:
         with store.transaction() as con:
             store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "failed_queries",
-                                                                 "documents", "query_overlap"))
+                                                                 "documents", "query_overlap", "judge_grades"))
             store.write_grades(con, new_id, grades)
             store.write_pooled_unjudged(con, new_id, [(q, d) for q, ds in pooled.items() for d in ds])
             store.write_metric_values(con, new_id, per_query)

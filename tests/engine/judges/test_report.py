@@ -106,3 +106,23 @@ def test_a_run_that_judged_only_the_qrels_pairs_says_decisions_need_every_pair(t
     assert [j.name for j in report.judges] == ["fake"]
     assert report.judges[0].decision is None and report.queries == []
     assert "--judge-models" in report.notes[0] and "graded" in report.notes[0]
+
+
+def test_a_rating_given_since_the_run_counts_and_a_rescored_run_keeps_each_judges_grades(tmp_path):
+    from searchgrade.engine.labels.ratings import new_rating
+    from searchgrade.engine.labels.rescore import rescore_run
+
+    store = Store(tmp_path / "data")
+    run_id, sim = write_simulated_run(store, tmp_path / "sim", ["faithful", "lenient"], n_queries=12)
+    before = judge_report(store, run_id, outer_resamples=0)
+    assert before.judge("faithful").item.exact.value == 1.0
+    # People now rate an unjudged result relevant (the qrels count it 0): the faithful judge, which
+    # follows the qrels, disagrees on that pair from now on.
+    q, d = next((q, d) for q, docs in sim.rankings["poor"].items() for d in docs if sim.grade(q, d) == 0)
+    store.add_labels([new_rating(collection_name="simulated", query_id=q, query_text=sim.queries[q], doc_id=d,
+                                 content_hash=None, grade=3, rater="ada")])
+    after = judge_report(store, run_id, outer_resamples=0)
+    assert after.judge("faithful").item.exact.value < 1.0 and "1 rated pair" in after.people_source
+    rescored = rescore_run(store, run_id)
+    assert store.judge_grade_counts(rescored) == store.judge_grade_counts(run_id)
+    assert [j.name for j in judge_report(store, rescored, outer_resamples=0).judges] == ["faithful", "lenient", "panel"]

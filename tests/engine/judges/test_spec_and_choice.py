@@ -68,3 +68,33 @@ def test_costs_count_what_was_sent_and_a_panel_sums_its_judges():
     assert stage_cost({"cache_hits": 40}, None).tokens_per_1000 is None
     both = panel_cost([cost, stage_cost({"ok": 10, "prompt_tokens": 1000}, 1.0)])
     assert both.tokens_per_1000 == pytest.approx(402_000) and both.usd_per_1000 == pytest.approx(0.251)
+
+
+@pytest.fixture
+def llm_env(monkeypatch):
+    monkeypatch.delenv("SEARCHGRADE_LLM_MODEL", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"qrels": True, "judge_models": ("a", "b")}, "--judge-models goes with --llm"),
+    ({"qrels": True, "llm": True, "model": "m", "judge_prices": ("m=1",)}, "--judge-price goes with --judge-models"),
+    ({"qrels": True, "llm": True, "judge_models": ("a",), "judge_prices": ("c=1",)}, "'c' is not one of the judges"),
+    ({"qrels": True, "llm": True, "judge_models": ("a", "a")}, "names a twice"),
+    ({"clicks": True, "llm": True, "query_set": "s", "judge_models": ("a",)}, "--judge-models goes with --qrels --llm"),
+])
+def test_a_panel_request_is_checked_where_every_request_is(llm_env, fields, words):
+    from searchgrade.engine.run.request import RunRequest, run_config
+
+    with pytest.raises(SearchGradeError, match=words):
+        run_config(RunRequest(**fields))
+
+
+def test_a_panel_needs_no_model_its_first_judge_is_the_runs(llm_env):
+    from searchgrade.engine.run.request import RunRequest, run_config
+
+    config = run_config(RunRequest(qrels=True, llm=True, strategies=("fulltext",),
+                                   judge_models=("small", "big@http://127.0.0.1:9/v1"),
+                                   judge_prices=("small=0.1", "big=2")))
+    assert config.llm.model == "small" and config.judges == ("small", "big@http://127.0.0.1:9/v1")
+    assert config.judge_prices == {"small": 0.1, "big@http://127.0.0.1:9/v1": 2.0} and config.judge_aggregate == "median"
