@@ -112,8 +112,9 @@ def verdict_words(v: PairVerdict, who: str) -> str:
             f"{who.lower()} {_system(judge)}.")
 
 
-def decision_sentence(name: str, d: DecisionAgreement, metric: str) -> Sentence:
-    """ "The panel picks the same winner as people in 9 of 10 comparisons on DCG@10 (90%; 95% CI ...)"."""
+def decision_sentence(name: str, d: DecisionAgreement, metric: str, failures: int = 0) -> Sentence:
+    """ "The panel picks the same winner as people in 9 of 10 comparisons on DCG@10 (90%; 95% CI ...)";
+    ``failures``: the judge's failed judgments, which count 0 in its metric as in the run's."""
     who = judge_words(name)
     if d.agreement.value is None:
         return Sentence(f"{who}: no decision to compare. " + " ".join(d.notes), "warn")
@@ -124,8 +125,11 @@ def decision_sentence(name: str, d: DecisionAgreement, metric: str) -> Sentence:
         tau_ci = f", 95% CI {d.tau.low:.2f} to {d.tau.high:.2f}" if d.tau.low is not None else ""
         tau = f". It orders the strategies with Kendall's tau {d.tau.value:.2f}{tau_ci} against people's order"
     kind = "good" if d.agreeing == d.compared else ("warn" if a.value < 0.75 else "info")
+    failed = (f" {plural(failures, 'judgment', 'judgments')} of this judge failed and count 0 in its {metric}, as in "
+              "the run's metrics." if failures else "")
     return Sentence(f"{who} picks the same winner as people in {d.agreeing} of {plural(d.compared, 'comparison', 'comparisons')} "
-                    f"on {metric} ({a.value:.0%}{interval}), over {plural(d.n_queries, 'query', 'queries')}{tau}.", kind)
+                    f"on {metric} ({a.value:.0%}{interval}), over {plural(d.n_queries, 'query', 'queries')}{tau}.{failed}",
+                    "warn" if failures else kind)
 
 
 @dataclass
@@ -179,9 +183,11 @@ def _item_sentences(ordered: list[JudgeFigures]) -> list[Sentence]:
     out = []
     for f in ordered:
         who = judge_words(f.name)
+        failed = (f"; {plural(f.failures, 'judgment', 'judgments')} failed (a failure is never a grade: a new run "
+                  "of the same judges asks for those again, the cache keeps the rest)") if f.failures else ""
         if f.item.n_pairs < MIN_PAIRS:
             out.append(Sentence(f"{who}: too few pairs graded by it and by people ({f.item.n_pairs}; at least "
-                                f"{MIN_PAIRS}) for item agreement.", "warn"))
+                                f"{MIN_PAIRS}) for item agreement{failed}.", "warn"))
             continue
         bias = f.item.bias
         leaning = ""
@@ -192,9 +198,8 @@ def _item_sentences(ordered: list[JudgeFigures]) -> list[Sentence]:
         kappa_ci = f" (95% CI {kappa.low:.2f} to {kappa.high:.2f})" if kappa.low is not None else ""
         out.append(Sentence(f"{who}: weighted kappa (linear) {_num(kappa, '.2f').split(' (')[0]}{kappa_ci}, exact "
                             f"agreement {_pct(f.item.exact)}, on {plural(f.item.n_pairs, 'pair', 'pairs')} of "
-                            f"{plural(f.item.n_queries, 'query', 'queries')}{leaning}"
-                            + (f"; {plural(f.failures, 'judgment', 'judgments')} failed" if f.failures else "") + ".",
-                            "warn" if leaning else "info"))
+                            f"{plural(f.item.n_queries, 'query', 'queries')}{leaning}{failed}.",
+                            "warn" if leaning or failed else "info"))
     return out
 
 
@@ -225,7 +230,7 @@ def judges_view(store: Store, run_id: str, metric: str | None = None) -> JudgesV
     main = PANEL if any(f.name == PANEL for f in report.judges) else report.judges[0].name
     ordered = sorted(report.judges, key=lambda f: f.name != main)
     metric = metric_label(*report.metric.split("@"))
-    decisions = [decision_sentence(f.name, f.decision, metric) for f in ordered if f.decision is not None]
+    decisions = [decision_sentence(f.name, f.decision, metric, f.failures) for f in ordered if f.decision is not None]
     if not decisions:
         decisions = [Sentence(" ".join(report.notes) or "No decision could be compared.", "warn")]
     differing = pd.DataFrame([{"Judge": f.name, "Decided differently": verdict_words(v, judge_words(f.name))}

@@ -19,12 +19,13 @@ PRICES = {"faithful": 0.1, "faithful_big": 10.0}
 
 
 def write_simulated_run(store: Store, folder: Path, judges: list[str], *, repeats: int = 0, n_queries: int = 40,
-                        seed: int = 0) -> tuple[str, Simulated]:
-    sim = simulated(folder, n_queries=n_queries, seed=seed)
+                        seed: int = 0, skills: dict[str, float] | None = None) -> tuple[str, Simulated]:
+    sim = simulated(folder, n_queries=n_queries, seed=seed, skills=skills)
     documents = [Document(d, title, text) for d, (title, text) in sim.docs.items()]
     queries = [Query(q, text, "natural") for q, text in sim.queries.items()]
     spec = RunSpec(documents, queries, sim.qrels, sim.rankings, k=5, name="simulated", collection_name="simulated",
-                   config={"llm": {"model": judges[0]}, "judges": judges, "judge_prices": PRICES})
+                   config={"llm": {"model": judges[0]}, "judges": judges,
+                           "judge_prices": {j: p for j, p in PRICES.items() if j in judges}})
     run_id = write_run(store, spec, n_bootstrap=200)
     pairs = sorted({(q, d) for ranking in sim.rankings.values() for q, docs in ranking.items() for d in docs})
     rng = random.Random(seed)

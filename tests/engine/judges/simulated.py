@@ -96,9 +96,11 @@ def ranking(qrels: dict[str, int], others: list[str], skill: float, k: int, rng:
     return out
 
 
-def simulated(folder: Path, n_queries: int = 40, k: int = 5, seed: int = 0) -> Simulated:
+def simulated(folder: Path, n_queries: int = 40, k: int = 5, seed: int = 0,
+              skills: dict[str, float] | None = None) -> Simulated:
     """n_queries queries over their own 12 documents each: 4 relevant (grades 3, 3, 2, 2), 3 on the
-    topic (1), the rest unjudged; rankings of the top k by SKILLS."""
+    topic (1), the rest unjudged; rankings of the top k by ``skills`` (default SKILLS)."""
+    skills = skills or SKILLS
     rng = random.Random(seed)
     docs: dict[str, tuple[str, str]] = {}
     queries: dict[str, str] = {}
@@ -112,7 +114,7 @@ def simulated(folder: Path, n_queries: int = 40, k: int = 5, seed: int = 0) -> S
         for j, d in enumerate(ids):
             docs[d] = (f"Title {i}.{j}", f"Document {j} of topic {i}, with words about subject {i * 12 + j}.")
         qrels[qid] = {ids[0]: 3, ids[1]: 3, ids[2]: 2, ids[3]: 2, ids[4]: 1, ids[5]: 1, ids[6]: 1}
-    rankings = {s: {q: ranking(qrels[q], by_query[q], skill, k, rng) for q in queries} for s, skill in SKILLS.items()}
+    rankings = {s: {q: ranking(qrels[q], by_query[q], skill, k, rng) for q in queries} for s, skill in skills.items()}
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
         for d, (title, text) in docs.items():
