@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from searchgrade.engine.statistics.judge_vs_human import Estimate
+from searchgrade.engine.statistics.judge_vs_human import Estimate, percentile_estimate
 from searchgrade.engine.statistics.kendall import kendall_tau_b_rows
 from searchgrade.engine.statistics.paired import PairedDifference, min_queries, paired_differences
 from searchgrade.engine.statistics.resampling import as_values, one_blas_thread, resampled_means
@@ -55,8 +55,6 @@ OUTER_RESAMPLES = 200
 #: What a comparison's two verdicts can be, the first two counting as agreement.
 KINDS = ("same winner", "neither", "proxy only", "people only", "reversal")
 AGREEING = frozenset(KINDS[:2])
-#: The percentile interval's level.
-CONFIDENCE = 0.95
 
 
 class PairVerdict(NamedTuple):
@@ -160,17 +158,6 @@ def _check(people: Mapping[str, Sequence[float]], proxies: Mapping[str, Mapping[
     return systems, matrix, out, n
 
 
-def _interval(point: float | None, resampled: np.ndarray) -> Estimate:
-    if point is None or not np.isfinite(point):
-        return Estimate(None, None, None)
-    finite = resampled[np.isfinite(resampled)]
-    if not len(finite):
-        return Estimate(float(point), None, None)
-    tail = 100 * (1 - CONFIDENCE) / 2
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return Estimate(float(point), float(low), float(high))
-
-
 def _verdicts(matrix: np.ndarray, proxies: dict[str, np.ndarray], index: dict[str, int],
               comparisons: Sequence[tuple[str, str]], higher_is_better: bool, n_resamples: int,
               seed: int) -> dict[str, list[PairVerdict]]:
@@ -236,7 +223,7 @@ def compare_gradings(
             agreement = Estimate(None, None, None)
         else:
             share = float(np.mean([v.agrees for v in verdicts[name]]))
-            agreement = _interval(share, resampled[name])
+            agreement = percentile_estimate(share, resampled[name])
         outer[name] = resampled[name]
         by_proxy[name] = DecisionAgreement(
             systems, n, matrix.mean(axis=1).tolist(), values.mean(axis=1).tolist(), taus[name], agreement,
@@ -254,7 +241,7 @@ def _taus(matrix: np.ndarray, rows: dict[str, np.ndarray], resamples: int, seed:
         for name, values in rows.items():
             point = float(kendall_tau_b_rows(matrix.mean(axis=1), values.mean(axis=1)))
             proxy = resampled_means(values, resamples, np.random.default_rng(seed))  # the same draw
-            out[name] = _interval(None if np.isnan(point) else point, kendall_tau_b_rows(people, proxy))
+            out[name] = percentile_estimate(None if np.isnan(point) else point, kendall_tau_b_rows(people, proxy))
     return out
 
 
@@ -280,4 +267,4 @@ def agreement_difference(decisions: Decisions, first: str, second: str) -> Estim
     a, b = decisions.by_proxy[first].agreement, decisions.by_proxy[second].agreement
     if a.value is None or b.value is None:
         return Estimate(None, None, None)
-    return _interval(a.value - b.value, decisions.outer[first] - decisions.outer[second])
+    return percentile_estimate(a.value - b.value, decisions.outer[first] - decisions.outer[second])

@@ -22,7 +22,13 @@ from itertools import combinations
 
 import numpy as np
 
-from searchgrade.engine.statistics.judge_vs_human import JUDGE_LABELS, Estimate
+from searchgrade.engine.statistics.judge_vs_human import (
+    JUDGE_LABELS,
+    Estimate,
+    PerQuery,
+    linear_weights,
+    percentile_estimate,
+)
 from searchgrade.engine.statistics.kappa import weighted_kappas
 
 CONFIDENCE = 0.95
@@ -41,17 +47,6 @@ class Retest:
     changed: Estimate
 
 
-def _interval(point: float, resampled: np.ndarray) -> Estimate:
-    if not np.isfinite(point):
-        return Estimate(None, None, None)
-    finite = resampled[np.isfinite(resampled)]
-    if not len(finite):
-        return Estimate(float(point), None, None)
-    tail = 100 * (1 - CONFIDENCE) / 2
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return Estimate(float(point), float(low), float(high))
-
-
 def retest_agreement(graded: Sequence[tuple[Hashable, Sequence[int]]], labels: Sequence[int] = JUDGE_LABELS, *,
                      n_resamples: int = 2000, seed: int = 0) -> Retest:
     """Test-retest figures of a judge (see the module).
@@ -64,48 +59,33 @@ def retest_agreement(graded: Sequence[tuple[Hashable, Sequence[int]]], labels: S
         ValueError: a grade outside ``labels``.
     """
     labels = list(labels)
-    index = {g: i for i, g in enumerate(labels)}
     size = len(labels)
-    queries: dict[Hashable, int] = {}
-    # Per query: [sum of per-pair exact agreement, pairs, pairs changed] and its confusion matrix.
-    sums: list[np.ndarray] = []
-    confusions: list[np.ndarray] = []
+    # Per query: its confusion of first grade (rows) and repeat (columns), then [sum of per-pair
+    # exact agreement, pairs, pairs changed] in a last row of its own.
+    counts = PerQuery(labels, (size + 1, max(size, 3)))
     repeats = 0
     for query, grades in graded:
         grades = list(grades)
         if len(grades) < 2:
             continue
-        for g in grades:
-            if g not in index:
-                raise ValueError(f"grade {g!r} is not on the scale {labels}")
-        q = queries.setdefault(query, len(queries))
-        if q == len(sums):
-            sums.append(np.zeros(3))
-            confusions.append(np.zeros((size, size)))
+        positions = [counts.at(g) for g in grades]
+        of = counts.of(query)
         pairs = list(combinations(grades, 2))
-        sums[q] += (sum(a == b for a, b in pairs) / len(pairs), 1, len(set(grades)) > 1)
-        for repeat in grades[1:]:
-            confusions[q][index[grades[0]], index[repeat]] += 1
+        of[size, :3] += (sum(a == b for a, b in pairs) / len(pairs), 1, len(set(grades)) > 1)
+        for repeat in positions[1:]:
+            of[positions[0], repeat] += 1
         repeats = max(repeats, len(grades) - 1)
-    if not sums:
+    if not len(counts):
         empty = Estimate(None, None, None)
         return Retest(0, 0, 0, empty, empty, empty)
-    per_query = np.stack(sums)  # (Q, 3)
-    by_query = np.stack(confusions)  # (Q, K, K)
-    n_q = len(per_query)
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(n_q, np.full(n_q, 1.0 / n_q), size=n_resamples)  # (B, Q)
-    totals = weights @ per_query  # (B, 3)
-    values = np.asarray(labels, dtype=float)
-    span = values.max() - values.min() if size > 1 else 1.0
-    linear = np.abs(values[:, None] - values[None, :]) / span
-    overall = per_query.sum(axis=0)
+    total, resampled = counts.resampled(n_resamples, seed)
+    linear = linear_weights(labels)
+    overall, sums = total[size, :3], resampled[:, size, :3]
     with np.errstate(invalid="ignore", divide="ignore"):
-        resampled_kappa = weighted_kappas(np.einsum("bq,qij->bij", weights, by_query), linear)
-        kappa = float(weighted_kappas(by_query.sum(axis=0)[None], linear)[0])
+        kappa = float(weighted_kappas(total[None, :size, :size], linear)[0])
         return Retest(
-            n_pairs=int(overall[1]), n_queries=n_q, repeats=repeats,
-            exact=_interval(overall[0] / overall[1], totals[:, 0] / totals[:, 1]),
-            kappa_linear=_interval(kappa, resampled_kappa),
-            changed=_interval(overall[2] / overall[1], totals[:, 2] / totals[:, 1]),
+            n_pairs=int(overall[1]), n_queries=len(counts), repeats=repeats,
+            exact=percentile_estimate(overall[0] / overall[1], sums[:, 0] / sums[:, 1], CONFIDENCE),
+            kappa_linear=percentile_estimate(kappa, weighted_kappas(resampled[:, :size, :size], linear), CONFIDENCE),
+            changed=percentile_estimate(overall[2] / overall[1], sums[:, 2] / sums[:, 1], CONFIDENCE),
         )
