@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.conftest import write_beir
+
 #: behaviour(people's grade, pair key, rng of this call) -> the judge's grade.
 Behaviour = Callable[[int, str, random.Random], int]
 
@@ -115,18 +117,8 @@ def simulated(folder: Path, n_queries: int = 40, k: int = 5, seed: int = 0,
             docs[d] = (f"Title {i}.{j}", f"Document {j} of topic {i}, with words about subject {i * 12 + j}.")
         qrels[qid] = {ids[0]: 3, ids[1]: 3, ids[2]: 2, ids[3]: 2, ids[4]: 1, ids[5]: 1, ids[6]: 1}
     rankings = {s: {q: ranking(qrels[q], by_query[q], skill, k, rng) for q in queries} for s, skill in skills.items()}
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
-        for d, (title, text) in docs.items():
-            f.write(json.dumps({"_id": d, "title": title, "text": text}) + "\n")
-    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
-        for q, text in queries.items():
-            f.write(json.dumps({"_id": q, "text": text}) + "\n")
-    with open(folder / "qrels.tsv", "w", encoding="utf-8") as f:
-        f.write("query-id\tcorpus-id\tscore\n")
-        for q, judged in qrels.items():
-            for d, g in judged.items():
-                f.write(f"{q}\t{d}\t{g}\n")
+    write_beir(folder, docs=docs, queries=queries,
+               qrels=[(q, d, g) for q, judged in qrels.items() for d, g in judged.items()])
     with open(folder / "rankings.json", "w", encoding="utf-8") as f:
         json.dump(rankings, f)
     return Simulated(folder, docs, queries, qrels, rankings)
