@@ -96,9 +96,11 @@ def test_vectorised_recompute_equals_the_per_query_python(awkward, k):
 
 
 def test_recompute_at_a_stored_cut_off_equals_the_stored_values(awkward):
-    store, run, _ = awkward
+    store, run, spec = awkward
     stored = pd.DataFrame(store.metric_values(run.run_id, k=10)).pivot(
         index=["strategy", "query_id"], columns="metric", values="value")
+    # One row per (strategy, query), every metric stored: the comparison below covers them all.
+    assert len(stored) == len(STRATEGIES) * len(spec.queries) and set(METRIC_NAMES) <= set(stored.columns)
     fast = recompute_values(store, run, METRIC_NAMES, 10).set_index(["strategy", "query_id"])
     fast = fast.reindex(stored.index)
     for metric in METRIC_NAMES:

@@ -76,6 +76,8 @@ def test_a_reranker_that_lowers_share_not_relevant_improves_queries(random_run):
     store, run_id = random_run
     view = results_view(store, run_id, "pct_not_relevant", 10)
     table = view.reranker_table.set_index("strategy")
+    # Every retrieval strategy of the run has its reranked twin there: one row each to check.
+    assert sorted(table.index) == ["ann", "fulltext", "hybrid"]
     wide = (pd.DataFrame(store.metric_values(run_id, metric="pct_not_relevant", k=10))
             .pivot(index="query_id", columns="strategy", values="value"))
     for base, row in table.iterrows():
