@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.llm_server, pytest.mark.slow]
 
 
 def test_the_llama_server_judges_every_pair_of_a_panel_its_calls_counted_and_cached(counting_proxy, tmp_path):
-    sim = simulated(tmp_path / "sim", n_queries=4, k=2)
+    sim = simulated(tmp_path / "sim", n_queries=3, k=2)
     data = str(tmp_path / "data")
     gemma = f"gemma-3-270m@{counting_proxy.base_url}"
     fake, responder = judge_server(sim, ["faithful"])
