@@ -22,6 +22,7 @@ A panel is listed as the judge "panel", its members before it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -247,8 +248,7 @@ def judge_report(store: Store, run_id: str, metric: str | None = None, *,
         people = metric_values(top, strategies, queries, grades.people, grades.pool, spec, k)
         proxies = {name: metric_values(top, strategies, queries, grades.judges[name], grades.pool, spec, k)
                    for name in names}
-        decisions = compare_gradings(people, proxies, higher_is_better=higher, outer_resamples=outer_resamples,
-                                     seed=seed).by_proxy
+        decisions = _decisions(store, grades, people, proxies, f"{spec.key}@{k}", higher, outer_resamples, seed)
     repeats = _repeats(store, grades)
     costs = _costs(store, grades)
     figures = []
@@ -264,6 +264,30 @@ def judge_report(store: Store, run_id: str, metric: str | None = None, *,
         f.recommended = f.name == recommendation.name
     return JudgeReport(run.run_id, f"{spec.key}@{k}", k, higher, grades.people_source,
                        strategies, queries, figures, recommendation, notes)
+
+
+#: The kept reads' part holding each judge's decision agreement per outer resample.
+KEPT_PART = "judges_outer"
+
+
+def _decisions(store: Store, grades: RunGrades, people: dict[str, list[float]],
+               proxies: dict[str, dict[str, list[float]]], metric: str, higher: bool, outer_resamples: int,
+               seed: int) -> dict[str, DecisionAgreement]:
+    """compare_gradings, its outer resamples (the costly part: the paired procedure run anew on each)
+    kept in the store for the run (``kept_reads``, cleared when the run is graded again): keyed by
+    what they depend on besides the run's own grades, the metric, the judges, people's latest
+    rating, the resamples and the seed."""
+    run = grades.run
+    key = json.dumps({"metric": metric, "judges": sorted(proxies), "seed": seed, "outer": outer_resamples,
+                      "labels": str(store.latest_label_time(run.collection_name))}, sort_keys=True)
+    text = store.kept_read(run.run_id, KEPT_PART, key)
+    kept = json.loads(text) if text is not None else None
+    decided = compare_gradings(people, proxies, higher_is_better=higher, outer_resamples=outer_resamples, seed=seed,
+                               outer=kept)
+    if kept is None and outer_resamples > 0 and any(len(v) for v in decided.outer.values()):
+        store.keep_reads(run.run_id, {(KEPT_PART, key): json.dumps({n: v.tolist() for n, v in decided.outer.items()})},
+                         finished_at=run.finished_at)
+    return decided.by_proxy
 
 
 def _recommend(figures: Sequence[JudgeFigures]) -> Recommendation:

@@ -52,6 +52,9 @@ MIN_TAU_SYSTEMS = 3
 TAU_RESAMPLES = 2_000
 #: Outer bootstrap resamples of the decision agreement's interval (each runs the paired procedure).
 OUTER_RESAMPLES = 200
+#: The most resampled means (inner resamples x columns) one call of the paired procedure holds
+#: while the outer resamples run (about 64 MB).
+OUTER_CELLS = 8_000_000
 #: What a comparison's two verdicts can be, the first two counting as agreement.
 KINDS = ("same winner", "neither", "proxy only", "people only", "reversal")
 AGREEING = frozenset(KINDS[:2])
@@ -182,6 +185,7 @@ def compare_gradings(
     tau_resamples: int = TAU_RESAMPLES,
     n_resamples: int = 10_000,
     seed: int = 0,
+    outer: Mapping[str, Sequence[float]] | None = None,
 ) -> Decisions:
     """Each proxy's decision agreement with people (see the module).
 
@@ -193,6 +197,8 @@ def compare_gradings(
         higher_is_better: The metric's direction (which side of a difference wins).
         outer_resamples: Bootstrap resamples of the agreement's interval (0: no interval).
         n_resamples: The paired procedure's resamples (raised for a large family, as it does).
+        outer: Each proxy's agreement per outer resample as an earlier call with the same inputs
+            and seed gave it (``Decisions.outer``, kept): the outer resamples are not run again.
 
     Raises:
         ValueError: the proxies score other systems or queries than people, non-finite values, or
@@ -203,12 +209,16 @@ def compare_gradings(
     index = {s: i for i, s in enumerate(systems)}
     m = len(comparisons)
     by_proxy: dict[str, DecisionAgreement] = {}
-    outer: dict[str, np.ndarray] = {}
+    kept: dict[str, np.ndarray] = {}
     taus = _taus(matrix, rows, tau_resamples, seed)
     enough = m >= 1 and n >= min_queries(m)
     verdicts = _verdicts(matrix, rows, index, comparisons, higher_is_better, n_resamples, seed) if enough else {}
-    resampled = (_outer(matrix, rows, index, comparisons, higher_is_better, outer_resamples, seed)
-                 if enough and outer_resamples > 0 else {name: np.empty(0) for name in rows})
+    if outer is not None and set(outer) >= set(rows) and all(len(outer[p]) == outer_resamples for p in rows):
+        resampled = {name: np.asarray(outer[name], dtype=float) for name in rows}
+    elif enough and outer_resamples > 0:
+        resampled = _outer(matrix, rows, index, comparisons, higher_is_better, outer_resamples, seed)
+    else:
+        resampled = {name: np.empty(0) for name in rows}
     for name, values in rows.items():
         notes = []
         if len(systems) < MIN_TAU_SYSTEMS:
@@ -224,11 +234,11 @@ def compare_gradings(
         else:
             share = float(np.mean([v.agrees for v in verdicts[name]]))
             agreement = percentile_estimate(share, resampled[name])
-        outer[name] = resampled[name]
+        kept[name] = resampled[name]
         by_proxy[name] = DecisionAgreement(
             systems, n, matrix.mean(axis=1).tolist(), values.mean(axis=1).tolist(), taus[name], agreement,
             verdicts.get(name, []), notes)
-    return Decisions(by_proxy, outer)
+    return Decisions(by_proxy, kept)
 
 
 def _taus(matrix: np.ndarray, rows: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, Estimate]:
@@ -248,17 +258,35 @@ def _taus(matrix: np.ndarray, rows: dict[str, np.ndarray], resamples: int, seed:
 def _outer(matrix: np.ndarray, rows: dict[str, np.ndarray], index: dict[str, int],
            comparisons: Sequence[tuple[str, str]], higher_is_better: bool, resamples: int,
            seed: int) -> dict[str, np.ndarray]:
-    """Each proxy's agreement in each outer resample of the queries (one draw for every proxy)."""
+    """Each proxy's agreement in each outer resample of the queries.
+
+    Every outer resample's verdicts come from the paired procedure with the same seed, so its inner
+    resamples are the same draw of positions for every outer resample: several outer resamples go
+    into one call (their comparisons are more pairs of the same length, each family still of m),
+    which draws once for all of them and gives the very verdicts one call each would.
+    """
+    from searchgrade.engine.statistics.paired import resamples_for
+
     rng = np.random.default_rng([seed, 1])
     n = matrix.shape[1]
-    out = {name: np.empty(resamples) for name in rows}
-    for r in range(resamples):
-        pick = rng.integers(0, n, size=n)
-        drawn = {name: values[:, pick] for name, values in rows.items()}
-        verdicts = _verdicts(matrix[:, pick], drawn, index, comparisons, higher_is_better, 1, seed)
-        for name, listed in verdicts.items():
-            out[name][r] = np.mean([v.agrees for v in listed])
-    return out
+    m = len(comparisons)
+    sides = [matrix, *rows.values()]
+    columns = len(sides) * m
+    # Outer resamples per call: the resampled means of a call (inner resamples x columns) stay small.
+    per_call = max(1, OUTER_CELLS // (resamples_for(m) * columns))
+    agree = np.empty((len(rows), resamples))
+    for start in range(0, resamples, per_call):
+        picks = [rng.integers(0, n, size=n) for _ in range(min(per_call, resamples - start))]
+        pairs = [(side[index[a], pick], side[index[b], pick]) for pick in picks for side in sides for a, b in comparisons]
+        diffs = paired_differences(pairs, m=m, n_resamples=1, seed=seed)
+        for r in range(len(picks)):
+            block = diffs[r * columns:(r + 1) * columns]
+            people = block[:m]
+            for j in range(len(rows)):
+                mine = block[(j + 1) * m:(j + 2) * m]
+                agree[j, start + r] = np.mean([PairVerdict(a, b, people[i], mine[i], higher_is_better).agrees
+                                               for i, (a, b) in enumerate(comparisons)])
+    return {name: agree[j] for j, name in enumerate(rows)}
 
 
 def agreement_difference(decisions: Decisions, first: str, second: str) -> Estimate:

@@ -126,3 +126,26 @@ def test_a_rating_given_since_the_run_counts_and_a_rescored_run_keeps_each_judge
     rescored = rescore_run(store, run_id)
     assert store.judge_grade_counts(rescored) == store.judge_grade_counts(run_id)
     assert [j.name for j in judge_report(store, rescored, outer_resamples=0).judges] == ["faithful", "lenient", "panel"]
+
+
+def test_the_costly_resamples_are_kept_and_a_new_rating_asks_for_them_again(tmp_path, monkeypatch):
+    from searchgrade.engine.labels.ratings import new_rating
+    from searchgrade.engine.statistics import decisions
+
+    store = Store(tmp_path / "data")
+    run_id, sim = write_simulated_run(store, tmp_path / "sim", ["faithful", "flip"], n_queries=12)
+    first = judge_report(store, run_id, outer_resamples=30)
+    assert len(store.kept_reads(run_id, ["judges_outer"])) == 1
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the outer resamples were run again")
+
+    monkeypatch.setattr(decisions, "_outer", not_again)
+    again = judge_report(store, run_id, outer_resamples=30)
+    assert [j.decision.agreement for j in again.judges] == [j.decision.agreement for j in first.judges]
+    monkeypatch.undo()
+    q, d = next((q, d) for q, docs in sim.rankings["poor"].items() for d in docs if sim.grade(q, d) == 0)
+    store.add_labels([new_rating(collection_name="simulated", query_id=q, query_text=sim.queries[q], doc_id=d,
+                                 content_hash=None, grade=3, rater="ada")])
+    judge_report(store, run_id, outer_resamples=30)
+    assert len(store.kept_reads(run_id, ["judges_outer"])) == 2
