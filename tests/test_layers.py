@@ -174,11 +174,12 @@ def test_no_import_circles():
     assert [sorted(group) for group in circles(graph())] == []
 
 
-#: What the screens may use of the evaluator: the view models (viewmodels), the package faces, and
-#: the records a page needs to start a run or show its settings. Not the run's stages, the store's
-#: SQL modules, Ray, the metrics' internals or the systems under test (indexes/).
+#: What the screens may use of the evaluator: the view models (viewmodels), the package faces (the
+#: metric records among them: a page names and explains a metric from its record), and the records
+#: a page needs to start a run or show its settings. Not the run's stages, the store's SQL modules,
+#: Ray, the metrics' internals or the systems under test (indexes/).
 VIEWS_MAY_USE = {
-    "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store",
+    "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store", "searchgrade.engine.metrics",
     "searchgrade.engine.collections", "searchgrade.engine.run.config", "searchgrade.engine.run.request",
     "searchgrade.engine.run.strategies",
     "searchgrade.engine.run.scoring", "searchgrade.engine.labels.rescore", "searchgrade.engine.training.reranker",

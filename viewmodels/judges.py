@@ -19,8 +19,7 @@ from searchgrade.engine.judges.calibration import calibration_record
 from searchgrade.engine.judges.report import MIN_PAIRS, JudgeFigures, JudgeReport, judge_report
 from searchgrade.engine.judges.spec import PANEL
 from searchgrade.engine.judges.suite import SEPARATOR, SuiteDecisions, suite_decisions
-from searchgrade.engine.metrics import UNJUDGED_AWARE
-from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.metrics import metric_record
 from searchgrade.engine.run.strategies import label
 from searchgrade.engine.statistics.decisions import DecisionAgreement, PairVerdict
 from searchgrade.engine.statistics.judge_vs_human import Estimate
@@ -36,7 +35,8 @@ def has_judges(run: RunRecord) -> bool:
 def page_metric(metric: str, k: int) -> tuple[str, str | None]:
     """The metric@k a page's section reads decisions on: the page's, unless it reads which results
     were judged (both sides grade every result here), then DCG@k; and the words saying so."""
-    if metric in UNJUDGED_AWARE or metric == SOURCE_FOUND:
+    record = metric_record(metric)
+    if record.unjudged or record.diagnostic or record.function is None:
         return f"dcg@{k}", (f"Decisions are read on DCG@{k}: {metric_label(metric, k)} does not compare grades "
                             "(both sides here grade every result).")
     return f"{metric}@{k}", None

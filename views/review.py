@@ -8,6 +8,7 @@ import streamlit as st
 from searchgrade.engine import SearchGradeError
 from searchgrade.viewmodels import judges as judges_model
 from searchgrade.viewmodels import review as review_model
+from searchgrade.viewmodels.common import is_llm_run
 from searchgrade.viewmodels.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
@@ -16,7 +17,9 @@ from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 
 st.session_state.setdefault("review_include_skipped", False)
 
-st.title("Review the judge")
+#: The page's title, said once the run is known: a run with no judge has none to review.
+title = st.empty()
+title.title("Review")
 #: What the page is doing: said once the review (and so its mode) is known.
 intro = st.empty()
 intro.caption(review_model.PAGE_CAPTIONS["pairs"])
@@ -28,6 +31,7 @@ if not choices:
 run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
+title.title("Review the judge" if is_llm_run(run) else "Review: rate the results")
 if judges_model.has_judges(run):
     with st.expander("Can I trust the judge? Its decisions, stability and agreement with people's ratings"):
         judges_section(run, "dcg", min(run.k, run.depth), "review")

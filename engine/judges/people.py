@@ -8,7 +8,7 @@ on the judge's 0-3 scale: a binary label's 1 counts as 3, a pooled-but-unjudged 
 grade) as 0; labels on another scale (0-4, say) cannot be compared with a 0-3 judge and are refused.
 
 **A judge's grades**: each judge's row in the store's judge_grades (a panel's members and the
-panel), or, for a run with one judge and no such row (every run before migration 16), the judge
+panel), or, for a run with one judge and no such row (every run before migration 17), the judge
 grade kept beside each grade (``grades.llm_grade``, or the grade itself where the judge's is the
 run's), under the judge's model name. A failed judgment is None: 0 in a metric, as the run counts
 it, and left out of item agreement.

@@ -38,7 +38,7 @@ from searchgrade.engine.judges.choice import (
 )
 from searchgrade.engine.judges.people import Pair, RunGrades, run_grades
 from searchgrade.engine.judges.spec import PANEL, panel_grade
-from searchgrade.engine.metrics import UNJUDGED_AWARE, compute_metrics, higher_is_better, parse_metric
+from searchgrade.engine.metrics import compute_metrics, higher_is_better, metric_record, parse_metric
 from searchgrade.engine.metrics.dcg import dcg
 from searchgrade.engine.run.config import JUDGE_MAX_GRADE, JUDGE_THRESHOLD
 from searchgrade.engine.run.strategies import strategy_order
@@ -113,7 +113,8 @@ def decision_metric(run_k: int, depth: int, metric: str | None) -> tuple[MetricS
             hole here: both sides grade every result), or a cut-off beyond the run's depth.
     """
     spec = parse_metric(metric or f"dcg@{run_k}")
-    if spec.name in UNJUDGED_AWARE:
+    record = metric_record(spec.name)
+    if record.unjudged or record.diagnostic or record.function is None:
         raise SearchGradeError(f"--metric {spec.label} reads which results were judged; both sides here grade "
                                "every result: choose a metric of grades (dcg, ndcg, precision, recall, mrr, map)")
     k = spec.resolve_k(run_k, depth)

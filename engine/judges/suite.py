@@ -12,6 +12,7 @@ name: a judge missing from a run is left out.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,17 +69,26 @@ def suite_decisions(store: Store, suite_name: str, metric: str | None = None, *,
         notes.append(f"{len(graded)} run(s) of suite {suite_name} have judge grades: comparing changes needs 2.")
         return SuiteDecisions(suite_name, [g.run.run_id for g in graded], label, 0, {}, notes)
     names = [j for j in graded[0].judges if all(j in g.judges for g in graded)]
+    # Queries pair across runs as any two runs' do (engine/statistics/pairing.py): by id when every
+    # run evaluated a collection's own queries, else by text, a text repeated within a run left out.
+    on = "query_id" if all(g.run.mode == "qrels" for g in graded) else "text"
     per_run = []
+    repeated = 0
     for g in graded:
         spec, k = decision_metric(g.run.k, g.run.depth, metric)
         top = g.top(k)
         strategies = strategy_order(list(top))
-        queries = shared_queries(g, top, strategies, names)
-        by_text: dict[str, str] = {}
-        for q in queries:
-            by_text.setdefault(g.texts[q], q)
-        per_run.append((g, spec, k, top, strategies, by_text))
-    texts = sorted(set.intersection(*(set(r[5]) for r in per_run)))
+        key = {q: q if on == "query_id" else g.texts[q] for q in g.query_ids}
+        counts = Counter(key.values())
+        repeated += sum(1 for q in g.query_ids if counts[key[q]] > 1)
+        by_key = {key[q]: q for q in shared_queries(g, top, strategies, names) if counts[key[q]] == 1}
+        per_run.append((g, spec, k, top, strategies, by_key))
+    if repeated:
+        notes.append(f"{repeated} queries left out: the same text appears twice in one run, so it cannot be paired.")
+    common = set.intersection(*(set(r[5]) for r in per_run))
+    first = per_run[0][0]
+    # In the first run's query id order, as every paired comparison orders its queries.
+    texts = [k for k in (q if on == "query_id" else first.texts[q] for q in sorted(first.query_ids)) if k in common]
     label = f"{per_run[-1][1].key}@{per_run[-1][2]}"
     if not texts or not names:
         notes.append("No query has every run's top k graded by people and by the same judges: no change can be "

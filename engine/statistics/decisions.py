@@ -21,7 +21,8 @@ same queries, once with people's grades and once with the proxy's, and compared 
   ``OUTER_RESAMPLES`` resamples of the queries, each giving both gradings' verdicts by the same
   procedure (nested: every resample runs the paired procedure anew, with the fewest resamples the
   procedure accepts for the family, ``resamples_for(m, alpha, 1)``: 800 m; the point's verdicts use
-  its usual 10,000), and the agreement's percentile interval over them.
+  the resample policy of every comparison the app shows, engine/statistics/pairing.py's
+  ``differences``), and the agreement's percentile interval over them.
 
 Several proxies are compared with people at once (``compare_gradings``): every proxy's verdicts in
 a resample come from the one draw that resample makes, so the difference between two proxies'
@@ -162,12 +163,14 @@ def _check(people: Mapping[str, Sequence[float]], proxies: Mapping[str, Mapping[
 
 
 def _verdicts(matrix: np.ndarray, proxies: dict[str, np.ndarray], index: dict[str, int],
-              comparisons: Sequence[tuple[str, str]], higher_is_better: bool, n_resamples: int,
-              seed: int) -> dict[str, list[PairVerdict]]:
-    """Each proxy's verdicts on the comparisons, people's and every proxy's from one call (one draw)."""
+              comparisons: Sequence[tuple[str, str]], higher_is_better: bool) -> dict[str, list[PairVerdict]]:
+    """Each proxy's verdicts on the comparisons, people's and every proxy's from one call (one draw),
+    with the resample policy of every comparison the app shows (engine/statistics/pairing.py)."""
+    from searchgrade.engine.statistics.pairing import differences
+
     sides = [matrix, *proxies.values()]
     pairs = [(side[index[a]], side[index[b]]) for side in sides for a, b in comparisons]
-    diffs = paired_differences(pairs, m=len(comparisons), n_resamples=n_resamples, seed=seed)
+    diffs = differences(pairs, m=len(comparisons))
     m = len(comparisons)
     people = diffs[:m]
     return {name: [PairVerdict(a, b, people[i], diffs[(j + 1) * m + i], higher_is_better)
@@ -183,7 +186,6 @@ def compare_gradings(
     higher_is_better: bool = True,
     outer_resamples: int = OUTER_RESAMPLES,
     tau_resamples: int = TAU_RESAMPLES,
-    n_resamples: int = 10_000,
     seed: int = 0,
     outer: Mapping[str, Sequence[float]] | None = None,
 ) -> Decisions:
@@ -196,7 +198,8 @@ def compare_gradings(
         comparisons: The pairs of systems to give verdicts on, one family (default: every pair).
         higher_is_better: The metric's direction (which side of a difference wins).
         outer_resamples: Bootstrap resamples of the agreement's interval (0: no interval).
-        n_resamples: The paired procedure's resamples (raised for a large family, as it does).
+        seed: The seed of tau's resamples and of the outer resamples (the point's verdicts follow
+            the resample policy of every comparison the app shows: engine/statistics/pairing.py).
         outer: Each proxy's agreement per outer resample as an earlier call with the same inputs
             and seed gave it (``Decisions.outer``, kept): the outer resamples are not run again.
 
@@ -212,7 +215,7 @@ def compare_gradings(
     kept: dict[str, np.ndarray] = {}
     taus = _taus(matrix, rows, tau_resamples, seed)
     enough = m >= 1 and n >= min_queries(m)
-    verdicts = _verdicts(matrix, rows, index, comparisons, higher_is_better, n_resamples, seed) if enough else {}
+    verdicts = _verdicts(matrix, rows, index, comparisons, higher_is_better) if enough else {}
     if outer is not None and set(outer) >= set(rows) and all(len(outer[p]) == outer_resamples for p in rows):
         resampled = {name: np.asarray(outer[name], dtype=float) for name in rows}
     elif enough and outer_resamples > 0:

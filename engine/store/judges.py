@@ -1,4 +1,4 @@
-"""Each judge's grades of a run's pairs, the grades asked again, and calibrated prompts (migration 16).
+"""Each judge's grades of a run's pairs, the grades asked again, and calibrated prompts (migration 17).
 
 - ``judge_grades``: every judge's raw 0-3 grade per pair (NULL: the judgment failed), by judge
   name; written with the run's grades, in the same transaction (engine/run/stages.py), so a

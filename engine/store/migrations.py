@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from searchgrade.engine.store.judged_recompute import judged_over_k
 from searchgrade.engine.store.relevance_recompute import divide_by_k
 
 # Numbered, forward-only. Never edit an applied migration: add the next one.
@@ -502,8 +503,12 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    # Issue 32: judged@k divides by k (a place no result holds is not judged), as P@k does; stored
+    # runs' values are recomputed from the old ones, with a note, and kept tests and reads cleared:
+    # see engine/store/judged_recompute.py.
+    (16, judged_over_k),
     (
-        16,
+        17,
         # Judges you can trust (issue 35, engine/store/judges.py). judge_grades: each judge's raw
         # 0-3 grade of each pair it judged, by judge name (a model on the run's endpoint, NAME@URL,
         # or "panel", the grade the run's panel gave), NULL when the judgment failed (reason says

@@ -55,10 +55,12 @@ def wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: floa
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
     """The process environment for the app or the CLI under test: this tree first on the path (then
-    the caller's path: a checkout that imports ``searchgrade`` through it serves its own code), the
-    data directory ``home``, none of the machine's deployment settings, then ``extra``."""
+    the test process's own PYTHONPATH), the data directory ``home``, none of the machine's
+    deployment settings, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_ENVIRONMENT}
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # The tree under test first, then what the test process itself imports from (a worktree's
+    # package folder), so the app runs the code the tests import, not another checkout's.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     return dict(env, PYTHONPATH=path, SEARCHGRADE_HOME=str(home), **extra)
 
 
