@@ -211,14 +211,17 @@ def _form() -> None:
         """The run the form describes, checked as every surface's request is (raises SearchGradeError)."""
         if isinstance(llm_fields.get("judge"), SearchGradeError):
             raise llm_fields["judge"]  # a bad prompt file: nothing starts
+        llm: dict = {}
         if uses_llm:
             # An endpoint typed in the browser is held to the outbound policy before anything runs,
-            # a panel's judges' (NAME@URL) too.
-            check_llm_endpoint(base_url or None, app_exposed())
-            check_judge_endpoints(llm_fields.get("judge_models", ()), app_exposed())
+            # and keeps where it was typed: every connection to it goes through the policy; a
+            # panel's judges' own endpoints (NAME@URL) too.
+            endpoint = check_llm_endpoint(base_url or None, app_exposed())
+            judges_declared_in = check_judge_endpoints(llm_fields.get("judge_models", ()), app_exposed())
+            llm = {"model": model, "base_url": base_url, "endpoint_declared_in": endpoint.declared_in,
+                   "judges_declared_in": judges_declared_in, **llm_fields}
         traffic = dict(log_options)
         by_clicks = traffic.pop("mode", None) == "clicks" or mode == "clicks"
-        llm = {"model": model, "base_url": base_url, **llm_fields} if uses_llm else {}
         if traffic.get("query_set") or llm.get("queries_from"):
             llm.update(docs=None, queries_per_doc=None, keyword_per_doc=None, min_doc_words=None)  # none generated
         request = RunRequest(

@@ -38,8 +38,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from searchgrade.core.records import Document, Query, SearchGradeError
+from searchgrade.engine.judges.panel import judge_settings
 from searchgrade.engine.judges.people import Pair, run_grades
-from searchgrade.engine.judges.repeat import run_judges
+from searchgrade.engine.judges.repeat import judges_declared_in, run_judges
 from searchgrade.engine.judges.report import decision_metric, metric_values, shared_queries
 from searchgrade.engine.judges.spec import PANEL, JudgeSpec
 from searchgrade.engine.llm.prompts import PROMPTS_DIR, judge_prompt_from_bytes, neutralise_tags, other_scale
@@ -215,8 +216,8 @@ def run_calibration(store: Store, plan: CalibrationPlan, *,
     base_name, base = _base_prompt(settings)
     settings = settings or JudgeSettings()
     usage = Usage()
-    client = (client_for or (lambda s, u: LLMClient(replace(llm, model=s.model, base_url=s.base_url or llm.base_url),
-                                                    usage=u)))(plan.judge, usage)
+    declared_in = judges_declared_in(store, plan.run_id)
+    client = (client_for or (lambda s, u: LLMClient(judge_settings(llm, s, declared_in), usage=u)))(plan.judge, usage)
     texts = {q["query_id"]: q["text"] for q in store.queries(plan.run_id)}
     docs = store.documents(plan.run_id, sorted({d for pairs in plan.pairs.values() for _, d in pairs}))
     calibrated: dict[Pair, int | None] = {}

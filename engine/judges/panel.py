@@ -10,7 +10,7 @@ of them graded is a failure, never a grade.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,11 +52,21 @@ class PanelResult:
                 "failures": sum(g.grade is None for g in self.grades)}
 
 
-def judge_clients(llm: LLMSettings, judges: Sequence[JudgeSpec], usage: Usage) -> list[tuple[JudgeSpec, LLMClient]]:
-    """A client per judge: the run's settings with the judge's model (and its endpoint, where it
-    names one), all counting into ``usage``."""
-    return [(spec, LLMClient(replace(llm, model=spec.model, base_url=spec.base_url or llm.base_url), usage=usage))
-            for spec in judges]
+def judge_settings(llm: LLMSettings, spec: JudgeSpec, declared_in: Mapping[str, str] | None = None,
+                   **changes: Any) -> LLMSettings:
+    """A judge's LLM settings: the run's with the judge's model and, where it names one, its own
+    endpoint, marked where that was typed (``declared_in``: judge name -> "app" / "exposed app";
+    every connection to a typed endpoint goes through the outbound policy); ``changes`` on top."""
+    if spec.base_url:
+        return replace(llm, model=spec.model, base_url=spec.base_url,
+                       declared_in=(declared_in or {}).get(spec.name, ""), **changes)
+    return replace(llm, model=spec.model, **changes)
+
+
+def judge_clients(llm: LLMSettings, judges: Sequence[JudgeSpec], usage: Usage,
+                  declared_in: Mapping[str, str] | None = None) -> list[tuple[JudgeSpec, LLMClient]]:
+    """A client per judge (``judge_settings``), all counting into ``usage``."""
+    return [(spec, LLMClient(judge_settings(llm, spec, declared_in), usage=usage)) for spec in judges]
 
 
 def judge_panel(

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import Document, SearchGradeError
+from searchgrade.engine.judges.panel import judge_settings
 from searchgrade.engine.judges.people import Pair, run_grades
 from searchgrade.engine.judges.spec import PANEL, JudgeSpec, parse_judge
 from searchgrade.engine.llm.accounting import Usage
@@ -77,7 +78,8 @@ class RepeatPlan:
 
 
 def run_judges(store: Store, run_id: str) -> tuple[LLMSettings, JudgeSettings | None, list[JudgeSpec]]:
-    """The LLM settings, the judge prompt and the judges a stored run graded with.
+    """The LLM settings, the judge prompt and the judges a stored run graded with (a judge's own
+    endpoint marked where it was typed: ``judge_llm``).
 
     Raises:
         SearchGradeError: the run had no LLM judge.
@@ -90,6 +92,11 @@ def run_judges(store: Store, run_id: str) -> tuple[LLMSettings, JudgeSettings | 
         raise SearchGradeError(f"run {run.run_id} had no LLM judge: nothing to ask again")
     specs = list(config.judge_specs()) or [parse_judge(config.llm.model)]
     return config.llm, config.judge, specs
+
+
+def judges_declared_in(store: Store, run_id: str) -> dict[str, str]:
+    """Judge name -> where its own endpoint was typed, as the run stored it."""
+    return dict(store.get_run(run_id).config.get("judges_declared_in") or {})
 
 
 def plan_repeats(store: Store, run_id: str, repeat: int, *, sample: int = SAMPLE, seed: int = 0) -> RepeatPlan:
@@ -158,11 +165,12 @@ def run_repeats(store: Store, plan: RepeatPlan, *, progress: Callable[[str, int,
     usage = Usage()
     outcome = RepeatOutcome(0, 0, 0)
 
+    declared_in = judges_declared_in(store, plan.run_id)
+
     def build(spec: JudgeSpec, usage: Usage) -> LLMClient:
         from searchgrade.engine.llm.client import LLMClient
 
-        return LLMClient(replace(llm, model=spec.model, base_url=spec.base_url or llm.base_url, temperature=None),
-                         usage=usage)
+        return LLMClient(judge_settings(llm, spec, declared_in, temperature=None), usage=usage)
 
     schema = judge_schema()
     buffer: list[tuple[str, str, str, int, int | None]] = []

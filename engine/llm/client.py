@@ -24,9 +24,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from searchgrade.core.outbound import OutboundRefused, policy_for
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.llm.accounting import Usage
-from searchgrade.engine.llm.env import env_api_key
+from searchgrade.engine.llm.env import HOSTED_URL, env_api_key
 from searchgrade.engine.llm.key_policy import (
     api_key_for,
     key_allowed,
@@ -56,6 +57,13 @@ class _GaveUp(Exception):  # noqa: N818 - control flow inside the client
 #: Fields of a GET /models entry that change between calls (llama.cpp's "created" is the time of
 #: the request; vLLM's permission entries carry fresh ids).
 _VOLATILE_MODEL_FIELDS = {"created", "object", "permission", "permissions"}
+
+
+def _httpx_of(openai: Any) -> Any:
+    """The httpx module the openai package builds its clients with (httpx, or httpx2)."""
+    import importlib
+
+    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
 class LLMClient:
@@ -123,11 +131,16 @@ class LLMClient:
         if not self.trusted_endpoint:
             # The openai package also sends credentials of its own from the environment
             # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): none of it leaves for an
-            # endpoint the operator did not choose.
-            # Nor does it follow a redirect: the page checked the typed endpoint's address
-            # (server/outbound.py), and a redirect would lead elsewhere unchecked.
-            extra["http_client"] = openai.DefaultHttpxClient(
-                event_hooks={"request": [strip_credentials]}, follow_redirects=False)
+            # endpoint the operator did not choose. Nor does it follow a redirect.
+            http: dict[str, Any] = {"event_hooks": {"request": [strip_credentials]}, "follow_redirects": False}
+            policy = policy_for(self.settings.declared_in)
+            if policy is not None:
+                # Typed in the browser: the URL is checked now (one line before any request), and
+                # every connection goes to an address the policy checked (a name that resolves
+                # elsewhere later is refused too), with no proxy or .netrc from the environment.
+                policy.check_url(base_url or HOSTED_URL, "LLM endpoint base URL")
+                http.update(transport=policy.httpx_transport(_httpx_of(openai)), trust_env=False)
+            extra["http_client"] = openai.DefaultHttpxClient(**http)
         return openai.OpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s, **extra
         )
@@ -283,6 +296,8 @@ class LLMClient:
             except openai.APITimeoutError:
                 error = f"timed out after {self.settings.timeout_s:g} s"
             except openai.APIConnectionError as exc:
+                if isinstance(exc.__cause__, OutboundRefused):  # no retry mends a refused address
+                    raise SearchGradeError(str(exc.__cause__)) from None
                 error = f"connection error: {self._scrub(str(exc))}"
             except openai.APIStatusError as exc:
                 status = exc.status_code

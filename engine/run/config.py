@@ -73,6 +73,9 @@ class RunConfig:
     judge_prices: dict[str, float] = field(default_factory=dict)
     #: How the panel's grades become one: "median" (the lower median) or "mean" (rounded).
     judge_aggregate: str = "median"
+    #: Judge name -> where its own endpoint was typed ("app" / "exposed app": every connection to
+    #: it goes through the outbound policy, as ``LLMSettings.declared_in``); absent: the operator's.
+    judges_declared_in: dict[str, str] = field(default_factory=dict)
     #: How the collection was loaded (id_field, title_field, text_field), so a resume loads it alike.
     collection_fields: dict[str, str] = field(default_factory=dict)
     #: Strategies declared in a strategies file: name -> declaration as written (``env:`` values
@@ -252,6 +255,7 @@ class RunConfig:
         values["strategies"] = tuple(values.get("strategies") or known_strategies())
         values["judges"] = tuple(values.get("judges") or ())
         values["judge_prices"] = dict(values.get("judge_prices") or {})
+        values["judges_declared_in"] = dict(values.get("judges_declared_in") or {})
         nested = {"index": IndexSettings, "llm": LLMSettings, "querygen": QueryGenSettings,
                   "judge": JudgeSettings}
         for key, settings_cls in nested.items():

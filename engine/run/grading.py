@@ -217,7 +217,8 @@ def judge_with_panel(ctx: RunContext, usage: UsageSink, pairs: list[tuple[Query,
 
     config = ctx.config
     specs = config.judge_specs()
-    result = judge_panel(pairs, judge_clients(config.llm, specs, ctx.client.usage), StoreCache(ctx.store),
+    result = judge_panel(pairs, judge_clients(config.llm, specs, ctx.client.usage, config.judges_declared_in),
+                         StoreCache(ctx.store),
                          config.judge, aggregate=config.judge_aggregate, progress=usage.report,
                          on_flush=usage.flush)
     usage.flush()

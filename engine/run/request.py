@@ -60,6 +60,9 @@ class RunRequest:
         index: the index settings (None: the defaults).
         model, base_url: the LLM endpoint (None: the environment's); a ``base_url`` typed empty
             is the hosted OpenAI API.
+        endpoint_declared_in: where ``base_url`` was typed: "" for the operator's (the command
+            line, the environment), "app" / "exposed app" for a page's, as server/outbound.py's
+            ``check_llm_endpoint`` marks it (its connections then go through the outbound policy).
         judge: the judge prompt the person gave, read and checked (None: the packaged one).
         pool_depth: the judging pool as typed, ``D[,STRATEGY=D]``.
     """
@@ -80,6 +83,7 @@ class RunRequest:
     index: IndexSettings | None = None
     model: str | None = None
     base_url: str | None = None
+    endpoint_declared_in: str = ""
     concurrency: int | None = None
     timeout_s: float | None = None
     docs: int | None = None
@@ -94,6 +98,8 @@ class RunRequest:
     judge_models: tuple[str, ...] = ()
     judge_prices: tuple[str, ...] = ()
     judge_aggregate: str | None = None
+    #: Judge name -> where its own endpoint (NAME@URL) was typed, as ``endpoint_declared_in``.
+    judges_declared_in: Mapping[str, str] = field(default_factory=dict)
     query_set: str | None = None
     click_model: str | None = None
     min_impressions: int | None = None
@@ -110,8 +116,8 @@ def run_config(request: RunRequest) -> RunConfig:
     judges = _judges(request)
     # A panel needs no --model: its first judge is the run's model.
     model = request.model if request.model or not judges else judges[0].model
-    llm = (llm_settings(model, request.base_url, request.concurrency, request.timeout_s)
-           if request.llm else None)
+    llm = (llm_settings(model, request.base_url, request.concurrency, request.timeout_s,
+                        request.endpoint_declared_in) if request.llm else None)
     registry = registry_for_declared(request.declared, request.declared_rerankers)
     mode = "clicks" if request.clicks else "llm" if request.llm and not request.qrels else "qrels"
     config = RunConfig(
@@ -124,6 +130,7 @@ def run_config(request: RunRequest) -> RunConfig:
         judge_unjudged=request.judge_unjudged, **_traffic(request), pool_depth=_pool_depth(request.pool_depth),
         judges=tuple(j.name for j in judges), judge_prices=_judge_prices(request, judges),
         judge_aggregate=request.judge_aggregate or "median",
+        judges_declared_in={name: where for name, where in request.judges_declared_in.items() if where},
     )
     config.validate()
     config.check_environment()
@@ -170,9 +177,10 @@ def _endpoint(base_url: str | None) -> str | None:
 
 
 def llm_settings(model: str | None, base_url: str | None, concurrency: int | None = None,
-                 timeout_s: float | None = None) -> LLMSettings:
+                 timeout_s: float | None = None, declared_in: str = "") -> LLMSettings:
     """The LLM's settings from its options as given (None: the environment's model and endpoint,
-    the defaults' concurrency and timeout); also what `searchgrade judge-pool` judges with.
+    the defaults' concurrency and timeout; ``declared_in``: where ``base_url`` was typed, "" for
+    the operator's); also what `searchgrade judge-pool` judges with.
 
     Raises:
         SearchGradeError: no model, or no endpoint, given or in the environment.
@@ -180,7 +188,8 @@ def llm_settings(model: str | None, base_url: str | None, concurrency: int | Non
     from searchgrade.engine.llm.env import require_model
     from searchgrade.engine.llm.settings import LLMSettings
 
-    fields: dict[str, Any] = {"model": require_model((model or "").strip() or None), "base_url": _endpoint(base_url)}
+    fields: dict[str, Any] = {"model": require_model((model or "").strip() or None), "base_url": _endpoint(base_url),
+                              "declared_in": declared_in if (base_url or "").strip() else ""}
     if concurrency is not None:
         fields["concurrency"] = concurrency
     if timeout_s is not None:

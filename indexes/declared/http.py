@@ -194,7 +194,14 @@ def check_typed(spec: StrategySpec, policy: OutboundPolicy) -> None:
         OutboundRefused: one line naming the key, what was refused and what the operator can set.
     """
     o, where = spec.options, spec.where
-    url = _fill(o["url"], "q", 10, url=True)
+    variables = o.get("variables") or {}
+    url = _fill(o["url"], "q", 10, url=True, variables=variables)
+    # The host is checked once, so it may not change with the query: {{query}} and {{k}} belong in
+    # the path, the parameters or the body (a variable is fixed when checked, tuning checks again).
+    if urllib.parse.urlsplit(_fill(o["url"], "other", 11, url=True, variables=variables)).netloc != \
+            urllib.parse.urlsplit(url).netloc:
+        raise OutboundRefused(f"{where}: url {o['url']!r} puts {{{{query}}}} or {{{{k}}}} in the host: a url "
+                              "typed in the app names its server; put them in the path or the parameters")
     policy.check_url(url, f"{where}: url")
     host = urllib.parse.urlsplit(url).hostname or ""
     for name, value in (o.get("headers") or {}).items():
@@ -251,13 +258,15 @@ class HttpNode(DeclaredNode):
         self.headers = {"Accept": "application/json"}
         if self.body is not None:
             self.headers["Content-Type"] = "application/json"
+        # A typed declaration's targets and secrets first: resolving an env: header the policy
+        # refuses would say whether the variable is set.
+        self.policy = outbound_policy(spec, environ)
+        if self.policy is not None:
+            check_typed(spec, self.policy)
         for name, value in (o.get("headers") or {}).items():
             self.headers[name] = resolve_env(value, self.where, f"headers.{name}", environ)
         self.paths = {key: (o[key], _compile(o[key], self.where, key))
                       for key in ("hits", "id", "score", "title", "text") if o.get(key)}
-        self.policy = outbound_policy(spec, environ)
-        if self.policy is not None:
-            check_typed(spec, self.policy)
         #: Headers whose values are secrets: dropped on a redirect to another host (typed strategies).
         self.secret_headers = {name for name, value in (o.get("headers") or {}).items() if is_env(value)}
         self._local = threading.local()

@@ -66,17 +66,19 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
 
 @contextmanager
 def serve_app(workdir: Path, *args: str, env: dict[str, str],
-              program: Sequence[str] = SEARCHGRADE) -> Iterator[str]:
-    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log);
-    ``program`` is the `searchgrade` command (another venv's, for the installed wheel).
+              program: Sequence[str] = SEARCHGRADE, host: str = "127.0.0.1") -> Iterator[str]:
+    """`searchgrade app --port P ARGS` bound to ``host`` (loopback unless a test exposes it: 0.0.0.0),
+    run from ``workdir`` (its log: workdir/app.log); ``program`` is the `searchgrade` command
+    (another venv's, for the installed wheel).
 
-    Yields the app's URL once its health check answers; stops the server's process group after.
+    Yields the app's URL on loopback once its health check answers; stops the server's process
+    group after.
     """
     port = free_port()
     log_path = workdir / "app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [*program, "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            [*program, "app", "--port", str(port), "--host", host, *args],
             cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             url = f"http://127.0.0.1:{port}"

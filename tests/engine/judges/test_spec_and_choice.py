@@ -98,3 +98,20 @@ def test_a_panel_needs_no_model_its_first_judge_is_the_runs(llm_env):
                                    judge_prices=("small=0.1", "big=2")))
     assert config.llm.model == "small" and config.judges == ("small", "big@http://127.0.0.1:9/v1")
     assert config.judge_prices == {"small": 0.1, "big@http://127.0.0.1:9/v1": 2.0} and config.judge_aggregate == "median"
+
+
+def test_a_judges_own_endpoint_typed_in_the_app_is_marked_so_its_connections_are_guarded(monkeypatch):
+    from searchgrade.engine.judges.panel import judge_settings
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.server.outbound import check_judge_endpoints
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    typed = check_judge_endpoints(["a", "b@http://127.0.0.1:8/v1", "c@http://127.0.0.1:9/v1"], exposed=False)
+    assert typed == {"b@http://127.0.0.1:8/v1": "app", "c@http://127.0.0.1:9/v1": ""}  # c's is the operator's
+    run = LLMSettings(model="a", base_url="http://127.0.0.1:7/v1", declared_in="app")
+    a, b = parse_judge_models("a,b@http://127.0.0.1:8/v1")
+    assert judge_settings(run, a, typed).declared_in == "app"  # the run's endpoint, as the run marked it
+    assert (judge_settings(run, b, typed).base_url, judge_settings(run, b, typed).declared_in) == (
+        "http://127.0.0.1:8/v1", "app")
+    assert judge_settings(LLMSettings(model="a"), b, {}).declared_in == ""  # typed on the command line
+    assert judge_settings(run, a, typed, temperature=None).temperature is None
