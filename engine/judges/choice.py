@@ -118,6 +118,7 @@ def cheapest_sufficient(candidates: Sequence[Candidate], measure: str = "decisio
                 f"as the best one within its 95% interval (the best: {best.name}, {measure} "
                 f"{best.agreement.value:.0%}; within: {floor:.0%} and up): {', '.join(names)}.")
     if unpriced:
-        text += (f" {', '.join(unpriced)} had no price and were left out of the comparison in dollars: give "
-                 "each a --judge-price to compare it.")
+        were = "was" if len(unpriced) == 1 else "were"
+        text += (f" {', '.join(unpriced)} had no price and {were} left out of the comparison in dollars: a "
+                 "--judge-price for each compares it too.")
     return Recommendation(pick.name, names, text)
