@@ -125,7 +125,9 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         model=args.model, base_url=args.base_url, concurrency=args.concurrency, timeout_s=args.timeout,
         docs=args.docs, queries_per_doc=args.queries_per_doc, keyword_per_doc=args.keyword_per_doc,
         min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=judge_settings(args),
-        judge_unjudged=args.judge_unjudged, query_set=args.query_set, click_model=args.click_model,
+        judge_unjudged=args.judge_unjudged, judge_models=tuple(j for j in (args.judge_models or "").split(",") if j),
+        judge_prices=tuple(args.judge_price), judge_aggregate=args.judge_aggregate,
+        query_set=args.query_set, click_model=args.click_model,
         min_impressions=args.min_impressions, pool_depth=args.pool_depth, strict=args.strict,
     )
 
@@ -138,6 +140,9 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.prompts import read_judge_prompt
 
+    if not getattr(args, "llm", True):  # judge-pool always judges; evaluate only with --llm
+        # Unread: run_config refuses a judge prompt without --llm, in the words every surface uses.
+        return JudgeSettings(prompt=str(args.judge_prompt))
     name, text = read_judge_prompt(args.judge_prompt)
     return JudgeSettings(prompt=name, prompt_text=text)
 
@@ -163,8 +168,9 @@ def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any, runn
     bars = Bars()
     created: list[str] = []
     try:
-        # The endpoint typed here is the operator's choice: it may get $OPENAI_API_KEY.
-        with operator_urls([args.base_url]):
+        # The endpoints typed here (the run's, a panel's judges') are the operator's choice: they may
+        # get $OPENAI_API_KEY.
+        with operator_urls([args.base_url, *(j.base_url for j in config.judge_specs())]):
             outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
                                      on_run_created=created.append, on_usage=bars.set_usage,
                                      on_complete=keep_first_view, runner=runner)

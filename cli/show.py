@@ -171,8 +171,9 @@ def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
     reranker), retries included (over every process that worked on
     the run, resumes included); cache_hits: items answered from the cache; tokens: prompt and
     completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
+    A panel's judges (stages "judge:NAME") count under "judge" together.
     """
-    usage = store.llm_usage(run.run_id)
+    usage = panel_usage_summed(store.llm_usage(run.run_id))
     # rerank: the LLM reranker (engine/llm/reranker.py), listed for the runs that used it
     stages = ("querygen", "judge", *(("rerank",) if "rerank" in usage else ()))
     failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
@@ -186,6 +187,17 @@ def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
                    for s in stages},
         "judge_failures": failures,
     }
+
+
+def panel_usage_summed(usage: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The accounting with a panel's judges (stages "judge:NAME") added into "judge"."""
+    out = {stage: dict(counters) for stage, counters in usage.items() if not stage.startswith("judge:")}
+    for stage, counters in usage.items():
+        if stage.startswith("judge:"):
+            total = out.setdefault("judge", {})
+            for name, value in counters.items():
+                total[name] = total.get(name, 0) + value
+    return out
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from searchgrade.engine.run.request import RunRequest
 from searchgrade.engine.run.request import run_config as build_run_config
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server import jobs
-from searchgrade.server.outbound import check_llm_endpoint
+from searchgrade.server.outbound import check_judge_endpoints, check_llm_endpoint
 from searchgrade.viewmodels.collection_form import Choice
 from searchgrade.viewmodels.declared import Declared, declared_strategies, test_strategy
 from searchgrade.viewmodels.evaluate import (
@@ -217,9 +217,12 @@ def _form() -> None:
         llm: dict = {}
         if uses_llm:
             # An endpoint typed in the browser is held to the outbound policy before anything runs,
-            # and keeps where it was typed: every connection to it goes through the policy.
+            # and keeps where it was typed: every connection to it goes through the policy; a
+            # panel's judges' own endpoints (NAME@URL) too.
             endpoint = check_llm_endpoint(base_url or None, app_exposed())
-            llm = {"model": model, "base_url": base_url, "endpoint_declared_in": endpoint.declared_in, **llm_fields}
+            judges_declared_in = check_judge_endpoints(llm_fields.get("judge_models", ()), app_exposed())
+            llm = {"model": model, "base_url": base_url, "endpoint_declared_in": endpoint.declared_in,
+                   "judges_declared_in": judges_declared_in, **llm_fields}
         traffic = dict(log_options)
         by_clicks = traffic.pop("mode", None) == "clicks" or mode == "clicks"
         if traffic.get("query_set") or llm.get("queries_from"):

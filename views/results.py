@@ -40,13 +40,13 @@ from searchgrade.views._common import (
 )
 from searchgrade.views._failures import failures_section
 from searchgrade.views._holes import results_holes
+from searchgrade.views._judges import judges_section
 from searchgrade.views._rating import rescore_controls
 from searchgrade.views._reranker import train_section
 from searchgrade.views._result_overlap import overlap_table, search_problems
 from searchgrade.views._slices import query_slices_section
 from searchgrade.views._suite_actions import suite_actions
 from searchgrade.views._traffic import traffic_section
-from searchgrade.views._trust import trust_section
 from searchgrade.views._tune import tune_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
@@ -295,7 +295,7 @@ if panel is not None:
             matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
             matrix_col.dataframe(agreement.confusion, key="results_confusion")
 
-trust_section(run, metric, k)
+judges_section(run, metric, k, "results")
 query_slices_section(run, metric, k)
 traffic_section(run, metric, k)
 

@@ -82,6 +82,8 @@ class LLMClient:
         client: Anything with ``chat.completions.create(**kwargs)`` (a stub in tests); None builds
             an ``openai.OpenAI`` with ``max_retries=0``.
         sleep: Called with the seconds to wait between retries (tests pass a recorder).
+        usage: Where the calls are counted; None: a new ``Usage`` of its own (a panel's judges
+            share the run's, each under its own stage).
     """
 
     def __init__(
@@ -91,10 +93,11 @@ class LLMClient:
         api_key: str | None = None,
         client: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        usage: Usage | None = None,
     ) -> None:
         settings.validate()
         self.settings = settings
-        self.usage = Usage()
+        self.usage = usage if usage is not None else Usage()
         self.rejected_modes: list[str] = []
         self._sleep = sleep
         self._random = random.Random()
@@ -408,7 +411,8 @@ class LLMClient:
         }
         if self._adaptations.get("max_completion_tokens"):
             kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
-        if self._adaptations.get("omit_temperature"):
+        if self._adaptations.get("omit_temperature") or kwargs["temperature"] is None:
+            # None: the endpoint's own sampling settings (a judge's repeats measure it as deployed).
             del kwargs["temperature"]
         if seed is not None:
             kwargs["seed"] = seed

@@ -223,6 +223,7 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
     with ctx.transaction() as con:
         store.clear_run_contents(con, run_id, store.GRADED_TABLES)
         store.write_grades(con, run_id, graded.grades)
+        store.write_judge_grades(con, run_id, ctx.judge_rows)
         store.write_pooled_unjudged(con, run_id, [(q, d) for q, docs in still_pooled_unjudged(
             ctx.plan.pooled_unjudged, graded.grades).items() for d in docs])
         store.write_documents(con, run_id, [docs_by_id[d] for d in sorted(keep) if d in docs_by_id])

@@ -23,6 +23,8 @@ All SQL of the project lives in this package, one module per concern, composed i
 - query_fingerprints: one key per run for the queries it evaluated, equal exactly when two runs
   evaluated the same queries (Trends' breaks); the query sets sampled from traffic are traffic's.
 - tuning: tuning studies and their trials (`searchgrade tune`), stored as each trial ends.
+- judges: each judge's grades of a run's pairs, the grades asked again (test-retest), calibrated
+  judge prompts.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from searchgrade.engine.store.connection import DB_FILENAME, StoreConnection
 from searchgrade.engine.store.dashboard import DashboardReadsMixin
 from searchgrade.engine.store.failures import FailuresMixin
 from searchgrade.engine.store.holes import HolesMixin
+from searchgrade.engine.store.judges import JudgesMixin
 from searchgrade.engine.store.labels import LabelsMixin
 from searchgrade.engine.store.llm_cache import LLMCacheMixin
 from searchgrade.engine.store.migrations import MIGRATIONS
@@ -55,7 +58,7 @@ from searchgrade.engine.store.usage import LLMUsageMixin
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, FailuresMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
             TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QueryFingerprintsMixin, TuningMixin,
-            StoreConnection):
+            JudgesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

@@ -119,7 +119,8 @@ class ResultsMixin(StoreConnection):
     #: tests) from metric_values, kept_reads (Results' other kept reads) from all of them: all are
     #: cleared with them when a run is graded again.
     GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary",
-                     "paired_tests", "kept_reads", "pooled_unjudged", "query_vectors", "exact_search")
+                     "paired_tests", "kept_reads", "pooled_unjudged", "judge_grades", "query_vectors",
+                     "exact_search")
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
                            tables: Sequence[str] | None = None) -> None:
@@ -202,7 +203,7 @@ class ResultsMixin(StoreConnection):
                           tables: Sequence[str]) -> None:
         """Copy a run's rows of some tables to another run id (re-scoring keeps the search results)."""
         allowed = {"queries", "results", "failed_queries", "documents", "query_overlap", "pooled_unjudged",
-                   "query_vectors", "exact_search"}
+                   "judge_grades", "query_vectors", "exact_search"}
         unknown = set(tables) - allowed
         if unknown:
             raise ValueError(f"cannot copy tables {sorted(unknown)}; allowed: {sorted(allowed)}")

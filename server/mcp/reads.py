@@ -321,3 +321,20 @@ def gate(store: Store, baseline: str | None, candidate: str, metric: str | None 
                             "failed": line.failed, "reading": line.reading, "line": result.describe(line)}
                            for line in result.lines],
             "notes": result.notes}
+
+
+def judges(store: Store, run_id: str, metric: str | None = None) -> dict[str, Any]:
+    """Can the run's judge be trusted: `searchgrade judges RUN --format json`'s ``judges`` list, and
+    the same findings in words as the Results section (viewmodels/judges.py)."""
+    from searchgrade.viewmodels.judges import judges_json, judges_view
+
+    with store.session():
+        view = judges_view(store, store.get_run(run_id).run_id, metric)
+    report = view.report
+    differing, left_out = capped(view.differing.to_dict("records"), MAX_ROWS)
+    return {**judges_json(report), "run_id": report.run_id, "metric": view.metric, "people": report.people_source,
+            "queries": len(report.queries), "strategies": [label(s) for s in report.strategies],
+            "decisions": [s.text for s in view.decisions], "decided_differently": differing,
+            "decided_differently_left_out": left_out, "suite": [s.text for s in view.suite_sentences],
+            "stability": [s.text for s in view.stability], "item_agreement": [s.text for s in view.item],
+            "recommendation": view.recommendation.text, "notes": report.notes}

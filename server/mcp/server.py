@@ -174,8 +174,31 @@ def build_server(settings: McpSettings) -> Any:
         return answer(lambda: reads.gate(store, baseline, candidate, metric, margin, alpha, strategies))
 
     @tool()
+    def judges(run_id: str, metric: str | None = None) -> str:
+        """Can the run's LLM judge be trusted where it matters? Its decisions against people's
+        grades (qrels, an unjudged result counting 0, and ratings given in the app), its stability
+        and item agreement, what each judge costs, and the cheapest judge that decides as well.
+
+        Args:
+            run_id: A complete run whose results a judge graded (`--llm`, or `--qrels --llm
+                --judge-models A,B`).
+            metric: metric@k the decisions are read on (default dcg@k at the run's k).
+
+        Returns JSON: judges [{model ("panel" for a panel's grade), pairs, queries, kappa_w,
+        kappa_w_ci, bias, bias_ci, tau, tau_ci, decision_agreement (the share of strategy
+        comparisons whose paired verdict is people's), decision_agreement_ci, retest_agreement
+        (null until `searchgrade judges RUN --repeat N` asked again), cost_per_1000_pairs {tokens,
+        usd}, recommended}] as `searchgrade judges RUN --format json`, with decisions,
+        decided_differently, stability, item_agreement and recommendation in words. A figure below
+        its minimum (30 pairs, 3 strategies for tau, the paired test's fewest queries) is null and
+        the words say why. Reads only: asking the judges again is the command line's.
+        """
+        return answer(lambda: reads.judges(store, run_id, metric))
+
+    @tool()
     def estimate_cost(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
-                      max_queries: int | None = None, suite: str | None = None) -> str:
+                      max_queries: int | None = None, suite: str | None = None,
+                      judge_models: list[str] | None = None) -> str:
         """What an LLM run would cost, before it runs (`searchgrade evaluate --dry-run`).
 
         Args:
@@ -185,17 +208,20 @@ def build_server(settings: McpSettings) -> Any:
             strategies: Strategy names (default: the built-ins).
             max_queries: Queries to evaluate (at most the server's --max-queries).
             suite: Instead of the above, the next run of this suite (list_runs' suites).
+            judge_models: A panel of judges (models on the server's endpoint), each grading every
+                retrieved pair (mode llm or qrels_llm).
 
         Returns JSON: calls and tokens per stage, the total, and whether the server's token
         ceiling (--max-tokens) allows the run. Nothing is indexed, searched or stored.
         """
         return answer(lambda: runs.estimate_cost(settings, store, collection, mode, strategies, max_queries,
-                                                  suite))
+                                                  suite, judge_models))
 
     @tool(writes=True)
     def start_evaluation(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
                          max_queries: int | None = None, name: str | None = None, k: int | None = None,
-                         accept_estimate: bool = False, suite: str | None = None, note: str | None = None) -> str:
+                         accept_estimate: bool = False, suite: str | None = None, note: str | None = None,
+                         judge_models: list[str] | None = None) -> str:
         """Start an evaluation in the background; returns its run_id at once.
 
         Give either collection (with the optional mode, strategies, max_queries, name, k) or suite
@@ -219,12 +245,16 @@ def build_server(settings: McpSettings) -> Any:
                 again with true to start it (refused above the server's token ceiling).
             suite: A suite's name (list_runs' suites): start its next run instead.
             note: With suite, a note on its run ("synonyms v3 deployed"), shown on its trend.
+            judge_models: A panel of judges, model names on the server's endpoint, each grading every
+                retrieved pair (mode llm or qrels_llm); the judges tool then says which decides as
+                people do.
 
         Needs the server started with --allow-runs. One run at a time; it goes on after this
         session (and this server) ends. Poll run_progress(run_id), then run_summary.
         """
         return answer(lambda: runs.start_evaluation(settings, store, collection, mode, strategies,
-                                                     max_queries, name, k, accept_estimate, suite, note))
+                                                     max_queries, name, k, accept_estimate, suite, note,
+                                                     judge_models))
 
     @tool()
     def run_progress(run_id: str) -> str:
