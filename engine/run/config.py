@@ -93,6 +93,9 @@ class RunConfig:
     #: Rerankers declared in the strategies file (``[reranker.NAME]``): name -> declaration as
     #: written; ``X_NAME`` strategies of ``strategies`` rerank X with them.
     rerankers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The first strategy failure fails the run (``evaluate --strict``: all or nothing, for CI);
+    #: otherwise a strategy fails alone and the run completes with it recorded as failed.
+    strict: bool = False
 
     def __post_init__(self) -> None:
         from searchgrade.indexes.declared.rerankers import note_rerankers

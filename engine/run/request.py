@@ -104,6 +104,8 @@ class RunRequest:
     click_model: str | None = None
     min_impressions: int | None = None
     pool_depth: str | None = None
+    #: The first strategy failure fails the run (``--strict``), instead of failing that strategy alone.
+    strict: bool = False
 
 
 def run_config(request: RunRequest) -> RunConfig:
@@ -131,6 +133,7 @@ def run_config(request: RunRequest) -> RunConfig:
         judges=tuple(j.name for j in judges), judge_prices=_judge_prices(request, judges),
         judge_aggregate=request.judge_aggregate or "median",
         judges_declared_in={name: where for name, where in request.judges_declared_in.items() if where},
+        strict=request.strict,
     )
     config.validate()
     config.check_environment()

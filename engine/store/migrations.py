@@ -550,4 +550,29 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    (
+        18,
+        # Why queries fail (issue 34, engine/failures/): the run's query vectors (from the ANN's
+        # embedding model: failure groups and their 2-D map), and, for the queries an ANN-based
+        # strategy failed on, the exact search of the same vectors (each of its top results, and
+        # whether the approximate index's top list holds it: lost_by_index's evidence). A strategy
+        # added in the app records the collection it was added for (NULL: saved before, any).
+        """
+        ALTER TABLE saved_strategies ADD COLUMN collection_name VARCHAR;
+        CREATE TABLE query_vectors (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            vector FLOAT[] NOT NULL,
+            PRIMARY KEY (run_id, query_id)
+        );
+        CREATE TABLE exact_search (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            in_index BOOLEAN NOT NULL,
+            PRIMARY KEY (run_id, query_id, rank)
+        )
+        """,
+    ),
 )

@@ -93,9 +93,10 @@ def build_server(settings: McpSettings) -> Any:
         Returns JSON: headline (best DCG@10 with its 95% CI and strategy), strategies (each
         metric@k with value, ci_low, ci_high), comparisons (paired differences between strategies,
         adjusted p-values, findings in words), judged (judged@k per strategy and a warning when
-        strategies are judged unevenly), failures (top-1 not relevant, backend errors); for a run
-        of a suite, suite: its regression verdict against the suite's previous complete run
-        (drop, gain or no significant change, per strategy the change with its adjusted 95% CI).
+        strategies are judged unevenly), failures (per strategy the queries whose top 1 is not
+        relevant, by kind and by cause, and the strategies that could not answer); for a run of a
+        suite, suite: its regression verdict against the suite's previous complete run (drop, gain
+        or no significant change, per strategy the change with its adjusted 95% CI).
         """
         return answer(lambda: reads.run_summary(store, run_id, k))
 
@@ -132,16 +133,21 @@ def build_server(settings: McpSettings) -> Any:
         return answer(lambda: reads.query_results(store, run_id, query_id, strategy, limit))
 
     @tool()
-    def failed_queries(run_id: str, strategy: str | None = None, limit: int = 20) -> str:
-        """Queries whose top-1 result was not relevant, with what each strategy returned first, and
-        queries a strategy could not answer (backend errors).
+    def failed_queries(run_id: str, strategy: str | None = None, limit: int = 20,
+                       category: str | None = None) -> str:
+        """Queries whose top-1 result was not relevant, each with its kind (judged_not_relevant or
+        unjudged: a labelling gap) and its cause (no_relevant_known, lost_by_index, ranked_too_low,
+        one_strategy_only, judge_disagrees, not_retrieved, unexplained) with the evidence, and what
+        each strategy returned first; the counts per kind and cause; and the strategies that could
+        not answer (backend errors).
 
         Args:
             run_id: The run.
-            strategy: The strategy whose top 1 decides (default: the run's best strategy).
+            strategy: The strategy whose top 1 decides (default: the one with the most failed queries).
             limit: At most this many queries (up to 50); failed_total counts all.
+            category: Only the queries of this kind or cause.
         """
-        return answer(lambda: reads.failed_queries(store, run_id, strategy, limit))
+        return answer(lambda: reads.failed_queries(store, run_id, strategy, limit, category))
 
     @tool()
     def gate(candidate: str, baseline: str | None = None, metric: str | None = None, margin: float | None = None,
