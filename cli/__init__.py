@@ -23,6 +23,7 @@ from searchgrade.cli import (
     import_vectors,
     index,
     judge_pool,
+    judges,
     labels,
     mcp,
     queries,
@@ -44,6 +45,7 @@ COMMANDS = {
     "queries": queries,  # queries import|sample|list|show
     "clicks": clicks,  # clicks import|import-interleaving|show
     "judge-pool": judge_pool,  # judge-pool
+    "judges": judges,  # judges
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker

@@ -22,7 +22,7 @@ exposure recorded when the target was typed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from searchgrade.core.outbound import (
@@ -36,7 +36,7 @@ from searchgrade.core.outbound import (
 from searchgrade.engine.llm.key_policy import key_allowed
 
 __all__ = ["ENV_ALLOWED_HOSTS", "ENV_SECRETS", "OutboundPolicy", "OutboundRefused", "TypedEndpoint",
-           "browser_policy", "check_llm_endpoint", "check_typed_host", "check_typed_url"]
+           "browser_policy", "check_judge_endpoints", "check_llm_endpoint", "check_typed_host", "check_typed_url"]
 
 
 def browser_policy(exposed: bool, environ: Mapping[str, str] | None = None) -> OutboundPolicy:
@@ -61,6 +61,21 @@ def check_typed_host(host: str, port: int, exposed: bool, what: str = "host",
         OutboundRefused: one line.
     """
     return browser_policy(exposed, environ).check_host(host, port, what)
+
+
+def check_judge_endpoints(judge_models: Sequence[str], exposed: bool,
+                          environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A panel's judges typed in the browser: each ``NAME@URL`` endpoint held to the LLM endpoint's
+    policy (``check_llm_endpoint``); judge name -> where its endpoint was typed ("" for the
+    operator's), for the run's settings (``RunConfig.judges_declared_in``).
+
+    Raises:
+        OutboundRefused: one line; SearchGradeError: a list that names no judge rightly.
+    """
+    from searchgrade.engine.judges.spec import parse_judge_models
+
+    return {spec.name: check_llm_endpoint(spec.base_url, exposed, environ).declared_in
+            for spec in (parse_judge_models(list(judge_models)) if judge_models else ()) if spec.base_url}
 
 
 @dataclass(frozen=True)

@@ -80,11 +80,6 @@ def ideal_words(path: str, run_id: str, metric: str, k: int) -> str | None:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def failed_queries(path: str, run_id: str, strategy: str):
-    return results_model.failed_queries(store_for(path), run_id, strategy)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
 def query_choices(path: str, run_id: str):
     return drilldown_model.query_choices(store_for(path), run_id)
 
@@ -120,21 +115,25 @@ def query_set_choices(path: str, collection_name: str, runs_key: tuple[str, ...]
 
 
 def resume_controls(run: RunRecord, key: str) -> None:
-    """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable).
+    """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable); a
+    complete run's "Retry what failed" when strategies failed on queries.
 
     The run continues in the background worker; the page switches to Evaluate to show it.
     """
-    if run.status not in STOPPED_STATUSES:
+    retry = run.status == "complete" and bool(get_store().failed_query_counts(run.run_id))
+    if run.status not in STOPPED_STATUSES and not retry:
         return
     stored = (run.config.get("llm") or {}).get("base_url") or ""
-    st.caption("Resuming continues with the run's stored configuration: its queries are reused, "
+    st.caption("Retrying searches again only the queries the strategies above failed on, once their "
+               "servers are back; everything else the run did is kept." if retry else
+               "Resuming continues with the run's stored configuration: its queries are reused, "
                "completed LLM judgments come from the cache, and only the missing work is done.")
     base_url = stored
     if run.config.get("llm"):
         # One field per run: an endpoint typed for one run is never the next one's.
         base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
                                  key=f"{key}_base_url_{run.run_id}").strip()
-    if st.button("Resume this run", type="primary", key=f"{key}_button"):
+    if st.button("Retry what failed" if retry else "Resume this run", type="primary", key=f"{key}_button"):
         try:
             # A new endpoint is typed in the browser: the outbound guard's, as on Evaluate.
             endpoint = check_llm_endpoint(base_url, app_exposed()) if base_url and base_url != stored else None

@@ -29,7 +29,8 @@ class LLMSettings:
     max_backoff_s: float = 30.0
     #: A longer Retry-After is cut to this.
     max_retry_after_s: float = 120.0
-    temperature: float = 0.0
+    #: None: no temperature is sent, the endpoint samples as it is set up to.
+    temperature: float | None = 0.0
     max_tokens: int = 400
     #: Force one of OUTPUT_MODES instead of negotiating.
     output_mode: str | None = None

@@ -235,10 +235,12 @@ class MappingError(Exception):
 class RequestError(Exception):
     """A request that failed; ``retry`` says whether another attempt may succeed."""
 
-    def __init__(self, message: str, retry: bool, wait_s: float | None = None) -> None:
+    def __init__(self, message: str, retry: bool, wait_s: float | None = None, refused: bool = False) -> None:
         super().__init__(message)
         self.retry = retry
         self.wait_s = wait_s
+        #: The request reached no server (refused, or no address answered).
+        self.refused = refused
 
 
 class HttpNode(DeclaredNode):
@@ -295,7 +297,7 @@ class HttpNode(DeclaredNode):
         except requests.ConnectionError as exc:
             reason = _connection_reason(exc)
             raise RequestError(f"cannot connect to {self.url} ({reason}): is the server running, "
-                               "and is the url right?", True) from None
+                               "and is the url right?", True, refused=reason in NO_SERVER) from None
         except requests.RequestException as exc:
             raise RequestError(f"request to {self.url} failed ({type(exc).__name__}: {exc})", True) from None
         except OutboundRefused as exc:  # a redirect, or a name that now resolves elsewhere
@@ -374,7 +376,7 @@ class HttpNode(DeclaredNode):
         (or the server's Retry-After); a reply the mapping cannot read is not."""
         if isinstance(exc, RequestError):
             wait = exc.wait_s if exc.wait_s is not None else self.backoff_s * 2 ** (attempt - 1)
-            return FailedAttempt(str(exc), exc.retry, min(wait, MAX_RETRY_AFTER_S))
+            return FailedAttempt(str(exc), exc.retry, min(wait, MAX_RETRY_AFTER_S), exc.refused)
         if isinstance(exc, MappingError):
             return FailedAttempt(str(exc))
         return None
@@ -418,6 +420,10 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+#: Connection errors that reached no server (``_connection_reason``'s words): counted as refusals.
+NO_SERVER = frozenset({"connection refused", "name or service not known", "no route to host"})
 
 
 def _connection_reason(exc: Exception) -> str:

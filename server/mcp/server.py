@@ -93,9 +93,10 @@ def build_server(settings: McpSettings) -> Any:
         Returns JSON: headline (best DCG@10 with its 95% CI and strategy), strategies (each
         metric@k with value, ci_low, ci_high), comparisons (paired differences between strategies,
         adjusted p-values, findings in words), judged (judged@k per strategy and a warning when
-        strategies are judged unevenly), failures (top-1 not relevant, backend errors); for a run
-        of a suite, suite: its regression verdict against the suite's previous complete run
-        (drop, gain or no significant change, per strategy the change with its adjusted 95% CI).
+        strategies are judged unevenly), failures (per strategy the queries whose top 1 is not
+        relevant, by kind and by cause, and the strategies that could not answer); for a run of a
+        suite, suite: its regression verdict against the suite's previous complete run (drop, gain
+        or no significant change, per strategy the change with its adjusted 95% CI).
         """
         return answer(lambda: reads.run_summary(store, run_id, k))
 
@@ -132,16 +133,21 @@ def build_server(settings: McpSettings) -> Any:
         return answer(lambda: reads.query_results(store, run_id, query_id, strategy, limit))
 
     @tool()
-    def failed_queries(run_id: str, strategy: str | None = None, limit: int = 20) -> str:
-        """Queries whose top-1 result was not relevant, with what each strategy returned first, and
-        queries a strategy could not answer (backend errors).
+    def failed_queries(run_id: str, strategy: str | None = None, limit: int = 20,
+                       category: str | None = None) -> str:
+        """Queries whose top-1 result was not relevant, each with its kind (judged_not_relevant or
+        unjudged: a labelling gap) and its cause (no_relevant_known, lost_by_index, ranked_too_low,
+        one_strategy_only, judge_disagrees, not_retrieved, unexplained) with the evidence, and what
+        each strategy returned first; the counts per kind and cause; and the strategies that could
+        not answer (backend errors).
 
         Args:
             run_id: The run.
-            strategy: The strategy whose top 1 decides (default: the run's best strategy).
+            strategy: The strategy whose top 1 decides (default: the one with the most failed queries).
             limit: At most this many queries (up to 50); failed_total counts all.
+            category: Only the queries of this kind or cause.
         """
-        return answer(lambda: reads.failed_queries(store, run_id, strategy, limit))
+        return answer(lambda: reads.failed_queries(store, run_id, strategy, limit, category))
 
     @tool()
     def gate(candidate: str, baseline: str | None = None, metric: str | None = None, margin: float | None = None,
@@ -168,8 +174,31 @@ def build_server(settings: McpSettings) -> Any:
         return answer(lambda: reads.gate(store, baseline, candidate, metric, margin, alpha, strategies))
 
     @tool()
+    def judges(run_id: str, metric: str | None = None) -> str:
+        """Can the run's LLM judge be trusted where it matters? Its decisions against people's
+        grades (qrels, an unjudged result counting 0, and ratings given in the app), its stability
+        and item agreement, what each judge costs, and the cheapest judge that decides as well.
+
+        Args:
+            run_id: A complete run whose results a judge graded (`--llm`, or `--qrels --llm
+                --judge-models A,B`).
+            metric: metric@k the decisions are read on (default dcg@k at the run's k).
+
+        Returns JSON: judges [{model ("panel" for a panel's grade), pairs, queries, kappa_w,
+        kappa_w_ci, bias, bias_ci, tau, tau_ci, decision_agreement (the share of strategy
+        comparisons whose paired verdict is people's), decision_agreement_ci, retest_agreement
+        (null until `searchgrade judges RUN --repeat N` asked again), cost_per_1000_pairs {tokens,
+        usd}, recommended}] as `searchgrade judges RUN --format json`, with decisions,
+        decided_differently, stability, item_agreement and recommendation in words. A figure below
+        its minimum (30 pairs, 3 strategies for tau, the paired test's fewest queries) is null and
+        the words say why. Reads only: asking the judges again is the command line's.
+        """
+        return answer(lambda: reads.judges(store, run_id, metric))
+
+    @tool()
     def estimate_cost(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
-                      max_queries: int | None = None, suite: str | None = None) -> str:
+                      max_queries: int | None = None, suite: str | None = None,
+                      judge_models: list[str] | None = None) -> str:
         """What an LLM run would cost, before it runs (`searchgrade evaluate --dry-run`).
 
         Args:
@@ -179,17 +208,20 @@ def build_server(settings: McpSettings) -> Any:
             strategies: Strategy names (default: the built-ins).
             max_queries: Queries to evaluate (at most the server's --max-queries).
             suite: Instead of the above, the next run of this suite (list_runs' suites).
+            judge_models: A panel of judges (models on the server's endpoint), each grading every
+                retrieved pair (mode llm or qrels_llm).
 
         Returns JSON: calls and tokens per stage, the total, and whether the server's token
         ceiling (--max-tokens) allows the run. Nothing is indexed, searched or stored.
         """
         return answer(lambda: runs.estimate_cost(settings, store, collection, mode, strategies, max_queries,
-                                                  suite))
+                                                  suite, judge_models))
 
     @tool(writes=True)
     def start_evaluation(collection: str | None = None, mode: str | None = None, strategies: list[str] | None = None,
                          max_queries: int | None = None, name: str | None = None, k: int | None = None,
-                         accept_estimate: bool = False, suite: str | None = None, note: str | None = None) -> str:
+                         accept_estimate: bool = False, suite: str | None = None, note: str | None = None,
+                         judge_models: list[str] | None = None) -> str:
         """Start an evaluation in the background; returns its run_id at once.
 
         Give either collection (with the optional mode, strategies, max_queries, name, k) or suite
@@ -213,12 +245,16 @@ def build_server(settings: McpSettings) -> Any:
                 again with true to start it (refused above the server's token ceiling).
             suite: A suite's name (list_runs' suites): start its next run instead.
             note: With suite, a note on its run ("synonyms v3 deployed"), shown on its trend.
+            judge_models: A panel of judges, model names on the server's endpoint, each grading every
+                retrieved pair (mode llm or qrels_llm); the judges tool then says which decides as
+                people do.
 
         Needs the server started with --allow-runs. One run at a time; it goes on after this
         session (and this server) ends. Poll run_progress(run_id), then run_summary.
         """
         return answer(lambda: runs.start_evaluation(settings, store, collection, mode, strategies,
-                                                     max_queries, name, k, accept_estimate, suite, note))
+                                                     max_queries, name, k, accept_estimate, suite, note,
+                                                     judge_models))
 
     @tool()
     def run_progress(run_id: str) -> str:

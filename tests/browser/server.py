@@ -88,6 +88,19 @@ def serve_app(workdir: Path, *args: str, env: dict[str, str],
             _stop_group(server)
 
 
+def pick(page: object, label: str, option: str, tries: int = 5) -> None:
+    """Pick ``option`` in the selectbox named ``label``: a click while the page still reruns may
+    not open the list, so it is clicked again."""
+    for _ in range(tries):
+        page.get_by_role("combobox", name=label).click()  # type: ignore[attr-defined]
+        try:
+            page.get_by_role("option", name=option).click(timeout=10_000)  # type: ignore[attr-defined]
+            return
+        except Exception:  # noqa: BLE001 - the list did not open: the page was rerunning
+            page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    raise AssertionError(f"could not pick {option!r} in {label!r}")
+
+
 @contextmanager
 def chromium() -> Iterator:
     """Debian's Chromium, headless, driven by Playwright; closed afterwards."""

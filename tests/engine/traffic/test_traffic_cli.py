@@ -184,3 +184,36 @@ def test_the_judge_on_a_query_set_and_against_the_clicks(traffic_run):
 
     view = traffic_view(store, run, "dcg", 10)
     assert view.agreement is not None and view.agreement.n == agreement["n"]
+
+
+def test_the_judge_and_a_panel_fill_the_holes_the_clicks_left(traffic_run):
+    """`--clicks --llm --judge-unjudged`: the pairs the log left unjudged take the judge's grade (or
+    a panel's, issue 35's judges), click grades win where both exist, and each figure says whose."""
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.pipeline import run_evaluation
+    from searchgrade.viewmodels.clicks import judge_share
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+    from tests.engine.llm_fakes import Recorder
+
+    store, clicks_run, folder, home = traffic_run
+    collection = load_collection(folder / "tiny")
+    with FakeOpenAIServer(Recorder()) as server:
+        llm = LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10)
+        options = dict(mode="clicks", query_set="top5", click_model="pbm", min_impressions=5, strategies=("fulltext",),
+                       n_bootstrap=200, llm=llm, judge_unjudged=True)
+        one = run_evaluation(collection, RunConfig(**options), store, home).run_id
+        panel = run_evaluation(collection, RunConfig(**options, judges=("fake", "other")), store, home).run_id
+    clicks = {(g["query_id"], g["doc_id"]): g["grade"] for g in store.grades(clicks_run.run_id)}
+    retrieved = {(r["query_id"], r["doc_id"]) for r in store.results_with_grades(clicks_run.run_id)}
+    for run_id in (one, panel):
+        run = store.get_run(run_id)
+        assert run.label_source == "clicks+llm"
+        grades = {(g["query_id"], g["doc_id"]): g for g in store.grades(run_id)}
+        assert {p: g["grade"] for p, g in grades.items() if g["source"] == "clicks"} == clicks  # clicks win
+        filled = {p for p, g in grades.items() if g["source"] == "llm"}
+        assert filled == retrieved - set(clicks) and run.stats["clicks"]["filled_by_judge"] == len(filled) > 0
+        shares = judge_share(store, run, 10)
+        assert 0 < shares["fulltext"] < 1
+    assert store.get_run(panel).stats["judges"]  # the panel's own report, as for any panel
