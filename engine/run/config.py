@@ -167,11 +167,11 @@ class RunConfig:
         if self.queries_from is not None and self.mode != "llm":
             raise SearchGradeError("--queries-from goes with --llm (it reuses generated queries)")
         self._validate_judges()
-        if self.judge_unjudged and (self.mode != "qrels" or self.llm is None):
-            raise SearchGradeError("--judge-unjudged goes with --qrels --llm (human grades first, "
-                                   "the judge for the rest)")
+        if self.judge_unjudged and (self.mode not in ("qrels", "clicks") or self.llm is None):
+            raise SearchGradeError("--judge-unjudged goes with --qrels --llm or --clicks --llm (human or click "
+                                   "grades first, the judge for the rest)")
         if self.pool_depth is not None and not (self.mode == "llm" or self.judge_unjudged):
-            raise SearchGradeError("--pool-depth goes with --llm or --qrels --llm --judge-unjudged: the pool "
+            raise SearchGradeError("--pool-depth goes with --llm or --judge-unjudged: the pool "
                                    "is what the judge grades (for a stored run: `searchgrade judge-pool RUN`)")
         unknown_pool = sorted(set((self.pool_depth or {}).get("per_strategy") or {}) - set(self.strategies))
         if unknown_pool:
@@ -196,9 +196,10 @@ class RunConfig:
             if self.judge_prices:
                 raise SearchGradeError("--judge-price goes with --judge-models (it prices a judge of the panel)")
             return
-        if self.llm is None or self.mode not in ("qrels", "llm"):
+        if self.llm is None or self.mode not in ("qrels", "llm", "clicks"):
             raise SearchGradeError("--judge-models goes with --qrels --llm (the judges measured against human "
-                                   "labels) or --llm (the panel grades)")
+                                   "labels), --llm (the panel grades) or --clicks --llm (the panel against the "
+                                   "clicks, and with --judge-unjudged for the holes)")
         specs = self.judge_specs()
         unknown = sorted(set(self.judge_prices) - {s.name for s in specs})
         if unknown:

@@ -575,4 +575,29 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    (
+        19,
+        # Team-draft interleaving results (issue 36): per query of a log and pair of systems (kept in
+        # one order, the smaller name first), the interleaved searches each system's clicks won, the
+        # ties (both credited alike, at least one click) and every interleaved search.
+        """
+        CREATE TABLE interleaving_logs (
+            log_name VARCHAR PRIMARY KEY,
+            source VARCHAR NOT NULL,
+            searches BIGINT NOT NULL,
+            skipped_rows BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE interleaving_results (
+            log_name VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            system_a VARCHAR NOT NULL,
+            system_b VARCHAR NOT NULL,
+            wins_a BIGINT NOT NULL,
+            wins_b BIGINT NOT NULL,
+            ties BIGINT NOT NULL,
+            searches BIGINT NOT NULL
+        )
+        """,
+    ),
 )
