@@ -63,6 +63,8 @@ class BuiltIndexes:
     stats: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     ann: Any = None
+    #: strategy -> its index's cost figures (indexes/variants/costs.py ``strategy_costs``).
+    costs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ the reranked strategies share one CrossFittedScorer behind the shared scores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from searchgrade.indexes.rerank.cross_encoder import (
 )
 from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, trained_name
 from searchgrade.indexes.settings import IndexSettings
+from searchgrade.indexes.variants.costs import strategy_costs
 
 
 class SkipStrategy(SearchGradeError):  # noqa: N818 - a signal to skip, recorded, not an error
@@ -85,6 +86,16 @@ class BuildContext:
         self.services = dict(services or {})
         #: Declared rerankers' shared scores (indexes/rerank/service.py), by reranker name.
         self._query_scores: dict[str, Any] = {}
+        #: What factories share, made once by key (indexes/variants/components.py: indexes, chunks).
+        self._shared: dict[Any, Any] = {}
+        #: Node name -> the cost of the index it searches itself (indexes/variants/costs.py).
+        self.own_costs: dict[str, Any] = {}
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()`` once per key for the whole build (an index, a chunking), then the same object."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
     def node(self, name: str) -> Node:
         """The node of strategy ``name``, built once, with every node it is built on."""
@@ -96,18 +107,24 @@ class BuildContext:
         return self.nodes[name]
 
     def ann(self) -> ann.AnnSearcher:
+        """The built-in ANN index (the run's settings, whole documents); its stats are the build's."""
         if self._ann is None:
+            from searchgrade.indexes.variants.components import ann_component
+
+            component = ann_component(self, self.settings, None, self.built)
+            self.own_costs["ann"] = component.cost
             # built.ann: what measure_ann_recall (issue 9) measures.
-            self._ann = self.built.ann = _build_ann(self.settings, self.data_dir, self.fingerprint, self.doc_ids, self.texts,
-                                   self.progress, self.built,
-                                   bundled_shard(self.collection, self.settings.embedding_model,
-                                                 self.settings.embedding_backend))
+            self._ann = self.built.ann = component.searcher
         return self._ann
 
     def fulltext(self) -> fulltext.FulltextSearcher:
+        """The built-in BM25 index (the run's settings, whole documents)."""
         if self._fulltext is None:
-            self._fulltext = _build_fulltext(self.settings, self.data_dir, self.fingerprint, self.doc_ids,
-                                             self.texts, self.progress, self.built)
+            from searchgrade.indexes.variants.components import fulltext_component
+
+            component = fulltext_component(self, self.settings, None, self.built)
+            self.own_costs["fulltext"] = component.cost
+            self._fulltext = component.searcher
         return self._fulltext
 
     def embedder(self, model_name: str) -> Any:
@@ -264,6 +281,8 @@ def build_searchers(
             built.skipped[strategy] = str(exc)
     built.nodes = ctx.nodes
     built.context = ctx
+    built.costs = strategy_costs(ctx.own_costs, {n: node.inputs for n, node in ctx.nodes.items()},
+                                 [s for s in requested if s not in built.skipped])
     built.searchers = {s: StrategySearcher(s, ctx.nodes) for s in requested if s not in built.skipped}
     return built
 
@@ -299,14 +318,19 @@ def bundled_shard(collection: Collection, model_name: str, backend: str = "torch
     return folder / "embeddings" / f"{model_slug(model_name)}{cache_tag(backend)}.npz"
 
 
-def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-               texts: list[str], progress: ProgressFn | None, built: BuiltIndexes,
-               bundled: Path | None = None) -> ann.AnnSearcher:
+def build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
+              texts: list[str], progress: ProgressFn | None, built: BuiltIndexes,
+              bundled: Path | None = None, model: Any = None) -> ann.AnnSearcher:
+    """An ANN index over ``texts`` (documents, or chunks under their ids), reloaded when its folder
+    (named by ``fingerprint`` and the ANN settings) holds it, else embedded (only the texts the
+    cache lacks) and built. Its stats and timings go to ``built``: the build's own, or a variant's
+    record of its cost (indexes/variants/). ``model``: the embedder, when already loaded."""
     settings = settings.resolved(len(doc_ids))
     built.stats["ann_index"] = settings.ann_index
     backend = settings.embedding_backend
-    with timed(built.timings, "embedder_load"):
-        model = load_embedder(settings.embedding_model, backend, settings.device, data_dir)
+    if model is None:
+        with timed(built.timings, "embedder_load"):
+            model = load_embedder(settings.embedding_model, backend, settings.device, data_dir)
     built.stats.update(embedding_backend=backend, embedding_device=embedder_device(model))
     directory = ann.ann_dir(data_dir, fingerprint, settings)
     cache_dir = cache_dir_for(data_dir, settings.embedding_model, backend)
@@ -322,20 +346,23 @@ def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_id
                                                  settings.batch_size, progress, model=model,
                                                  backend=backend)
         built.stats.update(embedded=embed_stats.embedded, cache_hits=embed_stats.cache_hits,
-                           embed_docs_per_s=embed_stats.docs_per_s)
+                           embed_docs_per_s=embed_stats.docs_per_s, encode_s=embed_stats.encode_s)
         with timed(built.timings, "ann_build"):
             index = ann.build_ann_index(vectors, settings)
             ann.save_ann(directory, index, doc_ids, settings)
+        del vectors  # the index holds its own copy
     else:
-        built.stats.update(embedded=0, cache_hits=0, embed_docs_per_s=None)
+        built.stats.update(embedded=0, cache_hits=0, embed_docs_per_s=None, encode_s=0.0)
         if progress:
             progress("embed", len(doc_ids), len(doc_ids))
     return ann.AnnSearcher(model, index, doc_ids)
 
 
-def _build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-                    texts: list[str], progress: ProgressFn | None,
-                    built: BuiltIndexes) -> fulltext.FulltextSearcher:
+def build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
+                   texts: list[str], progress: ProgressFn | None,
+                   built: BuiltIndexes) -> fulltext.FulltextSearcher:
+    """A BM25 index over ``texts`` (documents, or chunks under their ids), reloaded when its folder
+    holds it; its stats and timings go to ``built`` (as ``build_ann``'s)."""
     directory = fulltext.bm25_dir(data_dir, fingerprint, settings)
     built.artifacts["bm25"] = str(directory)
     with timed(built.timings, "bm25_build"):
