@@ -11,6 +11,7 @@ from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text
+from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
@@ -123,6 +124,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
               file=out)
     for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
         print(line, file=out)
+    for line in cost_lines(store, run):  # beside quality, what each strategy costs
+        print(line, file=out)
     print_comparisons(store, run, k, out)
 
 
@@ -190,7 +193,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         run_json["traffic"] = traffic
     holes = holes_panel(store, run.run_id, k=args.k).to_json() if metrics else None
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes}, sys.stdout, indent=2, default=str)
+               "holes": holes, "costs": costs_json(store, run)}, sys.stdout, indent=2, default=str)
     print()
     return 0
 

@@ -92,10 +92,18 @@ class BuildContext:
         self.own_costs: dict[str, Any] = {}
 
     def shared(self, key: Any, make: Callable[[], Any]) -> Any:
-        """``make()`` once per key for the whole build (an index, a chunking), then the same object."""
+        """``make()`` once per key for the whole build (an index, a chunking), then the same object;
+        a ``SearchGradeError`` it raised is raised again for the next strategy that asks (a model
+        that cannot be loaded is tried once)."""
         if key not in self._shared:
-            self._shared[key] = make()
-        return self._shared[key]
+            try:
+                self._shared[key] = make()
+            except SearchGradeError as exc:
+                self._shared[key] = exc
+        found = self._shared[key]
+        if isinstance(found, SearchGradeError):
+            raise found
+        return found
 
     def node(self, name: str) -> Node:
         """The node of strategy ``name``, built once, with every node it is built on."""

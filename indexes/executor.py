@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from searchgrade.core.checks import check_k
-from searchgrade.core.records import Document, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.core.records import Document, Passage, ScoredDoc, SearchGradeError, SearchHits
 
 #: Queries per chunk after the first (which holds one query).
 CHUNK_SIZE = 64
@@ -45,6 +45,8 @@ class Answer(NamedTuple):
     seconds: float
     #: Documents the reply described (id -> title/text), for ids that may not be in the collection.
     documents: Mapping[str, Document] | None = None
+    #: For a node that retrieves chunks: each listed document's matched chunk (indexes/variants/nodes.py).
+    passages: Mapping[str, Passage] | None = None
 
 
 class Failure(NamedTuple):
@@ -267,7 +269,9 @@ class Executor:
                     failed[qid] = outcome
                     continue
                 top = outcome.docs[: self.k]
-                hits.append(SearchHits(top, seconds_alone))
+                passages = ({d.doc_id: outcome.passages[d.doc_id] for d in top if d.doc_id in outcome.passages}
+                            if outcome.passages else None)
+                hits.append(SearchHits(top, seconds_alone, passages))
                 described = outcome.documents or {}
                 for d in top:
                     if d.doc_id in described:

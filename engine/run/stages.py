@@ -83,7 +83,10 @@ def index_stage(ctx: RunContext, registry: Registry, queries: list[Query]) -> Bu
         if built.ann is not None:
             ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
     ctx.stats.update({"queries": len(queries), "documents": len(collection.documents),
-                      "index": built.stats, "index_timings": built.timings})
+                      "index": built.stats, "index_timings": built.timings,
+                      # What each strategy's index cost when it was built for this run: a resume, which
+                      # reloads them, keeps the first figures (indexes/variants/costs.py).
+                      "costs": {**built.costs, **ctx.stats.get("costs", {})}})
     graded_by_itself = self_graded_stats(ctx, built)
     if graded_by_itself is not None:
         ctx.stats["self_graded"] = graded_by_itself

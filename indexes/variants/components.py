@@ -14,12 +14,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.base import BuiltIndexes, timed
 from searchgrade.indexes.chunking.chunks import ChunkSet, load_or_cut
 from searchgrade.indexes.chunking.spec import Chunking
 from searchgrade.indexes.chunking.splitter import model_tokenizer, tokenizer_identity
 from searchgrade.indexes.settings import IndexSettings
 from searchgrade.indexes.variants.costs import IndexCost, folder_bytes
+
+
+class ModelUnavailableError(SearchGradeError):
+    """The embedding model of an index cannot be loaded here (the message has the fix): a variant
+    using it is skipped, the rest of the run goes on."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +63,11 @@ def _make_ann(ctx: Any, settings: IndexSettings, chunking: Chunking | None, reco
     from searchgrade.indexes import build  # its load_embedder: the one place a build loads a model
 
     with timed(record.timings, "embedder_load"):
-        model = build.load_embedder(settings.embedding_model, settings.embedding_backend, settings.device,
-                                    ctx.data_dir)
+        try:
+            model = build.load_embedder(settings.embedding_model, settings.embedding_backend, settings.device,
+                                        ctx.data_dir)
+        except SearchGradeError as exc:
+            raise ModelUnavailableError(str(exc)) from None
     start = time.perf_counter()
     if chunking is None:
         chunks, items, texts, fingerprint = None, ctx.doc_ids, ctx.texts, ctx.fingerprint
