@@ -17,6 +17,7 @@ from searchgrade.cli.options import (
     add_llm_options,
     declared,
     declared_rerankers,
+    declared_sweeps,
     index_settings,
     load,
     open_store,
@@ -67,6 +68,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="with --llm or --judge-unjudged: judge only the pool, every strategy's top D (a "
                    "strategy may have its own depth), each pair once (default: every kept result)")
     add_index_options(p)
+    p.add_argument("--sweep", metavar="FILE",
+                   help="a TOML file of [sweep.NAME] grids (models x chunkings x aggregates): each variant "
+                   "is evaluated beside the others and compared with the sweep's reference strategy "
+                   "(docs/strategies.md#sweeps)")
     add_ray_option(p)
     add_common(p)
     p.set_defaults(handler=cmd_evaluate)
@@ -181,13 +186,18 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     llm = _llm_settings(args) if args.llm else None
     declarations = declared(args)
     rerankers = declared_rerankers(args)
+    sweeps = declared_sweeps(args)
     from searchgrade.engine.run.strategies import registry_for_declared
 
     mode = "clicks" if args.clicks else "llm" if args.llm and not args.qrels else "qrels"
+    chosen = strategies(args, registry_for_declared(declarations, rerankers))
+    # A sweep's variants and its reference join the strategies --strategies picks.
+    chosen += tuple(dict.fromkeys(n for sweep in sweeps.values() for n in [sweep["reference"], *sweep["variants"]]
+                                  if n not in chosen))
     return RunConfig(
         name=args.name, mode=mode, k=args.k,
         depth=args.depth, threshold=args.threshold,
-        strategies=strategies(args, registry_for_declared(declarations, rerankers)), declared=declarations,
+        strategies=chosen, declared=declarations, sweeps=sweeps,
         rerankers=rerankers,
         max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
         querygen=_querygen_settings(args) if mode == "llm" and args.query_set is None else None,

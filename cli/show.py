@@ -15,6 +15,7 @@ from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.reranker import trained_reranker_use
+from searchgrade.viewmodels.sweep import sweep_grids, sweep_lines, sweeps_json
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(line, file=out)
     for line in cost_lines(store, run):  # beside quality, what each strategy costs
         print(line, file=out)
+    for line in sweep_lines(sweep_grids(store, run, k=k)):  # a sweep's grid against its reference
+        print(line, file=out)
     print_comparisons(store, run, k, out)
 
 
@@ -193,7 +196,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         run_json["traffic"] = traffic
     holes = holes_panel(store, run.run_id, k=args.k).to_json() if metrics else None
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes, "costs": costs_json(store, run)}, sys.stdout, indent=2, default=str)
+               "holes": holes, "costs": costs_json(store, run),
+               "sweeps": sweeps_json(sweep_grids(store, run, k=args.k)) if metrics else []},
+              sys.stdout, indent=2, default=str)
     print()
     return 0
 

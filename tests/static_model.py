@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def make_static_model(folder: Path) -> Path:
-    """Write the static model into ``folder`` (made) and return it."""
+def make_static_model(folder: Path, dims: int | None = None) -> Path:
+    """Write the static model into ``folder`` (made) and return it; ``dims``: keep only the first
+    ``dims`` dimensions (another model, of the same tokenizer)."""
     import numpy as np
     from model2vec import StaticModel
     from safetensors.numpy import load_file
@@ -23,7 +24,7 @@ def make_static_model(folder: Path) -> Path:
     source = packaged_model_path()
     tensors = load_file(str(source / "model.safetensors"))
     name = next(k for k in tensors if k.endswith("word_embeddings.weight"))
-    vectors = np.asarray(tensors[name], dtype=np.float32)
+    vectors = np.asarray(tensors[name], dtype=np.float32)[:, :dims]
     tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
     config = {"model_type": "model2vec", "architectures": ["StaticModel"], "hidden_dim": int(vectors.shape[1]),
               "normalize": True, "pooling": "mean"}

@@ -79,8 +79,8 @@ def _make_ann(ctx: Any, settings: IndexSettings, chunking: Chunking | None, reco
     searcher = build.build_ann(settings, ctx.data_dir, fingerprint, items, texts, ctx.progress, record, bundled, model)
     folders = [record.artifacts["ann"]] + ([chunks.folder] if chunks is not None else [])
     cost = IndexCost(record.artifacts["ann"], time.perf_counter() - start, int(record.stats.get("embedded") or 0),
-                     float(record.stats.get("encode_s") or 0.0), len(items), len(ctx.doc_ids), folder_bytes(folders),
-                     bool(record.stats.get("ann_reused")))
+                     int(record.stats.get("cache_hits") or 0), float(record.stats.get("encode_s") or 0.0), len(items),
+                     len(ctx.doc_ids), folder_bytes(folders), bool(record.stats.get("ann_reused")))
     return Component("ann", searcher, chunks, cost, record)
 
 
@@ -103,7 +103,7 @@ def _make_fulltext(ctx: Any, settings: IndexSettings, chunking: Chunking | None,
         items, texts, fingerprint = chunks.item_ids(), chunks.texts(ctx.collection.documents), chunks.fingerprint
     searcher = build_fulltext(settings, ctx.data_dir, fingerprint, items, texts, ctx.progress, record)
     folders = [record.artifacts["bm25"]] + ([chunks.folder] if chunks is not None else [])
-    cost = IndexCost(record.artifacts["bm25"], time.perf_counter() - start, 0, 0.0, len(items), len(ctx.doc_ids),
+    cost = IndexCost(record.artifacts["bm25"], time.perf_counter() - start, 0, 0, 0.0, len(items), len(ctx.doc_ids),
                      folder_bytes(folders), bool(record.stats.get("bm25_reused")))
     return Component("fulltext", searcher, chunks, cost, record)
 

@@ -36,6 +36,7 @@ class IndexCost:
         key: the index's identity (its folder): an index several strategies search is counted once.
         build_s: seconds spent making it ready, the model's load excluded.
         embedded: items embedded in this run (0 for a full-text index or a cached one).
+        cache_hits: distinct items whose vectors the embedding cache already held.
         encode_s: seconds spent encoding them.
         items: items indexed (documents or chunks).
         documents: documents they come from.
@@ -46,6 +47,7 @@ class IndexCost:
     key: str
     build_s: float
     embedded: int
+    cache_hits: int
     encode_s: float
     items: int
     documents: int
@@ -68,7 +70,8 @@ def folder_bytes(folders: Iterable[str | Path]) -> int | None:
 
 def strategy_costs(own: Mapping[str, IndexCost], inputs: Mapping[str, tuple[str, ...]],
                    strategies: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Each strategy's figures (``COST_KEYS``, plus ``reused`` and ``embedded``) from the indexes it
+    """Each strategy's figures (``COST_KEYS``, plus ``reused``, ``embedded`` and ``cache_hits``: the
+    embedding cache's counters) from the indexes it
     and its inputs searched.
 
     Args:
@@ -97,7 +100,7 @@ def strategy_costs(own: Mapping[str, IndexCost], inputs: Mapping[str, tuple[str,
 def combine(costs: list[IndexCost]) -> dict[str, Any]:
     """One strategy's figures from the indexes it searches (all None for none: an external system)."""
     if not costs:
-        return {**dict.fromkeys(COST_KEYS), "reused": None, "embedded": None}
+        return {**dict.fromkeys(COST_KEYS), "reused": None, "embedded": None, "cache_hits": None}
     embedded = sum(c.embedded for c in costs)
     encode_s = sum(c.encode_s for c in costs)
     sizes = [c.index_bytes for c in costs if c.index_bytes is not None]
@@ -110,6 +113,7 @@ def combine(costs: list[IndexCost]) -> dict[str, Any]:
         "chunks_per_doc": per_doc.pop() if len(per_doc) == 1 else None,
         "reused": all(c.reused for c in costs),
         "embedded": embedded,
+        "cache_hits": sum(c.cache_hits for c in costs),
     }
 
 

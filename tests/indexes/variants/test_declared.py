@@ -125,7 +125,7 @@ def test_variants_share_their_indexes_and_chunks_and_an_unchanged_variant_is_the
 
 
 def cost(key, build_s, embedded=0, encode_s=0.0, items=10, size=100):
-    return IndexCost(key, build_s, embedded, encode_s, items, 10, size, False)
+    return IndexCost(key, build_s, embedded, 0, encode_s, items, 10, size, False)
 
 
 def test_a_strategys_cost_counts_each_index_it_searches_once():
@@ -135,7 +135,7 @@ def test_a_strategys_cost_counts_each_index_it_searches_once():
               "twice": ("hybrid", "ann")}
     costs = strategy_costs(own, inputs, ["ann", "hybrid", "ann_rerank", "mix", "twice", "http"])
     assert costs["ann"] == {"index_build_s": 2.0, "items_per_s": 25.0, "index_bytes": 1000, "chunks_per_doc": 1.0,
-                            "reused": False, "embedded": 100}
+                            "reused": False, "embedded": 100, "cache_hits": 0}
     assert costs["hybrid"]["index_build_s"] == 3.0 and costs["hybrid"]["index_bytes"] == 1500
     assert costs["ann_rerank"] == costs["ann"]
     assert costs["mix"]["items_per_s"] == 140 / 5.0 and costs["mix"]["chunks_per_doc"] is None
