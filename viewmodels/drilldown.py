@@ -39,7 +39,7 @@ class QueryDetail:
         if found is None:
             return None
         text = self.documents.get(doc_id, {}).get("text", "")
-        return (f"matched chunk {found['chunk'] + 1} (characters {found['start_char']}-{found['end_char']})",
+        return (f"matched chunk {found['chunk'] + 1}, characters {found['start_char']}-{found['end_char']}",
                 text[found["start_char"]:found["end_char"]])
 
 
