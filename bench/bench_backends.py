@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
 from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.indexes.base import QueryBatch  # noqa: E402
 from searchgrade.indexes.declared.http import HttpNode  # noqa: E402
 from searchgrade.indexes.declared.spec import parse_spec  # noqa: E402
-from searchgrade.indexes.executor import Executor, QueryBatch  # noqa: E402
+from searchgrade.indexes.executor import Executor  # noqa: E402
 from tests.indexes.declared.conftest import SearchServer  # noqa: E402
 
 DEMO = ROOT / "demo" / "scifact"
@@ -94,8 +95,8 @@ def main() -> None:
                 replies[text] = json.loads(session.post(url, data=body, timeout=10).content)
 
             class Replay(HttpNode):
-                def request(self, query: str, k: int) -> tuple[object, float]:  # noqa: ARG002 - the recorded reply, no network
-                    return replies[query], 0.0
+                def request(self, query: str, k: int) -> object:  # noqa: ARG002 - the recorded reply, no network
+                    return replies[query]
 
             replay = Executor({"es": Replay(spec)}, ["es"], args.k)
             own = []

@@ -30,9 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.machine import machine  # noqa: E402
 from searchgrade.engine.collections import load_collection  # noqa: E402
+from searchgrade.indexes.base import QueryBatch  # noqa: E402
 from searchgrade.indexes.build import build_searchers  # noqa: E402
 from searchgrade.indexes.builtin.hybrid import HybridSearcher  # noqa: E402
-from searchgrade.indexes.executor import Executor, QueryBatch  # noqa: E402
+from searchgrade.indexes.executor import Executor  # noqa: E402
 from searchgrade.indexes.rerank.cross_encoder import RerankSearcher  # noqa: E402
 from searchgrade.indexes.settings import IndexSettings  # noqa: E402
 

@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from searchgrade.cli.options import (
@@ -21,22 +20,21 @@ from searchgrade.cli.options import (
     index_settings,
     load,
     open_store,
-    strategies,
+    reranker_names,
+    strategy_names,
 )
 from searchgrade.cli.output import Bars, print_notes
 from searchgrade.cli.show import print_table
-from searchgrade.cli.traffic_options import add_traffic_options, traffic_fields
+from searchgrade.cli.traffic_options import add_traffic_options
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.llm.env import require_endpoint, require_model
 from searchgrade.engine.llm.key_policy import operator_urls
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
+from searchgrade.engine.run.request import RunRequest, run_config
 
 if TYPE_CHECKING:
     from searchgrade.engine.llm.judge import JudgeSettings
-    from searchgrade.engine.llm.querygen import QueryGenSettings
-    from searchgrade.engine.llm.settings import LLMSettings
     from searchgrade.engine.run.pipeline import RunOutcome
     from searchgrade.engine.run.stage_runner import StageRunner
     from searchgrade.engine.store import Store
@@ -116,46 +114,25 @@ def _runner(args: argparse.Namespace) -> Iterator[StageRunner]:
 #: The exit status of a run stopped by Ctrl-C or Cancel in the app (as for SIGINT).
 EXIT_CANCELLED = 130
 
-#: Options that only mean something with --llm (name -> flag).
-_LLM_ONLY = {"model": "--model", "base_url": "--base-url", "concurrency": "--concurrency",
-             "timeout": "--timeout", "docs": "--docs", "queries_per_doc": "--queries-per-doc",
-             "keyword_per_doc": "--keyword-per-doc", "min_doc_words": "--min-doc-words",
-             "queries_from": "--queries-from", "judge_prompt": "--judge-prompt"}
-#: Of those, the ones about generating queries (not with --qrels).
-_QUERYGEN_ONLY = ("docs", "queries_per_doc", "keyword_per_doc", "min_doc_words", "queries_from")
+def run_request(args: argparse.Namespace) -> RunRequest:
+    """What `searchgrade evaluate` was asked, as every surface asks it (engine/run/request.py checks it)."""
+    return RunRequest(
+        qrels=args.qrels, llm=args.llm, clicks=args.clicks, name=args.name, k=args.k, depth=args.depth,
+        threshold=args.threshold, max_queries=args.max_queries, seed=args.seed,
+        strategies=strategy_names(args), rerankers=tuple(reranker_names(args)),
+        declared=declared(args), declared_rerankers=declared_rerankers(args), sweeps=declared_sweeps(args),
+        index=index_settings(args),
+        model=args.model, base_url=args.base_url, concurrency=args.concurrency, timeout_s=args.timeout,
+        docs=args.docs, queries_per_doc=args.queries_per_doc, keyword_per_doc=args.keyword_per_doc,
+        min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=judge_settings(args),
+        judge_unjudged=args.judge_unjudged, query_set=args.query_set, click_model=args.click_model,
+        min_impressions=args.min_impressions, pool_depth=args.pool_depth,
+    )
 
 
-def _llm_settings(args: argparse.Namespace) -> LLMSettings:
-    from searchgrade.engine.llm.settings import LLMSettings
-
-    fields: dict[str, Any] = {"model": require_model(args.model),
-                              "base_url": require_endpoint(args.base_url)}
-    if args.concurrency is not None:
-        fields["concurrency"] = args.concurrency
-    if args.timeout is not None:
-        fields["timeout_s"] = args.timeout
-    return LLMSettings(**fields)
-
-
-def _querygen_settings(args: argparse.Namespace) -> QueryGenSettings:
-    from searchgrade.engine.llm.querygen import QueryGenSettings
-
-    d = QueryGenSettings()
-    fields: dict[str, Any] = {"seed": args.seed}
-    for name, attr in (("n_docs", "docs"), ("n_natural", "queries_per_doc"),
-                       ("n_keyword", "keyword_per_doc")):
-        if getattr(args, attr) is not None:
-            fields[name] = getattr(args, attr)
-    if args.min_doc_words is not None:
-        if args.min_doc_words < 1:
-            raise SearchGradeError(f"--min-doc-words of {args.min_doc_words} must be at least 1")
-        # One explicit minimum: the character minimum of the default no longer applies.
-        fields.update(min_words=args.min_doc_words, min_chars=0)
-    return replace(d, **fields)
-
-
-def _judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
-    """The user's judge prompt (validated), or None for the packaged one."""
+def judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
+    """The judge prompt of --judge-prompt FILE, read and checked; None for the packaged one (also
+    `searchgrade judge-pool`'s)."""
     if args.judge_prompt is None:
         return None
     from searchgrade.engine.llm.judge import JudgeSettings
@@ -165,61 +142,8 @@ def _judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
     return JudgeSettings(prompt=name, prompt_text=text)
 
 
-def _run_config(args: argparse.Namespace) -> RunConfig:
-    if not args.qrels and not args.llm and not args.clicks:
-        raise SearchGradeError("say how to grade: --qrels (human judgments), --llm (an LLM judge), "
-                               "--qrels --llm (human grades first, judge-vs-human agreement), or --clicks "
-                               "with --query-set (a click model over a query log's clicks)")
-    traffic = traffic_fields(args)
-    if not args.llm:
-        given = [flag for name, flag in _LLM_ONLY.items() if getattr(args, name) is not None]
-        if given or args.judge_unjudged:
-            raise SearchGradeError(f"{(given or ['--judge-unjudged'])[0]} goes with --llm")
-    elif args.qrels or args.clicks or args.query_set:
-        given = [_LLM_ONLY[name] for name in _QUERYGEN_ONLY if getattr(args, name) is not None]
-        if given:
-            raise SearchGradeError(f"{given[0]} is about generated queries: with --qrels, --clicks or "
-                                   "--query-set the queries are given; drop it")
-    elif args.max_queries is not None:
-        raise SearchGradeError("--max-queries goes with --qrels; with --llm set the number of "
-                               "queries with --docs and --queries-per-doc")
-    llm = _llm_settings(args) if args.llm else None
-    declarations = declared(args)
-    rerankers = declared_rerankers(args)
-    sweeps = declared_sweeps(args)
-    from searchgrade.engine.run.strategies import registry_for_declared
-
-    mode = "clicks" if args.clicks else "llm" if args.llm and not args.qrels else "qrels"
-    chosen = strategies(args, registry_for_declared(declarations, rerankers))
-    # A sweep's variants and its reference join the strategies --strategies picks.
-    chosen += tuple(dict.fromkeys(n for sweep in sweeps.values() for n in [sweep["reference"], *sweep["variants"]]
-                                  if n not in chosen))
-    return RunConfig(
-        name=args.name, mode=mode, k=args.k,
-        depth=args.depth, threshold=args.threshold,
-        strategies=chosen, declared=declarations, sweeps=sweeps,
-        rerankers=rerankers,
-        max_queries=args.max_queries, seed=args.seed, index=index_settings(args), llm=llm,
-        querygen=_querygen_settings(args) if mode == "llm" and args.query_set is None else None,
-        judge=_judge_settings(args) if args.llm else None,
-        queries_from=args.queries_from, judge_unjudged=args.judge_unjudged, **traffic,
-        pool_depth=_pool_depth(args),
-    )
-
-
-def _pool_depth(args: argparse.Namespace) -> dict[str, Any] | None:
-    """--pool-depth as the config stores it (engine/run/pool.py), None when not given."""
-    if args.pool_depth is None:
-        return None
-    from searchgrade.engine.run.pool import parse_pool_depth
-
-    return parse_pool_depth(args.pool_depth).to_json()
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    config = _run_config(args)
-    config.validate()
-    config.check_environment()
+    config = run_config(run_request(args))
     if args.dry_run:
         return _dry_run(args, config)
     if args.ray is not None and config.index is not None:

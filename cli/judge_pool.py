@@ -29,12 +29,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_judge_pool(args: argparse.Namespace) -> int:
-    from searchgrade.cli.evaluate import _judge_settings, _llm_settings
+    from searchgrade.cli.evaluate import judge_settings
     from searchgrade.cli.output import Bars
     from searchgrade.cli.show import print_table
     from searchgrade.engine.llm.key_policy import operator_urls
     from searchgrade.engine.run.judge_pool import check_scale, judge_pool_run, pool_holes
     from searchgrade.engine.run.pool import parse_pool_depth
+    from searchgrade.engine.run.request import llm_settings
     from searchgrade.viewmodels.results import keep_first_view
 
     store = open_store(args)
@@ -46,11 +47,11 @@ def cmd_judge_pool(args: argparse.Namespace) -> int:
         print(f"dry run: run {run.run_id}: {found.text()}; judge-pool would ask the judge about those "
               f"{len(found.holes):,} (fewer where the cache holds them)")
         return 0
-    llm = _llm_settings(args)
+    llm = llm_settings(args.model, args.base_url, args.concurrency, args.timeout)
     bars = Bars()
     try:
         with operator_urls([args.base_url]), store.session():  # one open of the file for the whole run
-            new_id = judge_pool_run(store, run.run_id, depth, llm, _judge_settings(args), name=args.name,
+            new_id = judge_pool_run(store, run.run_id, depth, llm, judge_settings(args), name=args.name,
                                     progress=bars, on_complete=keep_first_view)
     finally:
         bars.close()

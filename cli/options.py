@@ -10,7 +10,6 @@ from searchgrade.engine.paths import data_dir, resolve_collection
 from searchgrade.engine.run.strategies import (
     ENV_STRATEGIES_FILE,
     Registry,
-    declared_from_file,
     known_strategies,
     registry_for_declared,
     strategies_file_from_env,
@@ -179,16 +178,14 @@ def declared(args: argparse.Namespace) -> dict[str, dict]:
     """The strategies --strategies-file (or $SEARCHGRADE_STRATEGIES_FILE) declares, as a run stores
     them, and those --strategies names that were added in the app (saved in the run store of
     --data-dir); the file's declaration wins over a saved one of the same name."""
-    from searchgrade.engine.run.strategies import base_of, saved_declarations
+    from searchgrade.engine.run.strategies import declarations
 
-    found = declared_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+    found = declarations(getattr(args, "strategies_file", None), data_dir(args.data_dir), strategy_names(args))
     sweep_file = getattr(args, "sweep", None)
     if sweep_file:  # evaluate --sweep FILE: its variants, as a strategies file's sweeps are
+        from searchgrade.engine.run.strategies import declared_from_file
+
         found.update(declared_from_file(sweep_file))
-    names = [n.strip() for n in (getattr(args, "strategies", None) or "").split(",") if n.strip()]
-    wanted = {base_of(n) or n for n in names} - set(found) - set(known_strategies())
-    if wanted:
-        found.update(saved_declarations(data_dir(args.data_dir), wanted))
     return found
 
 
@@ -211,22 +208,21 @@ def declared_rerankers(args: argparse.Namespace) -> dict[str, dict]:
     return rerankers_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
 
 
+def strategy_names(args: argparse.Namespace) -> list[str] | None:
+    """--strategies as typed, split at commas (None: not given)."""
+    text = getattr(args, "strategies", None)
+    return None if text is None else text.split(",")
+
+
+def reranker_names(args: argparse.Namespace) -> list[str]:
+    """--rerankers, split at commas."""
+    return [n.strip() for n in (getattr(args, "rerankers", None) or "").split(",") if n.strip()]
+
+
 def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tuple[str, ...]:
     """--strategies as a tuple of registered strategy names (default: the registry's defaults),
     with ``X_NAME`` for every retrieval strategy X and every NAME of --rerankers."""
-    from searchgrade.engine.run.strategies import with_rerankers
+    from searchgrade.engine.run.strategies import choose_strategies
 
     registry = registry if registry is not None else registry_for_declared(declared(args), declared_rerankers(args))
-    extra = [n.strip() for n in (getattr(args, "rerankers", None) or "").split(",") if n.strip()]
-    if args.strategies is None:
-        return with_rerankers(registry.defaults(), extra, registry)
-    names = tuple(dict.fromkeys(s.strip() for s in args.strategies.split(",") if s.strip()))
-    for name in names:  # X_NAME typed in --strategies: a declared reranker over X
-        base, _, reranker = name.rpartition("_")
-        if name not in registry.infos and reranker in registry.rerankers and base in registry.infos:
-            registry.add_reranked(base, reranker, "--strategies")
-    unknown = registry.unknown(names)
-    if unknown or not names:
-        raise SearchGradeError(f"--strategies {args.strategies!r}: unknown {unknown or 'empty list'}; "
-                               f"choose from {', '.join(registry.names())}")
-    return with_rerankers(names, extra, registry)
+    return choose_strategies(strategy_names(args), reranker_names(args), registry)

@@ -1,21 +1,201 @@
-"""The searcher interface, the result of a build, and timing helpers."""
+"""The contract every strategy meets: the searcher interface, the executor's node and what it
+answers, one way to answer queries one at a time (timed, retried, in parallel), and the result of
+a build.
+
+A *node* (``Node``) is one strategy as the executor (indexes/executor.py) runs it: it answers a
+``QueryBatch`` with one ``Outcome`` per query, an ``Answer`` (the ranked list and the seconds of
+the node's own work) or a ``Failure`` (one line). ``answer_each`` is how a node that searches one
+query at a time (a built-in, a declared backend) turns its search into outcomes: each query timed
+on its own, a backend's error explained in one line and retried where that can help, queries in
+flight up to a concurrency.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, overload, runtime_checkable
 
 import numpy as np
 
 from searchgrade.core.checks import check_k
-from searchgrade.core.records import ScoredDoc, SearchHits
+from searchgrade.core.records import Document, Passage, ScoredDoc, SearchHits
 
 #: progress(stage, done, total), e.g. progress("embed", 64, 5183).
 ProgressFn = Callable[[str, int, int], None]
 
+
+# -- the executor's node ----------------------------------------------------------------------------
+
+class Answer(NamedTuple):
+    """One query's ranked list from one node, and the seconds of the node's own work for it."""
+
+    docs: list[ScoredDoc]
+    seconds: float
+    #: Documents the reply described (id -> title/text), for ids that may not be in the collection.
+    documents: Mapping[str, Document] | None = None
+    #: For a node that retrieves chunks: each listed document's matched chunk (indexes/variants/nodes.py).
+    passages: Mapping[str, Passage] | None = None
+
+
+class Failure(NamedTuple):
+    """A query a node could not answer: one line saying why, and how many attempts were made."""
+
+    error: str
+    attempts: int = 1
+
+
+Outcome = Answer | Failure
+
+
+@dataclass(frozen=True)
+class QueryBatch:
+    """Queries to answer: ids and texts in the same order."""
+
+    ids: Sequence[str]
+    texts: Sequence[str]
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.texts):
+            raise ValueError(f"{len(self.ids)} query ids but {len(self.texts)} texts")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def slice(self, start: int, stop: int) -> QueryBatch:
+        return QueryBatch(self.ids[start:stop], self.texts[start:stop])
+
+
+@runtime_checkable
+class Node(Protocol):
+    """One strategy as the executor runs it."""
+
+    name: str
+    #: Nodes whose answers this one consumes (empty for a retrieval strategy).
+    inputs: tuple[str, ...]
+
+    def input_depth(self, depth: int) -> int:
+        """How many results each input must give for this node to return ``depth``."""
+        ...
+
+    def answer(self, batch: QueryBatch, depth: int,
+               inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:
+        """One outcome per query of ``batch``, in order: the top ``depth`` or a failure.
+
+        ``inputs`` holds, per input node, its outcomes for the same queries.
+        """
+        ...
+
+
+# -- answering one query at a time ------------------------------------------------------------------
+
+class Found(NamedTuple):
+    """What one search found for one query: its ranked list, and the documents its reply described."""
+
+    docs: list[ScoredDoc]
+    documents: Mapping[str, Document] | None = None
+
+
+class FailedAttempt(NamedTuple):
+    """What a backend makes of an attempt that raised: one line (no "after N attempts": that is
+    added), whether another attempt may succeed, and the seconds to wait before it."""
+
+    error: str
+    retry: bool = False
+    wait_s: float = 0.0
+
+
+#: explain(exception, attempt number) -> FailedAttempt; None for an exception that is not the
+#: backend's failure (a bug of ours), which is raised.
+Explain = Callable[[Exception, int], "FailedAttempt | None"]
+
+Q = TypeVar("Q")
+
+
+@overload
+def answer_each(queries: Sequence[Q], search: Callable[[Q], Found], *, batch_size: None = None,
+                retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]: ...
+
+
+@overload
+def answer_each(queries: Sequence[Q], search: Callable[[list[Q]], Sequence[Found]], *, batch_size: int,
+                retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]: ...
+
+
+def answer_each(queries: Sequence[Q], search: Callable[[Any], Any], *, batch_size: int | None = None,
+                retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]:
+    """One outcome per query, in order: ``search`` called on each query, each call timed on its own.
+
+    A query's seconds are its successful attempt (a wait between attempts is not counted) plus its
+    ``shares`` entry (its share of work done for the whole batch before, e.g. embedding it).
+
+    Args:
+        queries: what ``search`` takes, one per query (a text, or a text and its vector).
+        search: one query -> Found. With ``batch_size``, a list of up to ``batch_size`` queries ->
+            one Found per query, in order (a Python plugin's ``search(queries, k)``): the call's
+            seconds are shared evenly, and an error fails every query of the call.
+        retries: attempts after the first for a query whose error ``explain`` says may pass.
+        concurrency: queries (or calls) in flight at once, on threads named ``thread_name``.
+        explain: turns a backend's exception into a Failure's line; without it every exception
+            is raised (a built-in strategy has no backend to fail).
+        shares: seconds added to each query's answer, one per query.
+    """
+    n = len(queries)
+    if shares is not None and len(shares) != n:
+        raise ValueError(f"{len(shares)} shares for {n} queries")
+    size = batch_size or 1
+    groups = [range(start, min(n, start + size)) for start in range(0, n, size)]
+
+    def answer_group(group: range) -> list[Outcome]:
+        attempt = 0
+        while True:
+            attempt += 1
+            start = time.perf_counter()
+            try:
+                if batch_size is None:
+                    found = [search(queries[group[0]])]
+                else:
+                    found = list(search([queries[i] for i in group]))
+            except Exception as exc:
+                failed = explain(exc, attempt) if explain is not None else None
+                if failed is None:
+                    raise
+                if failed.retry and attempt <= retries:
+                    if failed.wait_s > 0:
+                        time.sleep(failed.wait_s)
+                    continue
+                suffix = f" (after {attempt} attempts)" if attempt > 1 else ""
+                return [Failure(f"{failed.error}{suffix}", attempt) for _ in group]
+            seconds = (time.perf_counter() - start) / len(group)
+            return [Answer(f.docs, seconds + (shares[i] if shares is not None else 0.0), f.documents)
+                    for i, f in zip(group, found, strict=True)]
+
+    if concurrency <= 1 or len(groups) <= 1:
+        answered = [answer_group(g) for g in groups]
+    else:
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(groups)), thread_name_prefix=thread_name) as pool:
+            answered = list(pool.map(answer_group, groups))
+    return [outcome for group in answered for outcome in group]
+
+
+def search_each(search_one: Callable[[str, int], list[ScoredDoc]], queries: Sequence[str],
+                k: int) -> list[SearchHits]:
+    """The ``Searcher`` interface from a function of one query: each query timed on its own (as a
+    user would see it)."""
+    check_k(k)
+    if isinstance(queries, str):
+        raise TypeError("queries must be a sequence of strings, not one string")
+    outcomes = answer_each(queries, lambda query: Found(search_one(query, k)))
+    return [SearchHits(a.docs, a.seconds) for a in outcomes if isinstance(a, Answer)]  # no explain: no Failure
+
+
+# -- searchers and builds ---------------------------------------------------------------------------
 
 @runtime_checkable
 class Searcher(Protocol):
@@ -43,7 +223,7 @@ class BuiltIndexes:
 
     Attributes:
         searchers: strategy id -> ready searcher, in the order of the strategies requested.
-        nodes: what indexes.executor.Executor runs: every strategy once per query, shared.
+        nodes: what the executor (indexes/executor.py) runs: every strategy once per query, shared.
         skipped: strategy id -> one-line reason with the fix (e.g. the reranker cannot be loaded).
         timings: stage -> seconds ("embedder_load", "embed", "ann_build", "bm25_build",
             "reranker_load").
@@ -54,9 +234,10 @@ class BuiltIndexes:
     """
 
     searchers: dict[str, Searcher] = field(default_factory=dict)
-    #: node name -> executor node (indexes.executor): the requested strategies and their inputs.
-    nodes: dict[str, Any] = field(default_factory=dict)
-    #: The indexes.build.BuildContext the nodes came from (its shared components).
+    #: node name -> executor node: the requested strategies and their inputs.
+    nodes: dict[str, Node] = field(default_factory=dict)
+    #: The indexes.build.BuildContext the nodes came from (its shared components; untyped here:
+    #: build.py imports this module).
     context: Any = None
     skipped: dict[str, str] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
@@ -76,19 +257,6 @@ def timed(timings: dict[str, float], stage: str) -> Iterator[None]:
     finally:
         timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
 
-
-def search_each(search_one: Callable[[str, int], list[ScoredDoc]], queries: Sequence[str],
-                k: int) -> list[SearchHits]:
-    """Answer queries one at a time, timing each one separately (as a user would see it)."""
-    check_k(k)
-    if isinstance(queries, str):
-        raise TypeError("queries must be a sequence of strings, not one string")
-    hits = []
-    for query in queries:
-        start = time.perf_counter()
-        docs = search_one(query, k)
-        hits.append(SearchHits(docs, time.perf_counter() - start))
-    return hits
 
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from searchgrade.core.checks import first_duplicate
 from searchgrade.core.records import Collection, SearchGradeError
 from searchgrade.core.records import collection_fingerprint as fingerprint_of
 from searchgrade.indexes import registry as registry_module
-from searchgrade.indexes.base import BuiltIndexes, ProgressFn, timed
+from searchgrade.indexes.base import BuiltIndexes, Node, ProgressFn, timed
 from searchgrade.indexes.builtin import ann, fulltext
 from searchgrade.indexes.embeddings.backends import cache_tag
 from searchgrade.indexes.embeddings.encoder import (
@@ -40,7 +40,7 @@ from searchgrade.indexes.embeddings.encoder import (
     load_embedder,
     model_slug,
 )
-from searchgrade.indexes.executor import Node, StrategySearcher
+from searchgrade.indexes.executor import StrategySearcher
 from searchgrade.indexes.rerank.cross_encoder import (
     CrossEncoderScorer,
     PairScorer,

@@ -1,7 +1,7 @@
 """Running many strategies over many queries, doing each piece of work once.
 
-Every strategy is a *node*: it answers a batch of queries, possibly from the answers of other
-nodes (its ``inputs``). ``hybrid`` fuses the answers of ``ann`` and ``fulltext``; ``X_rerank``
+Every strategy is a *node* (``Node``, with its ``Answer`` and ``Failure``: indexes/base.py): it
+answers a batch of queries, possibly from the answers of other nodes (its ``inputs``). ``hybrid`` fuses the answers of ``ann`` and ``fulltext``; ``X_rerank``
 rescores the answers of ``X``. The executor computes each node once per query, at the deepest
 list any consumer needs (``ann`` at the fusion depth for hybrid, say), and hands every consumer
 the same list; a strategy's reported list is that list cut to the run's depth. So the ANN and
@@ -26,76 +26,15 @@ executor on slices of the queries and concatenate.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol, runtime_checkable
 
 from searchgrade.core.checks import check_k
-from searchgrade.core.records import Document, Passage, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.core.records import Document, ScoredDoc, SearchGradeError, SearchHits
+from searchgrade.indexes.base import Answer, Failure, Node, Outcome, QueryBatch
 
 #: Queries per chunk after the first (which holds one query).
 CHUNK_SIZE = 64
-
-
-class Answer(NamedTuple):
-    """One query's ranked list from one node, and the seconds of the node's own work for it."""
-
-    docs: list[ScoredDoc]
-    seconds: float
-    #: Documents the reply described (id -> title/text), for ids that may not be in the collection.
-    documents: Mapping[str, Document] | None = None
-    #: For a node that retrieves chunks: each listed document's matched chunk (indexes/variants/nodes.py).
-    passages: Mapping[str, Passage] | None = None
-
-
-class Failure(NamedTuple):
-    """A query a node could not answer: one line saying why, and how many attempts were made."""
-
-    error: str
-    attempts: int = 1
-
-
-Outcome = Answer | Failure
-
-
-@dataclass(frozen=True)
-class QueryBatch:
-    """Queries to answer: ids and texts in the same order."""
-
-    ids: Sequence[str]
-    texts: Sequence[str]
-
-    def __post_init__(self) -> None:
-        if len(self.ids) != len(self.texts):
-            raise ValueError(f"{len(self.ids)} query ids but {len(self.texts)} texts")
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def slice(self, start: int, stop: int) -> QueryBatch:
-        return QueryBatch(self.ids[start:stop], self.texts[start:stop])
-
-
-@runtime_checkable
-class Node(Protocol):
-    """One strategy as the executor runs it."""
-
-    name: str
-    #: Nodes whose answers this one consumes (empty for a retrieval strategy).
-    inputs: tuple[str, ...]
-
-    def input_depth(self, depth: int) -> int:
-        """How many results each input must give for this node to return ``depth``."""
-        ...
-
-    def answer(self, batch: QueryBatch, depth: int,
-               inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:
-        """One outcome per query of ``batch``, in order: the top ``depth`` or a failure.
-
-        ``inputs`` holds, per input node, its outcomes for the same queries.
-        """
-        ...
 
 
 @dataclass
@@ -280,17 +219,6 @@ class Executor:
             out.failures[name] = failed
             out.documents[name] = docs
         return out
-
-
-def timed_each(search_one: Callable[[str, int], list[ScoredDoc]], texts: Sequence[str],
-               depth: int) -> list[Outcome]:
-    """Answers from a function of one query, each timed on its own."""
-    out: list[Outcome] = []
-    for text in texts:
-        start = time.perf_counter()
-        docs = search_one(text, depth)
-        out.append(Answer(docs, time.perf_counter() - start))
-    return out
 
 
 class StrategySearcher:

@@ -30,7 +30,7 @@ from searchgrade.indexes.declared.declaration import StrategySpec
 from searchgrade.indexes.declared.plugin import entry_point_specs
 
 if TYPE_CHECKING:
-    from searchgrade.indexes.executor import Node
+    from searchgrade.indexes.base import Node
 
 #: Suffix of the strategy that reranks another one with the cross-encoder.
 RERANK_SUFFIX = "_rerank"

@@ -179,7 +179,8 @@ def test_no_import_circles():
 #: SQL modules, Ray, the metrics' internals or the systems under test (indexes/).
 VIEWS_MAY_USE = {
     "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store",
-    "searchgrade.engine.collections", "searchgrade.engine.run.config", "searchgrade.engine.run.strategies",
+    "searchgrade.engine.collections", "searchgrade.engine.run.config", "searchgrade.engine.run.request",
+    "searchgrade.engine.run.strategies",
     "searchgrade.engine.run.scoring", "searchgrade.engine.labels.rescore", "searchgrade.engine.training.reranker",
     "searchgrade.engine.llm.settings", "searchgrade.engine.llm.env", "searchgrade.engine.llm.key_policy",
     "searchgrade.engine.llm.querygen", "searchgrade.engine.llm.judge", "searchgrade.engine.llm.prompts",

@@ -87,8 +87,9 @@ def test_strategy(name: str, declared: dict[str, dict[str, Any]], collection: Co
 
     Errors (the backend's, or a strategy that cannot be built) are returned as ``error``.
     """
+    from searchgrade.indexes.base import QueryBatch
     from searchgrade.indexes.build import build_searchers
-    from searchgrade.indexes.executor import Executor, QueryBatch
+    from searchgrade.indexes.executor import Executor
     from searchgrade.indexes.settings import IndexSettings
 
     text = query or (collection.queries[0].text if collection.queries else "")

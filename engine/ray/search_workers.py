@@ -19,7 +19,8 @@ from typing import Any
 
 from searchgrade.core.records import Query, SearchGradeError
 from searchgrade.engine.ray.session import RaySession, import_ray, worker_error
-from searchgrade.indexes.executor import CHUNK_SIZE, Execution, Executor, QueryBatch, chunk_bounds
+from searchgrade.indexes.base import QueryBatch
+from searchgrade.indexes.executor import CHUNK_SIZE, Execution, Executor, chunk_bounds
 from searchgrade.indexes.settings import IndexSettings
 
 #: Seconds the search actors have to be placed on the cluster (each needs a free CPU).

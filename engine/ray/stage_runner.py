@@ -28,7 +28,8 @@ from searchgrade.core.records import Collection, SearchGradeError
 from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
 from searchgrade.engine.ray.session import RaySession
 from searchgrade.engine.run.stage_runner import Check, Progress, RerankerCounts, SearchJob, built_reranker_counts
-from searchgrade.indexes.executor import Execution, QueryBatch
+from searchgrade.indexes.base import QueryBatch
+from searchgrade.indexes.executor import Execution
 from searchgrade.indexes.settings import IndexSettings
 
 if TYPE_CHECKING:

@@ -185,7 +185,9 @@ class RunConfig:
             if self.query_set is None:
                 raise SearchGradeError("--clicks grades the queries of a query set sampled from the log the "
                                        "clicks belong to: add --query-set NAME (make one with `searchgrade "
-                                       "queries sample`)")
+                                       "queries sample`)",
+                                       page="grading by clicks needs a query set of the log: sample one under "
+                                       "'Queries from a query log', with 'Grade with the clicks' ticked")
             if self.click_model not in CLICK_MODELS:
                 raise SearchGradeError(f"--click-model {self.click_model!r} is not one of {', '.join(CLICK_MODELS)}")
             if self.min_impressions < 1:

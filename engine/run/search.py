@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchgrade.core.records import Document, Query, SearchGradeError, SearchHits
-from searchgrade.indexes.executor import Execution, Failure, QueryBatch
+from searchgrade.indexes.base import Failure, QueryBatch
+from searchgrade.indexes.executor import Execution
 
 Progress = Callable[[str, int, int], None]
 #: execute(strategies, batch, progress, check) -> what Executor(nodes, strategies, k).run(batch,

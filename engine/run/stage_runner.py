@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from searchgrade.core.records import Collection, Query
-from searchgrade.indexes.base import BuiltIndexes
-from searchgrade.indexes.executor import Execution, Executor, QueryBatch
+from searchgrade.indexes.base import BuiltIndexes, QueryBatch
+from searchgrade.indexes.executor import Execution, Executor
 from searchgrade.indexes.settings import IndexSettings
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ code and the views (which never import indexes/) take them from here.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,9 @@ __all__ = [
     "StrategySpec",
     "base_of",
     "base_strategies",
+    "choose_strategies",
     "declared_from_file",
+    "declarations",
     "display_rank",
     "known_strategies",
     "label",
@@ -109,6 +111,41 @@ def with_rerankers(strategies: Iterable[str], rerankers: Iterable[str], registry
             if twin not in names:
                 names.append(twin)
     return tuple(names)
+
+
+def choose_strategies(names: Sequence[str] | None, rerankers: Iterable[str], registry: Registry) -> tuple[str, ...]:
+    """The strategies asked for (``--strategies``; None: the registry's defaults), each once, with
+    ``X_NAME`` for every retrieval strategy X among them and every NAME of ``rerankers``.
+
+    Raises:
+        SearchGradeError: a name the registry does not know, or none at all (one line listing the
+            names there are).
+    """
+    if names is None:
+        return with_rerankers(registry.defaults(), rerankers, registry)
+    chosen = tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
+    for name in chosen:  # X_NAME asked for by name: a declared reranker over X
+        base, _, reranker = name.rpartition("_")
+        if name not in registry.infos and reranker in registry.rerankers and base in registry.infos:
+            registry.add_reranked(base, reranker, "--strategies")
+    unknown = registry.unknown(chosen)
+    if unknown or not chosen:
+        raise SearchGradeError(f"--strategies {','.join(names)!r}: unknown {unknown or 'empty list'}; "
+                               f"choose from {', '.join(registry.names())}")
+    return with_rerankers(chosen, rerankers, registry)
+
+
+def declarations(strategies_file: str | None, data_dir: str | os.PathLike[str],
+                 names: Iterable[str] | None) -> dict[str, dict[str, Any]]:
+    """The declarations a run may use, as it stores them: the strategies file's (``strategies_file``,
+    else $SEARCHGRADE_STRATEGIES_FILE), and those of ``names`` that were added in the app (saved in
+    the run store of ``data_dir``); the file's declaration wins over a saved one of the same name."""
+    found = declared_from_file(strategies_file_from_env(strategies_file))
+    asked = [n.strip() for n in names or () if n.strip()]
+    wanted = {base_of(n) or n for n in asked} - set(found) - set(known_strategies())
+    if wanted:
+        found.update(saved_declarations(data_dir, wanted))
+    return found
 
 
 def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:

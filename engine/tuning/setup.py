@@ -17,7 +17,7 @@ the tuner can change: refused with one line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.tuning.grades import Grades
 from searchgrade.engine.tuning.space import Space, default_space, parse_space, read_space_file
 from searchgrade.engine.tuning.target import Target
+from searchgrade.indexes.base import Found, Outcome, QueryBatch, answer_each
 from searchgrade.indexes.builtin.fusion import Fusion
 
 #: Declared kinds whose requests are templates with variables.
@@ -204,7 +205,7 @@ def _fusion_target(strategy: str, built: Any, settings: Any, space: Space, texts
             weights = None
         return Fusion(method, p["norm"], weights, float(p["rrf_k"]), p["fusion_depth"])
 
-    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, dict[str, list[Any]] | None]:
+    def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, dict[str, list[Any]] | None]:
         fused = HybridNode(tuple(inputs), name=strategy, fusion=fusion_of(params))
         replaced = None
         if bm25 is not None:
@@ -242,7 +243,7 @@ class _Bm25:
         self.last = (k1, b)
         return FulltextNode(FulltextSearcher(self.index, k1, b))
 
-    def answers(self, k1: float, b: float, batch: Any, depth: int) -> list[Any]:
+    def answers(self, k1: float, b: float, batch: QueryBatch, depth: int) -> list[Outcome]:
         return self.node(k1, b).answer(batch, depth, {})
 
 
@@ -251,7 +252,7 @@ def _fulltext_target(strategy: str, built: Any, settings: Any, space: Space, tex
     bm25 = _Bm25(built, settings)
     start = {"bm25_k1": settings.bm25_k1, "bm25_b": settings.bm25_b}
 
-    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, None]:
+    def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, None]:
         p = {**start, **params}
         return bm25.node(p["bm25_k1"], p["bm25_b"]), None
 
@@ -267,7 +268,7 @@ def _rerank_target(strategy: str, built: Any, settings: Any, space: Space, texts
     start = {"rerank_depth": node.depth}
     depth = max(_space_max(space, "rerank_depth", 0), node.depth, k)
 
-    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, None]:
+    def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, None]:
         d = int({**start, **params}["rerank_depth"])
         return RerankNode(strategy, node.base, node.shared, d, node.contents, capped=node.capped), None
 
@@ -287,11 +288,11 @@ def _declared_target(strategy: str, built: Any, settings: Any, space: Space, tex
     counter = _Counter()
 
     class CountingNode(HttpNode):
-        def request(self, query: str, k: int) -> tuple[Any, float]:
+        def request(self, query: str, k: int) -> Any:
             counter.add()
             return super().request(query, k)
 
-    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, None]:
+    def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, None]:
         values = {**start, **params}
         options = {**spec.options, "variables": values}
         return CountingNode(replace(spec, options=options)), None
@@ -308,7 +309,6 @@ def _ivf_target(strategy: str, built: Any, settings: Any, space: Space, texts: M
     import faiss
 
     from searchgrade.indexes.builtin.ann import encode
-    from searchgrade.indexes.executor import Answer
 
     searcher = built.context.ann()
     ivf = faiss.extract_index_ivf(searcher.index)
@@ -325,7 +325,8 @@ def _ivf_target(strategy: str, built: Any, settings: Any, space: Space, texts: M
         def input_depth(self, depth: int) -> int:
             return depth
 
-        def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
+        def answer(self, batch: QueryBatch, depth: int,
+                   inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:  # noqa: ARG002 - the node contract's signature
             missing = [i for i, q in enumerate(batch.ids) if q not in embedded or not reuse]
             if missing:
                 began = time.perf_counter()
@@ -334,15 +335,11 @@ def _ivf_target(strategy: str, built: Any, settings: Any, space: Space, texts: M
                 for i, vector in zip(missing, vectors, strict=True):
                     embedded[batch.ids[i]] = (vector, share)
             ivf.nprobe = self.nprobe
-            out = []
-            for qid in batch.ids:
-                vector, share = embedded[qid]
-                began = time.perf_counter()
-                docs = searcher.search_vectors(vector[None, :], depth)[0]
-                out.append(Answer(docs, share + time.perf_counter() - began))
-            return out
+            return answer_each([embedded[qid][0] for qid in batch.ids],
+                               lambda vector: Found(searcher.search_vectors(vector[None, :], depth)[0]),
+                               shares=[embedded[qid][1] for qid in batch.ids])
 
-    def make(params: Mapping[str, Any], batch: Any) -> tuple[Any, None]:
+    def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, None]:
         return IvfNode({**start, **params}["ivf_nprobe"]), None
 
     return Target(strategy, "ann-ivf", texts, built.nodes, [], k, k, make, start, reuse=reuse,

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchgrade.indexes.executor import Answer, Failure, QueryBatch
+from searchgrade.indexes.base import Answer, Failure, QueryBatch
 
 
 @dataclass

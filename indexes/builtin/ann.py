@@ -25,7 +25,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import ScoredDoc, SearchGradeError, SearchHits
-from searchgrade.indexes.base import search_each
+from searchgrade.indexes.base import Found, Outcome, QueryBatch, answer_each, search_each
 from searchgrade.indexes.embeddings.encoder import encode
 from searchgrade.indexes.settings import ANN_INDEXES, IndexSettings
 
@@ -253,15 +253,10 @@ class AnnNode:
     def input_depth(self, depth: int) -> int:
         return depth
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer
-
+    def answer(self, batch: QueryBatch, depth: int,
+               inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:  # noqa: ARG002 - the node contract's signature
         start = time.perf_counter()
         vectors = encode(self.searcher.model, list(batch.texts), batch_size=self.batch_size)
         share = (time.perf_counter() - start) / max(1, len(batch))
-        out = []
-        for vector in vectors:
-            start = time.perf_counter()
-            docs = self.searcher.search_vectors(vector[None, :], depth)[0]
-            out.append(Answer(docs, share + time.perf_counter() - start))
-        return out
+        return answer_each(list(vectors), lambda vector: Found(self.searcher.search_vectors(vector[None, :], depth)[0]),
+                           shares=[share] * len(batch))

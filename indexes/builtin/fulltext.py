@@ -16,15 +16,14 @@ the tokenized corpus is reused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import ScoredDoc, SearchHits
-from searchgrade.indexes.base import ProgressFn, ranked, search_each
+from searchgrade.indexes.base import Found, Outcome, ProgressFn, QueryBatch, answer_each, ranked, search_each
 from searchgrade.indexes.builtin.bm25 import Bm25Index, build_bm25_index
 from searchgrade.indexes.builtin.tokenizer import tokenize
 from searchgrade.indexes.settings import IndexSettings
@@ -87,7 +86,6 @@ class FulltextNode:
     def input_depth(self, depth: int) -> int:
         return depth
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import timed_each
-
-        return timed_each(self.searcher.search_one, batch.texts, depth)
+    def answer(self, batch: QueryBatch, depth: int,
+               inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:  # noqa: ARG002 - the node contract's signature
+        return answer_each(list(batch.texts), lambda text: Found(self.searcher.search_one(text, depth)))

@@ -3,13 +3,11 @@ has every method: weighted RRF, CombSUM, CombMNZ, a convex combination)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import ScoredDoc, SearchHits
-from searchgrade.indexes.base import CandidateSource, search_each
+from searchgrade.indexes.base import CandidateSource, Found, Outcome, QueryBatch, answer_each, search_each
 from searchgrade.indexes.builtin.fusion import Fusion, fuse
 
 
@@ -72,12 +70,7 @@ class HybridNode:
     def input_depth(self, depth: int) -> int:  # noqa: ARG002 - the node contract's signature
         return self.fusion.max_depth
 
-    def answer(self, batch: Any, depth: int, inputs: Mapping[str, Sequence[Any]]) -> list[Any]:
-        from searchgrade.indexes.executor import Answer
-
-        out = []
-        for i in range(len(batch)):
-            start = time.perf_counter()
-            docs = fuse([inputs[name][i].docs for name in self.inputs], self.fusion)[:depth]
-            out.append(Answer(docs, time.perf_counter() - start))
-        return out
+    def answer(self, batch: QueryBatch, depth: int, inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:
+        # The executor passes only queries every input answered (a failed input fails this node).
+        return answer_each(range(len(batch)), lambda i: Found(
+            fuse([inputs[name][i].docs for name in self.inputs], self.fusion)[:depth]))

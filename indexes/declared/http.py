@@ -11,8 +11,8 @@ Errors: connection refused or reset, a timeout, HTTP 429 and 5xx are retried ``r
 with exponential backoff (``backoff_s``, doubled each time, honouring ``Retry-After`` up to 30 s);
 any other HTTP error, a reply that is not JSON, and a reply the mapping cannot read are not (they
 would fail again). A query that still fails is a ``Failure`` for this strategy: recorded, never
-an empty list. Up to ``concurrency`` requests are in flight; each query's latency is the round
-trip of its successful request (backoff waits are not counted).
+an empty list. Up to ``concurrency`` requests are in flight; each query's latency is its successful
+attempt: the round trip and reading the reply (backoff waits are not counted).
 
 Typed in the app (``spec.declared_in``), a strategy's url is checked by core/outbound.py's policy
 when declared and again on every connection of the run (redirects included: the session connects
@@ -26,14 +26,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 import urllib.parse
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from searchgrade.core.outbound import OutboundPolicy, OutboundRefused
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError
+from searchgrade.indexes.base import FailedAttempt, Found
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
@@ -45,6 +44,7 @@ from searchgrade.indexes.declared.declaration import (
     outbound_policy,
     resolve_env,
 )
+from searchgrade.indexes.declared.node import DeclaredNode
 
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 #: HTTP statuses worth another try.
@@ -234,15 +234,12 @@ class RequestError(Exception):
         self.wait_s = wait_s
 
 
-class HttpNode:
+class HttpNode(DeclaredNode):
     """A declared HTTP strategy as an executor node."""
 
-    inputs: tuple[str, ...] = ()
-
     def __init__(self, spec: StrategySpec, environ: Mapping[str, str] | None = None) -> None:
+        super().__init__(spec)
         o = spec.options
-        self.name = spec.name
-        self.where = spec.where
         self.url = o["url"]
         self.method = o["method"]
         self.body = o.get("body")
@@ -265,9 +262,6 @@ class HttpNode:
         self.secret_headers = {name for name, value in (o.get("headers") or {}).items() if is_env(value)}
         self._local = threading.local()
 
-    def input_depth(self, depth: int) -> int:
-        return depth
-
     # -- one request ----------------------------------------------------------------------------
 
     def _session(self) -> Any:
@@ -276,14 +270,13 @@ class HttpNode:
             session = self._local.session = guarded_session(self.policy, self.headers, self.secret_headers)
         return session
 
-    def request(self, query: str, k: int) -> tuple[Any, float]:
-        """One attempt: the parsed JSON reply and the round trip in seconds."""
+    def request(self, query: str, k: int) -> Any:
+        """One request: the parsed JSON reply."""
         import requests
 
         url = _fill(self.url, query, k, url=True, variables=self.variables)
         data = (_fill(self.body, query, k, url=False, variables=self.variables).encode("utf-8")
                 if self.body is not None else None)
-        start = time.perf_counter()
         try:
             reply = self._session().request(self.method, url, data=data, timeout=self.timeout_s)
             content = reply.content
@@ -298,7 +291,6 @@ class HttpNode:
             raise RequestError(f"request to {self.url} failed ({type(exc).__name__}: {exc})", True) from None
         except OutboundRefused as exc:  # a redirect, or a name that now resolves elsewhere
             raise RequestError(str(exc), False) from None
-        seconds = time.perf_counter() - start
         if reply.status_code >= 400:
             body = _start(content.decode("utf-8", "replace"))
             retry = reply.status_code in RETRY_STATUSES
@@ -309,7 +301,7 @@ class HttpNode:
                                f"{hint} (reply: {body})".replace("  ", " "), retry,
                                _retry_after(reply.headers.get("Retry-After")))
         try:
-            return json.loads(content), seconds
+            return json.loads(content)
         except ValueError:
             raise MappingError(f"the reply from {self.url} is not JSON (it starts with: "
                                f"{_start(content.decode('utf-8', 'replace'))})") from None
@@ -359,48 +351,24 @@ class HttpNode:
             value = " ".join(str(v) for v in value)
         return str(value)
 
-    def search_one(self, query: str, k: int) -> tuple[list[ScoredDoc], dict[str, Document], float, int]:
-        """One query with retries: (docs, described documents, seconds, attempts).
+    def search_one(self, text: str, vector: Any, depth: int) -> Found:  # noqa: ARG002 - searched by text
+        """One attempt: the request and the ranked ids the mapping reads from its reply.
 
         Raises:
-            RequestError, MappingError: it still failed (the message is one line).
+            RequestError, MappingError: the attempt failed (the message is one line).
         """
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                reply, seconds = self.request(query, k)
-                docs, described = self.read(reply, k)
-                return docs, described, seconds, attempt
-            except RequestError as exc:
-                if not exc.retry or attempt > self.retries:
-                    exc.attempts = attempt  # type: ignore[attr-defined]
-                    raise
-                wait = exc.wait_s if exc.wait_s is not None else self.backoff_s * 2 ** (attempt - 1)
-                time.sleep(min(wait, MAX_RETRY_AFTER_S))
-            except MappingError as exc:
-                exc.attempts = attempt  # type: ignore[attr-defined]
-                raise
+        docs, described = self.read(self.request(text, depth), depth)
+        return Found(docs, described)
 
-    # -- the executor's interface ---------------------------------------------------------------
-
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer, Failure
-
-        def one(query: str) -> Any:
-            try:
-                docs, described, seconds, _ = self.search_one(query, depth)
-            except (RequestError, MappingError) as exc:
-                attempts = getattr(exc, "attempts", 1)
-                suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
-                return Failure(f"{exc}{suffix}", attempts)
-            return Answer(docs, seconds, described)
-
-        if self.concurrency == 1 or len(batch) == 1:
-            return [one(q) for q in batch.texts]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
-                                thread_name_prefix=f"searchgrade-{self.name}") as pool:
-            return list(pool.map(one, batch.texts))
+    def explain(self, exc: Exception, attempt: int) -> FailedAttempt | None:
+        """A failed request is tried again where that can help, after ``backoff_s`` doubled each time
+        (or the server's Retry-After); a reply the mapping cannot read is not."""
+        if isinstance(exc, RequestError):
+            wait = exc.wait_s if exc.wait_s is not None else self.backoff_s * 2 ** (attempt - 1)
+            return FailedAttempt(str(exc), exc.retry, min(wait, MAX_RETRY_AFTER_S))
+        if isinstance(exc, MappingError):
+            return FailedAttempt(str(exc))
+        return None
 
 
 def guarded_session(policy: OutboundPolicy | None, headers: Mapping[str, str], secret_headers: set[str]) -> Any:

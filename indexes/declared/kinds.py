@@ -12,9 +12,12 @@ Adding a kind (postgres, lancedb, a rerank service, ...) is one new module and o
    - ``KEYS``: ``dict[str, Key]``, the keys it takes (type, default, required, an example value);
    - ``check(spec) -> StrategySpec``: the rules across keys, each problem one SearchGradeError
      line naming the strategy, the key and the fix (``spec.where``);
-   - ``build_node(spec, ctx) -> Node``: its executor node (``name``, ``inputs``, ``input_depth``,
-     ``answer``, see indexes/executor.py), built from the checked spec and the build's shared
-     components (``ctx``: indexes.build.BuildContext, e.g. ``ctx.settings``, ``ctx.embedder(model)``);
+   - ``build_node(spec, ctx) -> Node``: its executor node (``Node`` in indexes/base.py), built from
+     the checked spec and the build's shared components (``ctx``: indexes.build.BuildContext, e.g.
+     ``ctx.settings``, ``ctx.embedder(model)``). A backend that searches one query at a time
+     subclasses ``DeclaredNode`` (node.py) and writes only ``search_one`` (one attempt) and
+     ``explain`` (what its errors mean, and which are worth another attempt): the timing, the
+     retries, the queries in flight and the embedding of queries are done there;
    - optionally ``check_typed(spec, policy)``: the checks of a declaration typed in the app (its
      hosts, paths and ``env:`` secrets against core/outbound.py's policy), which its builder applies
      again for such a spec. A kind without it cannot be declared in the app (``python``: code).
@@ -43,7 +46,7 @@ from searchgrade.indexes.variants import fulltext as variant_fulltext
 
 if TYPE_CHECKING:
     from searchgrade.core.outbound import OutboundPolicy
-    from searchgrade.indexes.executor import Node
+    from searchgrade.indexes.base import Node
 
 
 @dataclass(frozen=True)

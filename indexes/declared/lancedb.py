@@ -25,21 +25,22 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from searchgrade.core.outbound import OutboundPolicy, OutboundRefused
 from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
+from searchgrade.indexes.base import FailedAttempt, Found
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
     check_secret_free,
     embeddings_differ,
     outbound_policy,
-    query_vectors,
     resolve_env,
 )
+from searchgrade.indexes.declared.node import DeclaredNode
 
 SEARCHES = ("dense", "fulltext", "hybrid")
 DISTANCES = ("cosine", "dot", "l2")
@@ -127,19 +128,14 @@ def _recorded(table: Any) -> Any:
         return None
 
 
-class LanceNode:
+class LanceNode(DeclaredNode):
     """A declared LanceDB strategy as an executor node."""
 
-    inputs: tuple[str, ...] = ()
-
     def __init__(self, spec: StrategySpec, table: Any, embedder: Any | None, batch_size: int = 32) -> None:
+        super().__init__(spec, embedder, batch_size)
         o = spec.options
-        self.name = spec.name
-        self.where = spec.where
         self.table = table
         self.table_name = o["table"]
-        self.embedder = embedder
-        self.batch_size = batch_size
         self.search = o["search"]
         self.id_column = o["id_column"]
         self.vector_column = o["vector_column"]
@@ -151,9 +147,6 @@ class LanceNode:
         self.candidates = int(o["candidates"])
         self.rrf_k = int(o["rrf_k"])
 
-    def input_depth(self, depth: int) -> int:
-        return depth
-
     def _tuned(self, query: Any) -> Any:
         query = query.distance_type(self.distance)
         if self.nprobes is not None:
@@ -164,7 +157,7 @@ class LanceNode:
             query = query.bypass_vector_index()
         return query
 
-    def search_one(self, text: str, vector: Any, depth: int) -> list[ScoredDoc]:
+    def search_one(self, text: str, vector: Any, depth: int) -> Found:
         if self.search == "dense":
             query = self._tuned(self.table.search(vector, vector_column_name=self.vector_column, query_type="vector"))
             rows = query.limit(depth).select([self.id_column, "_distance"]).to_list()
@@ -182,26 +175,11 @@ class LanceNode:
             found = self._tuned(query).rerank(RRFReranker(K=self.rrf_k)).limit(max(self.candidates, depth)).to_arrow()
             rows = found.select([self.id_column, "_relevance_score"]).slice(0, depth).to_pylist()
             scores = [r["_relevance_score"] for r in rows]
-        return [ScoredDoc(str(r[self.id_column]), float(s), rank)
-                for rank, (r, s) in enumerate(zip(rows, scores, strict=True), start=1)]
+        return Found([ScoredDoc(str(r[self.id_column]), float(s), rank)
+                      for rank, (r, s) in enumerate(zip(rows, scores, strict=True), start=1)])
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer, Failure
-
-        vectors: Sequence[Any] = [None] * len(batch)
-        shares: Sequence[float] = [0.0] * len(batch)
-        if self.embedder is not None:
-            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
-        out: list[Any] = []
-        for text, vector, share in zip(batch.texts, vectors, shares, strict=True):
-            start = time.perf_counter()
-            try:
-                docs = self.search_one(text, vector, depth)
-            except Exception as exc:  # noqa: BLE001 - a backend error fails this query, in one line
-                out.append(Failure(f"LanceDB {self.search} search on {self.table_name!r} failed: {first_line(exc)}"))
-                continue
-            out.append(Answer(docs, share + time.perf_counter() - start))
-        return out
+    def explain(self, exc: Exception, attempt: int) -> FailedAttempt:  # noqa: ARG002 - never retried
+        return FailedAttempt(f"LanceDB {self.search} search on {self.table_name!r} failed: {first_line(exc)}")
 
 
 def build_node(spec: StrategySpec, ctx: Any) -> LanceNode:

@@ -31,11 +31,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from searchgrade.core.outbound import OutboundPolicy
 from searchgrade.core.records import Collection, ScoredDoc, SearchGradeError, first_line
+from searchgrade.indexes.base import FailedAttempt, Found
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
@@ -43,9 +44,9 @@ from searchgrade.indexes.declared.declaration import (
     check_typed_secret,
     embeddings_differ,
     outbound_policy,
-    query_vectors,
     resolve_env,
 )
+from searchgrade.indexes.declared.node import DeclaredNode
 
 SEARCHES = ("dense", "bm25", "hybrid")
 #: Longest VARCHAR Milvus stores, in bytes: longer texts are cut (export-index says how many).
@@ -167,18 +168,13 @@ def connect(uri: str, token: str | None = None, db_name: str | None = None,
         return client
 
 
-class MilvusNode:
+class MilvusNode(DeclaredNode):
     """A declared Milvus strategy as an executor node."""
 
-    inputs: tuple[str, ...] = ()
-
     def __init__(self, spec: StrategySpec, client: Any, embedder: Any | None, batch_size: int = 32) -> None:
+        super().__init__(spec, embedder, batch_size)
         o = spec.options
-        self.name = spec.name
-        self.where = spec.where
         self.client = client
-        self.embedder = embedder
-        self.batch_size = batch_size
         self.collection = o["collection"]
         self.search = o["search"]
         self.id_field = o["id_field"]
@@ -190,9 +186,6 @@ class MilvusNode:
         self.rrf_k = int(o["rrf_k"])
         self.timeout_s = float(o["timeout_s"])
 
-    def input_depth(self, depth: int) -> int:
-        return depth
-
     def _dense(self, vector: Any, limit: int) -> dict[str, Any]:
         return {"data": [vector.tolist()], "anns_field": self.vector_field, "limit": limit,
                 "param": {"metric_type": self.metric, "params": self.params}}
@@ -201,7 +194,7 @@ class MilvusNode:
         return {"data": [text], "anns_field": self.sparse_field, "limit": limit,
                 "param": {"metric_type": "BM25"}}
 
-    def search_one(self, text: str, vector: Any, depth: int) -> list[ScoredDoc]:
+    def search_one(self, text: str, vector: Any, depth: int) -> Found:
         if self.search == "hybrid":
             pymilvus = _pymilvus()
             limit = max(self.candidates, depth)
@@ -221,26 +214,10 @@ class MilvusNode:
             if doc_id is None:
                 doc_id = (hit.get("entity") or {}).get(self.id_field, hit.get("id"))
             docs.append(ScoredDoc(str(doc_id), float(hit.get("distance", 0.0)), rank))
-        return docs
+        return Found(docs)
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer, Failure
-
-        vectors: Sequence[Any] = [None] * len(batch)
-        shares: Sequence[float] = [0.0] * len(batch)
-        if self.search in ("dense", "hybrid"):
-            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
-        out: list[Any] = []
-        for text, vector, share in zip(batch.texts, vectors, shares, strict=True):
-            start = time.perf_counter()
-            try:
-                docs = self.search_one(text, vector, depth)
-            except Exception as exc:  # noqa: BLE001 - a backend error fails this query, in one line
-                first = first_line(exc)
-                out.append(Failure(f"Milvus {self.search} search on {self.collection!r} failed: {first}"))
-                continue
-            out.append(Answer(docs, share + time.perf_counter() - start))
-        return out
+    def explain(self, exc: Exception, attempt: int) -> FailedAttempt:  # noqa: ARG002 - never retried
+        return FailedAttempt(f"Milvus {self.search} search on {self.collection!r} failed: {first_line(exc)}")
 
 
 def build_node(spec: StrategySpec, ctx: Any) -> MilvusNode:

@@ -14,12 +14,13 @@ exception from ``search`` fails the queries of that batch (recorded, never score
 from __future__ import annotations
 
 import importlib
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from searchgrade.core.records import Document, ScoredDoc, SearchGradeError
+from searchgrade.indexes.base import FailedAttempt, Found, Outcome, QueryBatch, answer_each
 from searchgrade.indexes.declared.declaration import Key, StrategySpec
+from searchgrade.indexes.declared.node import DeclaredNode
 
 #: The entry-point group plugins register their strategy classes in.
 ENTRY_POINT_GROUP = "searchgrade.strategies"
@@ -88,42 +89,28 @@ def load_class(spec: StrategySpec) -> Any:
     return target
 
 
-class PluginNode:
-    """A declared Python strategy as an executor node."""
-
-    inputs: tuple[str, ...] = ()
+class PluginNode(DeclaredNode):
+    """A declared Python strategy as an executor node: ``batch_size`` queries per call."""
 
     def __init__(self, spec: StrategySpec, instance: Any) -> None:
-        self.name = spec.name
-        self.where = spec.where
+        super().__init__(spec, batch_size=int(spec.options.get("batch_size") or 16))
         self.instance = instance
-        self.batch_size = int(spec.options.get("batch_size") or 16)
 
-    def input_depth(self, depth: int) -> int:
-        return depth
+    def answer(self, batch: QueryBatch, depth: int,
+               inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:  # noqa: ARG002 - the node contract's signature
+        return answer_each(list(batch.texts), lambda texts: self.search_many(texts, depth),
+                           batch_size=self.batch_size, explain=self.explain)
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer, Failure
+    def search_many(self, texts: list[str], depth: int) -> list[Found]:
+        """One call of the plugin's ``search`` for ``texts``, its lists read and checked."""
+        lists = self.instance.search(texts, depth)
+        return [self._read(ranked, depth) for ranked in self._lists(lists, len(texts))]
 
-        out: list[Any] = []
-        texts = list(batch.texts)
-        for start in range(0, len(texts), self.batch_size):
-            chunk = texts[start:start + self.batch_size]
-            began = time.perf_counter()
-            try:
-                lists = self.instance.search(chunk, depth)
-                parsed = [self._read(ranked, depth) for ranked in self._lists(lists, len(chunk))]
-            except SearchGradeError as exc:
-                out.extend(Failure(str(exc)) for _ in chunk)
-                continue
-            except Exception as exc:  # noqa: BLE001 - the plugin's own error fails these queries
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                out.extend(Failure(f"search() raised {type(exc).__name__}: {first}".rstrip(": "))
-                           for _ in chunk)
-                continue
-            share = (time.perf_counter() - began) / len(chunk)
-            out.extend(Answer(docs, share, described) for docs, described in parsed)
-        return out
+    def explain(self, exc: Exception, attempt: int) -> FailedAttempt:  # noqa: ARG002 - never retried
+        if isinstance(exc, SearchGradeError):
+            return FailedAttempt(str(exc))
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return FailedAttempt(f"search() raised {type(exc).__name__}: {first}".rstrip(": "))
 
     def _lists(self, lists: Any, n: int) -> list[Any]:
         if not isinstance(lists, Sequence) or isinstance(lists, (str, bytes)) or len(lists) != n:
@@ -132,7 +119,7 @@ class PluginNode:
                                    "ranked list of (doc_id, score) per query")
         return list(lists)
 
-    def _read(self, ranked: Any, depth: int) -> tuple[list[ScoredDoc], dict[str, Document]]:
+    def _read(self, ranked: Any, depth: int) -> Found:
         docs: list[ScoredDoc] = []
         described: dict[str, Document] = {}
         seen: set[str] = set()
@@ -162,7 +149,7 @@ class PluginNode:
             docs.append(ScoredDoc(doc_id, score, len(docs) + 1))
             if len(docs) == depth:
                 break
-        return docs, described
+        return Found(docs, described)
 
 
 def build_node(spec: StrategySpec, ctx: Any) -> PluginNode:

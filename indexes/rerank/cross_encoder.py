@@ -31,7 +31,7 @@ import numpy as np
 
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import ScoredDoc, SearchGradeError, SearchHits
-from searchgrade.indexes.base import CandidateSource, search_each
+from searchgrade.indexes.base import Answer, CandidateSource, Outcome, QueryBatch, search_each
 from searchgrade.indexes.hub import load_pretrained
 
 RERANKER_FIX = (
@@ -193,9 +193,7 @@ class RerankNode:
     def input_depth(self, depth: int) -> int:
         return max(self.depth, depth)
 
-    def answer(self, batch: Any, depth: int, inputs: Mapping[str, Sequence[Any]]) -> list[Any]:
-        from searchgrade.indexes.executor import Answer
-
+    def answer(self, batch: QueryBatch, depth: int, inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:
         base = inputs[self.base]
         wanted = self.depth if self.capped else max(self.depth, depth)
         lists = []
@@ -207,7 +205,7 @@ class RerankNode:
             lists.append((candidates, unscored, outcome.documents))
         self.shared.ensure(pairs)
         finalize = getattr(self.shared.scorer, "finalize", None)
-        out = []
+        out: list[Outcome] = []
         for qid, (candidates, unscored, described) in zip(batch.ids, lists, strict=True):
             start = time.perf_counter()
             raw, cost = self.shared.get(qid, [d.doc_id for d in candidates])

@@ -3,7 +3,7 @@
 A ``QueryReranker`` gets one query and the texts of its candidates and returns one score per
 text, or raises ``RerankFailed`` with one line (an HTTP error after its retries, a reply that is
 malformed, that holds fewer items than were sent or an index out of range). Such a query is a
-*failure* of the reranked strategy (indexes/executor.py ``Failure``), recorded and searched again
+*failure* of the reranked strategy (indexes/base.py ``Failure``), recorded and searched again
 by ``resume``: it never falls back to the base order, and the base strategy is not touched.
 
 Scores are shared (``QueryScores``): a (query, document) pair two strategies retrieved is scored
@@ -19,10 +19,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from searchgrade.indexes.base import Answer, Failure, Outcome, QueryBatch
 from searchgrade.indexes.rerank.cross_encoder import below_scored, rerank_order, with_texts
 
 
@@ -125,9 +126,7 @@ class ServiceRerankNode:
     def input_depth(self, depth: int) -> int:
         return max(self.depth, depth)
 
-    def answer(self, batch: Any, depth: int, inputs: Mapping[str, Sequence[Any]]) -> list[Any]:
-        from searchgrade.indexes.executor import Answer, Failure
-
+    def answer(self, batch: QueryBatch, depth: int, inputs: Mapping[str, Sequence[Outcome]]) -> list[Outcome]:
         wanted = max(self.depth, depth)
         lists, work = [], []
         for qid, text, outcome in zip(batch.ids, batch.texts, inputs[self.base], strict=True):
@@ -135,7 +134,7 @@ class ServiceRerankNode:
             lists.append((candidates, unscored, outcome.documents))
             work.append((qid, text, [(d.doc_id, t) for d, t in zip(candidates, texts, strict=True)]))
         errors = self.shared.ensure(work, self.base)
-        out: list[Any] = []
+        out: list[Outcome] = []
         for qid, (candidates, unscored, described) in zip(batch.ids, lists, strict=True):
             if qid in errors:
                 out.append(Failure(errors[qid]))

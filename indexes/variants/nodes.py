@@ -92,7 +92,7 @@ class ChunkedNode:
             k = min(total, k * 2)
 
     def answer(self, batch: Any, depth: int, inputs: Mapping[str, Any]) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer
+        from searchgrade.indexes.base import Answer
 
         searcher, texts = self.component.searcher, list(batch.texts)
         if self.component.kind == "ann":

@@ -27,13 +27,15 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchgrade.core.records import Collection, SearchGradeError
 from searchgrade.engine.paths import DEMO_DIR, DEMO_NAME
 from searchgrade.engine.run.config import RunConfig
+from searchgrade.engine.run.request import RunRequest
+from searchgrade.engine.run.request import run_config as build_run_config
 from searchgrade.engine.store import Store
 from searchgrade.server.mcp import suites
 from searchgrade.server.mcp.settings import McpSettings
@@ -87,57 +89,36 @@ def resolve_collection(settings: McpSettings, store: Store, collection: str) -> 
                            f"a collection of a stored run (list_runs){where}")
 
 
-def _declared(settings: McpSettings, names: list[str] | None) -> dict[str, dict]:
-    """The operator's strategies file, and strategies added in the app that ``names`` asks for."""
-    from searchgrade.engine.run.strategies import (
-        base_of,
-        declared_from_file,
-        known_strategies,
-        saved_declarations,
-        strategies_file_from_env,
-    )
-
-    found = declared_from_file(strategies_file_from_env(settings.strategies_file))
-    wanted = {base_of(n) or n for n in names or []} - set(found) - set(known_strategies())
-    if wanted:
-        found.update(saved_declarations(settings.data_dir, wanted))
-    return found
-
-
-def run_config(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
-               name: str | None, k: int) -> RunConfig:
-    """The run an agent asks for, within the operator's bounds (validated)."""
-    from searchgrade.engine.run.strategies import registry_for_declared
+def run_request(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
+                name: str | None, k: int) -> RunRequest:
+    """What an agent asks for, as every surface asks it, within the operator's bounds: at most
+    --max-queries queries (an LLM run writes at most that many), the LLM of the server's
+    environment, the operator's strategies file and the strategies added in the app."""
+    from searchgrade.engine.run.strategies import declarations
 
     if mode not in MODES:
         raise SearchGradeError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    if max_queries is not None and max_queries < 1:
-        raise SearchGradeError(f"max_queries of {max_queries} must be at least 1")
-    bound = min(max_queries or settings.max_queries, settings.max_queries)
-    declared = _declared(settings, strategies)
-    registry = registry_for_declared(declared)
-    names = tuple(dict.fromkeys(strategies)) if strategies else registry.defaults()
-    fields: dict[str, Any] = {}
-    if mode in ("llm", "qrels_llm"):
-        from searchgrade.engine.llm.env import require_endpoint, require_model
-        from searchgrade.engine.llm.settings import LLMSettings
-
-        fields["llm"] = LLMSettings(model=require_model(None), base_url=require_endpoint(None))
+    bound = settings.max_queries if max_queries is None else min(max_queries, settings.max_queries)
+    docs = None
     if mode == "llm":
         from searchgrade.engine.llm.querygen import QueryGenSettings
 
         qg = QueryGenSettings()
         per_doc = qg.n_natural + qg.n_keyword
-        docs = bound // per_doc
-        if docs < 1:
+        if bound < per_doc:
             raise SearchGradeError(f"max_queries of {bound} is below the {per_doc} queries an LLM run writes per "
                                    "document: ask for more")
-        fields["querygen"] = replace(qg, n_docs=min(qg.n_docs, docs))
-    config = RunConfig(name=name, mode="llm" if mode == "llm" else "qrels", k=k, strategies=names,
-                       declared=declared, max_queries=None if mode == "llm" else bound, **fields)
-    config.validate()
-    config.check_environment()
-    return config
+        docs = min(qg.n_docs, bound // per_doc)
+    return RunRequest(qrels=mode != "llm", llm=mode != "qrels", name=name, k=k,
+                      strategies=tuple(strategies) if strategies else None,
+                      declared=declarations(settings.strategies_file, settings.data_dir, strategies),
+                      max_queries=None if mode == "llm" else bound, docs=docs)
+
+
+def run_config(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
+               name: str | None, k: int) -> RunConfig:
+    """The run an agent asks for, within the operator's bounds (checked as every surface's is)."""
+    return build_run_config(run_request(settings, mode, strategies, max_queries, name, k))
 
 
 def _load(target: Target) -> Collection:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
 from searchgrade.core.records import ScoredDoc
-from searchgrade.indexes.base import search_each, timed, top_k
+from searchgrade.indexes import base
+from searchgrade.indexes.base import Answer, FailedAttempt, Failure, Found, answer_each, search_each, timed, top_k
 
 
 def test_top_k_orders_by_score_then_row():
@@ -50,3 +54,99 @@ def test_timed_accumulates_per_stage():
     with timed(timings, "x"):
         pass
     assert timings["x"] >= first > 0
+
+
+def test_answer_each_retries_only_what_explain_says_may_pass_and_counts_the_attempts():
+    calls: dict[str, int] = {}
+
+    def search(query: str) -> Found:
+        calls[query] = calls.get(query, 0) + 1
+        if query == "flaky" and calls[query] == 1:
+            raise ConnectionError("reset")
+        if query in ("down", "wrong"):
+            raise ConnectionError("refused") if query == "down" else KeyError("id")
+        return Found([ScoredDoc(query, 1.0, 1)])
+
+    def explain(exc: Exception, attempt: int) -> FailedAttempt:
+        return FailedAttempt(f"{type(exc).__name__} on attempt {attempt}", retry=isinstance(exc, ConnectionError))
+
+    outcomes = answer_each(["ok", "flaky", "down", "wrong"], search, retries=2, explain=explain)
+    assert isinstance(outcomes[0], Answer) and isinstance(outcomes[1], Answer)
+    assert outcomes[2] == Failure("ConnectionError on attempt 3 (after 3 attempts)", 3)
+    assert outcomes[3] == Failure("KeyError on attempt 1", 1)  # not worth another attempt
+    assert calls == {"ok": 1, "flaky": 2, "down": 3, "wrong": 1}
+
+
+def test_answer_each_raises_what_explain_does_not_claim_and_everything_without_explain():
+    def search(query: str) -> Found:
+        raise ZeroDivisionError(query)
+
+    with pytest.raises(ZeroDivisionError):
+        answer_each(["a"], search)
+    with pytest.raises(ZeroDivisionError):
+        answer_each(["a"], search, explain=lambda exc, attempt: None)
+
+
+class Clock:
+    """time.perf_counter and time.sleep as answer_each sees them: seconds pass only when told."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = 100.0
+        monkeypatch.setattr(base.time, "perf_counter", lambda: self.now)
+        monkeypatch.setattr(base.time, "sleep", self.advance)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_answer_each_times_the_successful_attempt_not_the_wait_and_adds_each_share(monkeypatch):
+    clock = Clock(monkeypatch)
+    attempts = []
+
+    def search(query: str) -> Found:
+        attempts.append(query)
+        clock.advance(1.0)
+        if len(attempts) == 1:
+            raise TimeoutError
+        clock.advance(0.5)
+        return Found([ScoredDoc(query, 1.0, 1)])
+
+    (answer,) = answer_each(["q"], search, retries=1, shares=[5.0],
+                            explain=lambda exc, attempt: FailedAttempt("slow", retry=True, wait_s=30.0))
+    assert answer.seconds == pytest.approx(5.0 + 1.5)  # neither the failed attempt nor the wait
+
+
+def test_answer_each_keeps_query_order_with_queries_in_flight():
+    threads = set()
+
+    def search(query: int) -> Found:
+        threads.add(threading.current_thread().name)
+        time.sleep(0.01 * (query % 3))
+        return Found([ScoredDoc(str(query), 1.0, 1)])
+
+    outcomes = answer_each(list(range(12)), search, concurrency=4, thread_name="sg-test")
+    assert [o.docs[0].doc_id for o in outcomes] == [str(i) for i in range(12)]
+    assert len(threads) > 1 and all(name.startswith("sg-test") for name in threads)
+
+
+def test_answer_each_in_batches_shares_a_calls_seconds_and_fails_its_queries_together(monkeypatch):
+    clock = Clock(monkeypatch)
+    calls = []
+
+    def search(texts: list[str]) -> list[Found]:
+        calls.append(list(texts))
+        clock.advance(0.25)
+        if "bad" in texts:
+            raise ValueError("no")
+        return [Found([ScoredDoc(t, 1.0, 1)]) for t in texts]
+
+    outcomes = answer_each(["a", "b", "bad", "c", "d"], search, batch_size=2,
+                           explain=lambda exc, attempt: FailedAttempt(str(exc)))
+    assert calls == [["a", "b"], ["bad", "c"], ["d"]]
+    assert outcomes[2:4] == [Failure("no", 1), Failure("no", 1)]
+    assert [o.seconds for o in (outcomes[0], outcomes[1], outcomes[4])] == [0.125, 0.125, 0.25]
+
+
+def test_answer_each_refuses_shares_that_do_not_match_the_queries():
+    with pytest.raises(ValueError, match="1 shares for 2 queries"):
+        answer_each(["a", "b"], lambda q: Found([]), shares=[0.0])

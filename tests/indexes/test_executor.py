@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from searchgrade.core.records import ScoredDoc
+from searchgrade.indexes.base import Answer, Failure, QueryBatch
 from searchgrade.indexes.build import build_searchers
 from searchgrade.indexes.builtin.hybrid import HybridSearcher
-from searchgrade.indexes.executor import Answer, Executor, Failure, QueryBatch
+from searchgrade.indexes.executor import Executor
 from searchgrade.indexes.rerank.cross_encoder import RerankSearcher
 from searchgrade.indexes.settings import IndexSettings
 

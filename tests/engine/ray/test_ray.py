@@ -355,7 +355,7 @@ def test_a_run_joins_a_cluster_started_with_ray_start(tmp_path):
 
 def test_a_worker_that_does_not_see_the_collection_stops_the_run_with_one_line(local_ray, tmp_path):
     from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
-    from searchgrade.indexes.executor import QueryBatch
+    from searchgrade.indexes.base import QueryBatch
 
     spec = BuildSpec(collection_path=str(tmp_path / "not-here"), collection_fields={}, fingerprint="x",
                      settings=IndexSettings(), data_dir=str(tmp_path), strategies=("fulltext",), declared={},
@@ -466,7 +466,7 @@ def test_a_limiter_whose_permits_stay_held_stops_the_judging_with_one_line(local
 
 def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local_ray, tmp_path):
     from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
-    from searchgrade.indexes.executor import QueryBatch
+    from searchgrade.indexes.base import QueryBatch
 
     @local_ray.remote(num_cpus=2)
     class Hog:  # another job holding every CPU of the cluster
@@ -495,8 +495,8 @@ def test_search_actors_the_cluster_cannot_place_stop_the_run_with_one_line(local
 
 def test_a_worker_that_cannot_run_a_strategy_the_driver_runs_says_why(local_ray, tmp_path, tiny_beir):
     from searchgrade.engine.ray.search_workers import BuildSpec, RaySearch
+    from searchgrade.indexes.base import QueryBatch
     from searchgrade.indexes.build import build_searchers
-    from searchgrade.indexes.executor import QueryBatch
 
     collection = load_collection(tiny_beir)
     built = build_searchers(collection, IndexSettings(), tmp_path, strategies=("fulltext",))

@@ -11,9 +11,9 @@ from searchgrade.engine.tuning.space import default_space
 from searchgrade.engine.tuning.split import split_queries
 from searchgrade.engine.tuning.target import Target
 from searchgrade.engine.tuning.tuner import optimise, tune
+from searchgrade.indexes.base import Answer
 from searchgrade.indexes.builtin.fusion import Fusion
 from searchgrade.indexes.builtin.hybrid import HybridNode
-from searchgrade.indexes.executor import Answer
 
 N = 60
 

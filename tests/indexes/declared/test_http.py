@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.base import QueryBatch
 from searchgrade.indexes.declared.http import HttpNode
 from searchgrade.indexes.declared.spec import parse_spec
-from searchgrade.indexes.executor import Executor, QueryBatch
+from searchgrade.indexes.executor import Executor
 from tests.conftest import TINY_QUERIES, write_beir
 
 from .conftest import SearchServer

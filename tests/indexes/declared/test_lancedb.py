@@ -31,12 +31,12 @@ def test_dense_fulltext_and_hybrid_search_the_exported_table(tiny):
     collection, uri = tiny
     vectors = unit_vectors(12, 3)
     dense = build_node(spec(uri, search="dense"), ctx())
-    assert [d.doc_id for d in dense.search_one("", vectors[4], 3)][0] == collection.documents[4].doc_id
+    assert [d.doc_id for d in dense.search_one("", vectors[4], 3).docs][0] == collection.documents[4].doc_id
     fulltext = build_node(spec(uri, search="fulltext"), ctx())
     assert fulltext.embedder is None
-    assert fulltext.search_one("largest planet in the solar system", None, 3)[0].doc_id == "d3"
+    assert fulltext.search_one("largest planet in the solar system", None, 3).docs[0].doc_id == "d3"
     hybrid = build_node(spec(uri, search="hybrid"), ctx())
-    docs = hybrid.search_one("largest planet in the solar system", vectors[2], 5)
+    docs = hybrid.search_one("largest planet in the solar system", vectors[2], 5).docs
     assert docs[0].doc_id == "d3" and len(docs) == 5  # first in both lists
     assert [d.rank for d in docs] == [1, 2, 3, 4, 5]
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from searchgrade.core.records import Collection, Document, SearchGradeError
+from searchgrade.indexes.declared.declaration import embedded_by
 from searchgrade.indexes.declared.milvus import (
     STAGING_PREFIX,
     build_node,
     connect,
-    embedded_by,
     export_collection,
 )
 from searchgrade.indexes.declared.spec import parse_spec

@@ -7,9 +7,10 @@ import re
 import pytest
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.base import QueryBatch
 from searchgrade.indexes.declared.plugin import PluginNode, build_node
 from searchgrade.indexes.declared.spec import load_strategies_file, parse_spec
-from searchgrade.indexes.executor import Executor, QueryBatch
+from searchgrade.indexes.executor import Executor
 from searchgrade.indexes.registry import registry_for
 
 DOCS = {"d1": "the sun is a star", "d2": "jupiter is a gas giant planet", "d3": "a star and a planet"}

@@ -9,12 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from searchgrade.core.outbound import ENV_ALLOWED_HOSTS, ENV_SECRETS, OutboundPolicy, OutboundRefused
+from searchgrade.indexes.base import QueryBatch
 from searchgrade.indexes.declared import lancedb, milvus
 from searchgrade.indexes.declared import postgres as pg_kind
 from searchgrade.indexes.declared.declaration import StrategySpec
 from searchgrade.indexes.declared.http import HttpNode
 from searchgrade.indexes.declared.spec import parse_spec
-from searchgrade.indexes.executor import Executor, QueryBatch
+from searchgrade.indexes.executor import Executor
 from tests.conftest import write_beir
 
 from .conftest import SearchServer

@@ -134,7 +134,7 @@ def test_a_rerank_node_gives_its_pair_scorer_query_ids_and_finalizes_in_the_base
     """What a cross-fitted trained reranker relies on: each pair carries its query's id (so the
     scorer picks the fold model per query), and finalize gets one query's raw scores in the
     base order (so it can blend with the base ranks)."""
-    from searchgrade.indexes.executor import Answer, QueryBatch
+    from searchgrade.indexes.base import Answer, QueryBatch
     from searchgrade.indexes.rerank.cross_encoder import RerankNode, SharedScores
 
     scorer = RecordingScorer({CONTENTS["d01"]: 0.1, CONTENTS["d02"]: 0.9, CONTENTS["d03"]: 0.5})

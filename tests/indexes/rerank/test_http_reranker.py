@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from searchgrade.core.records import ScoredDoc, SearchGradeError
+from searchgrade.indexes.base import Answer, Failure, QueryBatch
 from searchgrade.indexes.declared.spec import load_rerankers_file, load_strategies_file, parse_reranker
-from searchgrade.indexes.executor import Answer, Executor, Failure, QueryBatch
+from searchgrade.indexes.executor import Executor
 from searchgrade.indexes.rerank.http import HttpReranker
 from searchgrade.indexes.rerank.service import QueryScores, RerankFailed, ServiceRerankNode
 from tests.indexes.rerank.rerank_server import expected_order, known_score

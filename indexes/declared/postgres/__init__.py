@@ -46,12 +46,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from searchgrade.core.outbound import OutboundPolicy
 from searchgrade.core.records import Collection, Document, ScoredDoc, SearchGradeError, first_line
+from searchgrade.indexes.base import FailedAttempt, Found
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
@@ -59,9 +59,9 @@ from searchgrade.indexes.declared.declaration import (
     embeddings_differ,
     is_env,
     outbound_policy,
-    query_vectors,
     resolve_env,
 )
+from searchgrade.indexes.declared.node import DeclaredNode
 
 SEARCHES = ("dense", "fulltext", "hybrid")
 #: distance -> (pgvector operator, operator class of an index, the score of a distance d).
@@ -394,22 +394,17 @@ def vector_literal(vector: Any) -> str:
 
 # -- the node -------------------------------------------------------------------------------------
 
-class PostgresNode:
+class PostgresNode(DeclaredNode):
     """A declared Postgres strategy as an executor node."""
-
-    inputs: tuple[str, ...] = ()
 
     def __init__(self, spec: StrategySpec, conninfo_: str, statement: Any, uses: frozenset[str],
                  embedder: Any | None, batch_size: int = 32, config: str = "english",
                  hnsw: bool = True) -> None:
+        super().__init__(spec, embedder, batch_size)
         o = spec.options
-        self.name = spec.name
-        self.where = spec.where
         self.conninfo = conninfo_
         self.statement = statement
         self.uses = uses
-        self.embedder = embedder
-        self.batch_size = batch_size
         self.config = config
         self.search = "sql" if o.get("sql") is not None else o["search"]
         self.ef_search = o.get("ef_search")
@@ -423,9 +418,6 @@ class PostgresNode:
         self.retries = int(o["retries"])
         self._pool: Any = None
         self._lock = threading.Lock()
-
-    def input_depth(self, depth: int) -> int:
-        return depth
 
     def pool(self) -> Any:
         """The connection pool, opened on first use: at most ``concurrency`` connections."""
@@ -460,7 +452,7 @@ class PostgresNode:
             values["query_vector"] = vector_literal(vector)
         return values
 
-    def search_one(self, text: str, vector: Any, depth: int) -> tuple[list[ScoredDoc], dict[str, Document]]:
+    def search_one(self, text: str, vector: Any, depth: int) -> Found:
         """One query in its own transaction, on a pooled connection."""
         with self.pool().connection() as conn, conn.transaction():
             for name, value in self.settings(depth).items():
@@ -470,52 +462,24 @@ class PostgresNode:
             rows = cursor.fetchmany(depth)
         return _read(rows, columns)
 
-    def answer(self, batch: Any, depth: int, inputs: Any) -> list[Any]:  # noqa: ARG002 - the node contract's signature
-        from searchgrade.indexes.executor import Answer, Failure
-
-        vectors: Sequence[Any] = [None] * len(batch)
-        shares: Sequence[float] = [0.0] * len(batch)
-        if self.embedder is not None:
-            vectors, shares = query_vectors(self.embedder, batch.texts, self.batch_size)
-
-        def one(item: tuple[str, Any, float]) -> Any:
-            text, vector, share = item
-            attempt = 0
-            while True:
-                attempt += 1
-                start = time.perf_counter()
-                try:
-                    docs, described = self.search_one(text, vector, depth)
-                    return Answer(docs, share + time.perf_counter() - start, described)
-                except Exception as exc:  # noqa: BLE001 - a backend error fails this query, in one line
-                    message, retry = self.failure(exc)
-                    if retry and attempt <= self.retries:
-                        continue
-                    suffix = f" (after {attempt} attempts)" if attempt > 1 else ""
-                    return Failure(f"Postgres {self.search} search failed: {message}{suffix}", attempt)
-
-        items = list(zip(batch.texts, vectors, shares, strict=True))
-        if self.concurrency == 1 or len(items) == 1:
-            return [one(item) for item in items]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items)),
-                                thread_name_prefix=f"searchgrade-{self.name}") as pool:
-            return list(pool.map(one, items))
-
-    def failure(self, exc: Exception) -> tuple[str, bool]:
+    def explain(self, exc: Exception, attempt: int) -> FailedAttempt:  # noqa: ARG002 - retried at once
         """One line for a query's error, and whether a fresh connection may help."""
         psycopg = _psycopg()
         from psycopg_pool import PoolTimeout
 
+        failed = f"Postgres {self.search} search failed"
         if isinstance(exc, psycopg.errors.QueryCanceled):
-            return f"statement timeout: the query ran longer than timeout_s = {self.timeout_s:g} s", False
+            return FailedAttempt(f"{failed}: statement timeout: the query ran longer than timeout_s = "
+                                 f"{self.timeout_s:g} s")
         if isinstance(exc, PoolTimeout):
-            return f"no connection to the server within timeout_s = {self.timeout_s:g} s", True
+            return FailedAttempt(f"{failed}: no connection to the server within timeout_s = {self.timeout_s:g} s",
+                                 retry=True)
         if isinstance(exc, psycopg.OperationalError):
-            return f"the connection was lost ({first_line(exc)})", True
-        return first_line(exc), False
+            return FailedAttempt(f"{failed}: the connection was lost ({first_line(exc)})", retry=True)
+        return FailedAttempt(f"{failed}: {first_line(exc)}")
 
 
-def _read(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> tuple[list[ScoredDoc], dict[str, Document]]:
+def _read(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> Found:
     lowered = [c.lower() for c in columns]
     score_at = lowered.index("score") if "score" in lowered[1:] else None
     title_at = lowered.index("title") if "title" in lowered[1:] else None
@@ -537,7 +501,7 @@ def _read(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> tuple[list[S
         if title or text:
             described[doc_id] = Document(doc_id, title, text)
         docs.append(ScoredDoc(doc_id, score, len(docs) + 1))
-    return docs, described
+    return Found(docs, described)
 
 
 def _is_decimal(value: Any) -> bool:
