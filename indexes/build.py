@@ -7,8 +7,9 @@ What the built-ins need:
     ann           embedder + ANN index        fulltext         BM25 tokens
     hybrid        the ann and fulltext nodes  X_rerank         X's node + the cross-encoder
 
-An artifact folder is named by the collection fingerprint and the fingerprint of the settings that
-shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
+The ANN and BM25 indexes themselves (over documents, or a variant's chunks) are made by
+indexes/variants/components.py, once per build for each setting. An artifact folder is named by the
+collection fingerprint and the fingerprint of the settings that shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
 unchanged one is reloaded. Embeddings are cached per text (indexes/embeddings/encoder.py), so even a
 rebuilt ANN index only encodes documents it has never seen.
 
@@ -31,14 +32,11 @@ from searchgrade.core.records import collection_fingerprint as fingerprint_of
 from searchgrade.indexes import registry as registry_module
 from searchgrade.indexes.base import BuiltIndexes, Node, ProgressFn, timed
 from searchgrade.indexes.builtin import ann, fulltext
-from searchgrade.indexes.embeddings.backends import cache_tag
 from searchgrade.indexes.embeddings.encoder import (
     EmbeddingCache,
     cache_dir_for,
-    embedder_device,
     encode_cached,
     load_embedder,
-    model_slug,
 )
 from searchgrade.indexes.executor import StrategySearcher
 from searchgrade.indexes.rerank.cross_encoder import (
@@ -49,6 +47,7 @@ from searchgrade.indexes.rerank.cross_encoder import (
 )
 from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, trained_name
 from searchgrade.indexes.settings import IndexSettings
+from searchgrade.indexes.variants.components import ModelUnavailableError, bundled_shard
 from searchgrade.indexes.variants.costs import strategy_costs
 
 
@@ -119,7 +118,10 @@ class BuildContext:
         if self._ann is None:
             from searchgrade.indexes.variants.components import ann_component
 
-            component = ann_component(self, self.settings, None, self.built)
+            try:
+                component = ann_component(self, self.settings, None, self.built)
+            except ModelUnavailableError as exc:  # the run's own model: the run cannot go on without it
+                raise SearchGradeError(str(exc)) from None
             self.own_costs["ann"] = component.cost
             # built.ann: what measure_ann_recall (issue 9) measures.
             self._ann = self.built.ann = component.searcher
@@ -285,7 +287,7 @@ def build_searchers(
     for strategy in requested:
         try:
             ctx.node(strategy)
-        except SkipStrategy as exc:
+        except (SkipStrategy, ModelUnavailableError) as exc:  # a variant's model that cannot load skips it
             built.skipped[strategy] = str(exc)
     built.nodes = ctx.nodes
     built.context = ctx
@@ -311,77 +313,6 @@ def measure_ann_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 
     if built.ann.kind == "flat":
         return {"index": "flat", "exact": True}
     return {"index": built.ann.kind, "k": k, "queries": 0, "recall": None}
-
-
-def bundled_shard(collection: Collection, model_name: str, backend: str = "torch") -> Path | None:
-    """Vectors a collection folder ships for a model and backend: ``embeddings/<model slug>.npz``
-    beside its corpus (torch's vectors; another backend's file name carries its cache tag).
-
-    An ordinary embedding-cache shard (see indexes/embeddings/encoder.py); texts it does not cover are
-    embedded as usual, so a stale shard costs time, never correctness.
-    """
-    folder = Path(collection.path)
-    if not folder.is_dir():
-        return None
-    return folder / "embeddings" / f"{model_slug(model_name)}{cache_tag(backend)}.npz"
-
-
-def build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-              texts: list[str], progress: ProgressFn | None, built: BuiltIndexes,
-              bundled: Path | None = None, model: Any = None) -> ann.AnnSearcher:
-    """An ANN index over ``texts`` (documents, or chunks under their ids), reloaded when its folder
-    (named by ``fingerprint`` and the ANN settings) holds it, else embedded (only the texts the
-    cache lacks) and built. Its stats and timings go to ``built``: the build's own, or a variant's
-    record of its cost (indexes/variants/). ``model``: the embedder, when already loaded."""
-    settings = settings.resolved(len(doc_ids))
-    built.stats["ann_index"] = settings.ann_index
-    backend = settings.embedding_backend
-    if model is None:
-        with timed(built.timings, "embedder_load"):
-            model = load_embedder(settings.embedding_model, backend, settings.device, data_dir)
-    built.stats.update(embedding_backend=backend, embedding_device=embedder_device(model))
-    directory = ann.ann_dir(data_dir, fingerprint, settings)
-    cache_dir = cache_dir_for(data_dir, settings.embedding_model, backend)
-    built.artifacts.update(ann=str(directory), embeddings=str(cache_dir))
-    with timed(built.timings, "ann_build"):
-        index = ann.load_ann(directory, settings, doc_ids)
-    built.stats["ann_reused"] = index is not None
-    if index is None:
-        if bundled is not None and bundled.is_file():
-            built.stats["bundled_vectors_imported"] = EmbeddingCache(cache_dir).import_shard(bundled)
-        with timed(built.timings, "embed"):
-            vectors, embed_stats = encode_cached(settings.embedding_model, texts, cache_dir,
-                                                 settings.batch_size, progress, model=model,
-                                                 backend=backend)
-        built.stats.update(embedded=embed_stats.embedded, cache_hits=embed_stats.cache_hits,
-                           embed_docs_per_s=embed_stats.docs_per_s, encode_s=embed_stats.encode_s)
-        with timed(built.timings, "ann_build"):
-            index = ann.build_ann_index(vectors, settings)
-            ann.save_ann(directory, index, doc_ids, settings)
-        del vectors  # the index holds its own copy
-    else:
-        built.stats.update(embedded=0, cache_hits=0, embed_docs_per_s=None, encode_s=0.0)
-        if progress:
-            progress("embed", len(doc_ids), len(doc_ids))
-    return ann.AnnSearcher(model, index, doc_ids)
-
-
-def build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-                   texts: list[str], progress: ProgressFn | None,
-                   built: BuiltIndexes) -> fulltext.FulltextSearcher:
-    """A BM25 index over ``texts`` (documents, or chunks under their ids), reloaded when its folder
-    holds it; its stats and timings go to ``built`` (as ``build_ann``'s)."""
-    directory = fulltext.bm25_dir(data_dir, fingerprint, settings)
-    built.artifacts["bm25"] = str(directory)
-    with timed(built.timings, "bm25_build"):
-        index = fulltext.load_index(directory, doc_ids)
-        built.stats["bm25_reused"] = index is not None
-        if index is None:
-            index = fulltext.build_index(directory, doc_ids, texts, progress)
-        elif progress:
-            progress("bm25_build", len(doc_ids), len(doc_ids))
-        searcher = fulltext.FulltextSearcher.from_settings(index, settings)
-    return searcher
 
 
 def document_vectors(collection: Collection, settings: IndexSettings, data_dir: Path,

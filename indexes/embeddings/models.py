@@ -53,8 +53,8 @@ def model_kind(folder: str | Path) -> str:
             no model at all), one line naming what it found and the fix.
     """
     path = Path(folder).expanduser()
-    fix = ("give a folder holding a sentence-transformers model or a model2vec static model "
-           "(`searchgrade embeddings distill MODEL --out DIR` makes one)")
+    fix = ("give --embedding-model (or embedding_model) a folder holding a sentence-transformers model or a "
+           "model2vec static model (`searchgrade embeddings distill MODEL --out DIR` makes one)")
     if not path.is_dir():
         raise SearchGradeError(f"embedding model folder '{folder}' is not a folder: {fix}")
     config = _config(path)

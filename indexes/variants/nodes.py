@@ -25,7 +25,7 @@ from searchgrade.indexes.chunking.aggregate import Aggregate, Ranked, aggregate,
 from searchgrade.indexes.chunking.spec import parse_chunking
 from searchgrade.indexes.declared.declaration import StrategySpec
 from searchgrade.indexes.variants.common import variant_settings
-from searchgrade.indexes.variants.components import Component, ModelUnavailableError, ann_component, fulltext_component
+from searchgrade.indexes.variants.components import Component, ann_component, fulltext_component
 
 #: The first search asks for this many times the chunks ``depth`` documents hold on average.
 FIRST_FACTOR = 2
@@ -35,19 +35,17 @@ def variant_node(spec: StrategySpec, ctx: Any, kind: str, keys: tuple[str, ...])
     """The node of a declared variant (``kind`` "ann" or "fulltext"), its index built or shared.
 
     Raises:
-        SkipStrategy: its model cannot be loaded here (the reason and the fix).
+        ModelUnavailableError: its model cannot be loaded here (the reason and the fix): the build
+            skips the strategy.
     """
     from searchgrade.indexes.base import BuiltIndexes
-    from searchgrade.indexes.build import SkipStrategy
 
     options = spec.options
     settings = variant_settings(ctx.settings, options, keys, spec.where)
     chunking = parse_chunking(options.get("chunking"), f"{spec.where}: chunking")
     make = ann_component if kind == "ann" else fulltext_component
-    try:
-        component = make(ctx, settings, chunking, BuiltIndexes())
-    except ModelUnavailableError as exc:
-        raise SkipStrategy(str(exc)) from None
+    # A model that cannot load raises ModelUnavailableError: the build skips the strategy with it.
+    component = make(ctx, settings, chunking, BuiltIndexes())
     ctx.own_costs[spec.name] = component.cost
     if chunking is not None:
         return ChunkedNode(spec.name, component, parse_aggregate(options["aggregate"]), ctx.settings.batch_size)

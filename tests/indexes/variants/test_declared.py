@@ -8,11 +8,11 @@ import json
 import pytest
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.indexes import build as build_module
 from searchgrade.indexes.build import build_searchers
 from searchgrade.indexes.declared.spec import load_strategies_file, parse_spec
 from searchgrade.indexes.registry import registry_for
 from searchgrade.indexes.settings import IndexSettings
+from searchgrade.indexes.variants import components
 from searchgrade.indexes.variants.costs import IndexCost, strategy_costs
 from tests.indexes.variants.conftest import QUERY_TEXTS
 
@@ -104,8 +104,8 @@ def test_a_variant_whose_model_cannot_load_is_skipped_with_the_reason_and_the_ot
 def test_variants_share_their_indexes_and_chunks_and_an_unchanged_variant_is_the_builtin(abstracts, tmp_path,
                                                                                          static_model_dir, monkeypatch):
     loads = []
-    real = build_module.load_embedder
-    monkeypatch.setattr(build_module, "load_embedder", lambda *a, **k: loads.append(a[0]) or real(*a, **k))
+    real = components.load_embedder
+    monkeypatch.setattr(components, "load_embedder", lambda *a, **k: loads.append(a[0]) or real(*a, **k))
     chunks = {"method": "tokens", "size": 64, "overlap": 8}
     built = build(abstracts, tmp_path, {
         "same-as-fulltext": {"kind": "fulltext"},
