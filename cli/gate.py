@@ -1,8 +1,10 @@
 """`searchgrade gate`: fail a CI job when a candidate run is significantly worse than a baseline.
 
-Exit codes: 0 no strategy is significantly worse by more than the margin; 1 at least one is (a
-regression); 2 the gate could not run (a missing run, an unknown metric, ...), with one line
-saying why. A CI job can tell a regression from a broken setup.
+A strategy fails when its change is significantly worse (the 95% CI, adjusted for the strategies
+checked, lies entirely below 0) and the drop is larger than --margin (engine/gate.py). Exit codes:
+0 no strategy fails; 1 at least one does (a regression); 2 the gate could not run (a missing run,
+an unknown metric, ...), with one line saying why. A CI job can tell a regression from a broken
+setup.
 """
 
 from __future__ import annotations
@@ -18,17 +20,25 @@ EXIT_ERROR = 2
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("gate", help="exit 1 when a candidate run is significantly worse than a baseline "
-                       "(its 95%% CI, adjusted for the strategies checked, lies below -margin)")
+    rule = ("a strategy fails when its change's 95% CI, adjusted for the strategies checked, lies entirely "
+            "below 0 (a significant drop) and the drop is larger than --margin; noise never fails")
+    # (help is %-formatted by argparse, a description is not)
+    p = sub.add_parser("gate", help="exit 1 when a candidate run is significantly worse than a baseline: "
+                       + rule.replace("%", "%%"),
+                       description=f"Gate a candidate run against a baseline, per strategy, paired per query: {rule}. "
+                       "Exit 0: no strategy fails; 1: one does (a regression); 2: the gate could not run. "
+                       "docs/trust.md has the rule and a CI job.")
     p.add_argument("--baseline", required=True,
                    help="baseline run id, or 'latest-complete': the newest complete run of the "
                    "candidate's collection before it")
     p.add_argument("--candidate", required=True, help="candidate run id (or an unambiguous prefix)")
     p.add_argument("--strategy", action="append", metavar="S",
                    help="a strategy to check (repeat, or comma-separate; default: every strategy both runs have)")
-    p.add_argument("--metric", default="ndcg@10", help="metric@k (default: ndcg@10)")
+    p.add_argument("--metric", default="ndcg@10", help="metric@k (default: ndcg@10); a quality metric the runs' "
+                   "labels support (judged@k and the RBP residual are diagnostics: no verdict on them)")
     p.add_argument("--margin", type=float, default=0.01,
-                   help="how much worse is tolerated, in the metric's units (default: 0.01)")
+                   help="the smallest significant drop that fails, in the metric's units (default: 0.01; 0 fails "
+                   "every significant drop; noise, an interval that reaches 0, never fails)")
     p.add_argument("--alpha", type=float, default=0.05,
                    help="family-wise level over the strategies checked: each interval is at 1 - alpha/m "
                    "(default: 0.05)")

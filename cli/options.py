@@ -225,4 +225,4 @@ def strategies(args: argparse.Namespace, registry: Registry | None = None) -> tu
     from searchgrade.engine.run.strategies import choose_strategies
 
     registry = registry if registry is not None else registry_for_declared(declared(args), declared_rerankers(args))
-    return choose_strategies(strategy_names(args), reranker_names(args), registry)
+    return choose_strategies(strategy_names(args), reranker_names(args), registry, data_dir=data_dir(args.data_dir))

@@ -8,6 +8,9 @@ from typing import Any
 
 from searchgrade.engine.llm.accounting import usage_postfix
 
+#: tqdm's bar without its rate (see Bars).
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
+
 
 class Bars:
     """One tqdm progress bar per stage, on stderr; LLM stages show their calls and tokens so far."""
@@ -24,8 +27,10 @@ class Bars:
 
         bar = self._bars.get(stage)
         if bar is None:
-            bar = self._bars[stage] = tqdm(total=total, desc=stage, unit="", leave=True,
-                                           file=sys.stderr, dynamic_ncols=True)
+            # No rate: a stage that a cache answers at once jumps from 0 to its total in microseconds,
+            # and tqdm's rate then read "137589098.94/s"; the time left says the pace well enough.
+            bar = self._bars[stage] = tqdm(total=total, desc=stage, leave=True, file=sys.stderr,
+                                           dynamic_ncols=True, bar_format=BAR_FORMAT)
         bar.total = total
         if stage in self._usage:
             bar.set_postfix_str(self._usage[stage], refresh=False)
@@ -40,7 +45,11 @@ class Bars:
 
 
 def print_notes(notes: Sequence[str], skipped: dict[str, str]) -> None:
+    """The notes, then one line per distinct reason strategies were skipped for (three reranked
+    strategies skipped because the reranker did not load are one line, not three)."""
+    from searchgrade.viewmodels.runs import skipped_messages
+
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    for strategy, reason in skipped.items():
-        print(f"skipped {strategy}: {reason}", file=sys.stderr)
+    for line in skipped_messages(skipped):
+        print(f"skipped: {line}", file=sys.stderr)

@@ -14,7 +14,9 @@ from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
+from searchgrade.viewmodels.metric_help import metric_json
 from searchgrade.viewmodels.reranker import trained_reranker_use
+from searchgrade.viewmodels.runs import skipped_messages
 from searchgrade.viewmodels.sweep import sweep_grids, sweep_lines, sweeps_json
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
 
@@ -41,7 +43,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_common(p)
     p.set_defaults(handler=cmd_show)
 
-    p = sub.add_parser("export", help="write a run as TREC run files or per-query metrics")
+    p = sub.add_parser("export", help="write a run as TREC run files (one per strategy), or as its ranked "
+                       "results and per-query metrics (CSV, Parquet); every score is strictly decreasing within a "
+                       "query, so trec_eval, ir_measures and ranx rank as the app does")
     p.add_argument("run", help="run id (or an unambiguous prefix)")
     p.add_argument("--format", choices=("trec", "csv", "parquet"), required=True)
     p.add_argument("--out", required=True, help="output directory")
@@ -55,11 +59,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print("no runs yet; start one with `searchgrade evaluate COLLECTION --qrels` (or --llm)")
         return 0
     suites = open_store(args).suite_of_runs()
-    print(f"{'run id':<24} {'status':<11} {'created (UTC)':<19} {'queries':>7}  {'suite':<16} name")
+    width = max(len("collection"), *(len(r.collection_name) for r in runs))
+    print(f"{'run id':<24} {'status':<11} {'created (UTC)':<19} {'collection':<{width}} {'queries':>7}  "
+          f"{'suite':<16} name")
     for run in runs:
         n = run.stats.get("queries", "")
-        print(f"{run.run_id:<24} {run.status:<11} {run.created_at:%Y-%m-%d %H:%M:%S} {n!s:>7}  "
-              f"{suites.get(run.run_id, '-'):<16} {run.name}")
+        print(f"{run.run_id:<24} {run.status:<11} {run.created_at:%Y-%m-%d %H:%M:%S} {run.collection_name:<{width}} "
+              f"{n!s:>7}  {suites.get(run.run_id, '-'):<16} {run.name}")
     return 0
 
 
@@ -77,8 +83,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
           f"labels, relevant >= {run.threshold}, k={k})", file=out)
     if run.error:
         print(f"  error: {run.error}", file=out)
-    for strategy, reason in run.skipped.items():
-        print(f"  skipped {strategy}: {reason}", file=out)
+    for line in skipped_messages(run.skipped):  # one line per reason, not one per strategy
+        print(f"  skipped: {line}", file=out)
     for note in run.notes:
         print(f"  note: {note}", file=out)
     embedding = embedding_text(run.config, run.stats)
@@ -151,7 +157,7 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
             by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
             print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
                   f"{'significant' if d.significant else 'not distinguishable'}", file=out)
-    print(f"  {family_note(family_size(tested))}", file=out)
+    print(f"  {family_note(family_size(tested), 'These figures make')}", file=out)
 
 
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
@@ -195,8 +201,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     if traffic is not None:
         run_json["traffic"] = traffic
     holes = holes_panel(store, run.run_id, k=args.k).to_json() if metrics else None
+    # Beside the stored keys: what each metric is, from its record (definition, range, direction,
+    # ir_measures name; a diagnostic is never ranked).
+    about = {m: metric_json(m, None, run) for m in dict.fromkeys(r["metric"] for r in metrics)}
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes, "costs": costs_json(store, run),
+               "holes": holes, "metric_records": about, "costs": costs_json(store, run),
                "sweeps": sweeps_json(sweep_grids(store, run, k=args.k)) if metrics else []},
               sys.stdout, indent=2, default=str)
     print()

@@ -21,7 +21,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--from", dest="run", required=True, metavar="RUN", help="the run (id or unambiguous prefix)")
     p.add_argument("--metric", help="the metric the regression test reads (default: dcg at the run's k)")
     p.add_argument("--margin", type=float, default=0.0,
-                   help="a change alerts only when its adjusted CI lies beyond this margin (default: 0)")
+                   help="a drop alerts when its adjusted 95%% CI lies entirely below 0 (a significant drop) and "
+                   "the drop is larger than this margin, as the gate fails it (default: 0: every significant "
+                   "drop)")
     add_common(p)
     p.set_defaults(handler=cmd_create)
 
@@ -184,7 +186,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from searchgrade.engine.metrics import parse_metric
+    from searchgrade.engine.metrics import check_quality, parse_metric
     from searchgrade.engine.run.strategies import saved_declarations
     from searchgrade.engine.suites.definition import updated_declarations
 
@@ -196,6 +198,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         fields["config"] = updated_declarations(suite, args.strategies_file, saved)
     if args.metric is not None:
         fields["metric"] = parse_metric(args.metric).label
+        check_quality(parse_metric(args.metric).key, "--metric")
     if args.margin is not None:
         if not args.margin >= 0:
             raise SearchGradeError(f"--margin of {args.margin} is negative: use 0 or a positive number")

@@ -1,5 +1,7 @@
 """The systems under test: a registry of strategies behind one small interface.
 
+- ``base``: the contract every strategy meets: the searcher, the executor's node and what it
+  answers (``Answer``, ``Failure``), ``answer_each`` (one query at a time, timed, retried).
 - ``registry``: strategy name -> factory; each built-in one entry (``BUILTIN``).
 - ``build``: building the requested strategies from shared components, reusing artifacts on disk.
 - ``executor``: running every strategy once per query over a graph of nodes.

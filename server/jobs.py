@@ -244,11 +244,12 @@ def start_tuning(
     trials: int = 50,
     time_budget_s: float | None = None,
     judge_budget: int | None = None,
+    metric: str = "ndcg@10",
     tune: Callable[..., Any] | None = None,
 ) -> tuple[Job, bool]:
     """Tune one strategy of a complete run in a worker thread (engine/tuning/study.py), unless a
     job is active. ``judge_budget``: an LLM run's new pairs its judge may grade during tuning
-    (None: the tuner's default). Progress is stage "tune": trials done of every fold's trials; the
+    (None: the tuner's default); ``metric``: the metric@k it maximises. Progress is stage "tune": trials done of every fold's trials; the
     study and its trials are in the store (``store.tuning_studies(run_id)``), so a cancelled tuning
     resumes.
 
@@ -272,7 +273,7 @@ def start_tuning(
             report.progress("tune", counts["done"], counts["total"])
 
         tune(store, run_id, Path(data_dir), strategy=strategy, trials=trials, time_budget_s=time_budget_s,
-             judge_budget=judge_budget, on_trial=trial, on_ready=ready)
+             judge_budget=judge_budget, metric=metric, on_trial=trial, on_ready=ready)
         return _Done(run_id)
 
     return _start(label, "tune", body, store)

@@ -88,3 +88,19 @@ def _llama_server_stayed_up():
     for server in llama_server.STARTED:
         if id(server) not in dead_before and (death := server.death()) is not None:
             pytest.fail(death)
+
+
+@pytest.fixture(scope="session")
+def demo_hybrid(tmp_path_factory):
+    """The demo (SciFact, 300 queries, binary qrels) evaluated once per test session with ANN,
+    full-text and hybrid (RRF: tied scores in the top 10 of about 50 queries): (data dir, run id).
+    Tests that change the store copy ``searchgrade.duckdb`` first."""
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.pipeline import run_evaluation
+    from searchgrade.engine.store import Store
+
+    home = tmp_path_factory.mktemp("demo-hybrid")
+    config = RunConfig(name="demo", strategies=("ann", "fulltext", "hybrid"), n_bootstrap=1000)
+    run_id = run_evaluation(load_collection(DEMO), config, Store(home), home).run_id
+    return home, run_id

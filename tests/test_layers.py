@@ -174,11 +174,12 @@ def test_no_import_circles():
     assert [sorted(group) for group in circles(graph())] == []
 
 
-#: What the screens may use of the evaluator: the view models (viewmodels), the package faces, and
-#: the records a page needs to start a run or show its settings. Not the run's stages, the store's
-#: SQL modules, Ray, the metrics' internals or the systems under test (indexes/).
+#: What the screens may use of the evaluator: the view models (viewmodels), the package faces (the
+#: metric records among them: a page names and explains a metric from its record), and the records
+#: a page needs to start a run or show its settings. Not the run's stages, the store's SQL modules,
+#: Ray, the metrics' internals or the systems under test (indexes/).
 VIEWS_MAY_USE = {
-    "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store",
+    "searchgrade.engine", "searchgrade.engine.paths", "searchgrade.engine.store", "searchgrade.engine.metrics",
     "searchgrade.engine.collections", "searchgrade.engine.run.config", "searchgrade.engine.run.request",
     "searchgrade.engine.run.strategies",
     "searchgrade.engine.run.scoring", "searchgrade.engine.labels.rescore", "searchgrade.engine.training.reranker",
@@ -200,3 +201,25 @@ def test_views_import_only_the_evaluators_public_modules():
     bad = {str(p.relative_to(ROOT)): sorted(m for m in imports_of(p) if top_of(m) and not _public_for_views(m))
            for p in source_files("views") + [ROOT / "app.py"]}
     assert {f: m for f, m in bad.items() if m} == {}
+
+
+# -- the tree's shape
+
+#: The one module allowed past MAX_LINES: forward-only migrations are DDL text, read in order.
+LONG_ALLOWED = {"engine/store/migrations.py"}
+MAX_LINES = 500
+
+
+def test_no_module_is_over_500_lines():
+    files = [p for top in (*TOPS, "app", "tests", "bench") for p in (
+        source_files(top) if top not in ("tests", "bench") else sorted((ROOT / top).rglob("*.py")))]
+    long = {str(p.relative_to(ROOT)): n for p in files
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert {f: n for f, n in long.items() if f not in LONG_ALLOWED} == {}
+
+
+def test_indexes_holds_its_six_loose_modules_and_no_more():
+    # New modules go into concept folders; indexes/ holds its six (base, build, executor, hub,
+    # registry, settings) and no more.
+    loose = sorted(p.name for p in (ROOT / "indexes").glob("*.py") if p.name != "__init__.py")
+    assert loose == ["base.py", "build.py", "executor.py", "hub.py", "registry.py", "settings.py"]

@@ -10,8 +10,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pandas as pd
 
-from searchgrade.engine.metrics import CONDITIONAL, METRIC_NAMES
-from searchgrade.engine.run.scoring import SOURCE_FOUND, higher_is_better
+from searchgrade.engine.metrics import REGISTRY, higher_is_better, metric_record, offered_metrics
 from searchgrade.engine.run.strategies import display_rank, label
 from searchgrade.engine.statistics.paired import ALPHA as PAIRED_ALPHA
 from searchgrade.engine.store import RunRecord, Store
@@ -22,35 +21,11 @@ PRIMARY_K = 10
 #: The family-wise level of a page's paired comparisons (engine/statistics/paired.py): a
 #: difference is significant when its interval, adjusted for the m comparisons shown, excludes 0.
 ALPHA = PAIRED_ALPHA
-#: Resamples of the paired comparisons the dashboard makes (raised for a large family; the
-#: stored CIs use the run's own setting).
-PAIRED_RESAMPLES = 5_000
 #: Resamples of the CIs of metrics recomputed at a cut-off the run did not store.
 RECOMPUTE_RESAMPLES = 1_000
 
-METRIC_LABELS = {
-    "dcg": "DCG",
-    "ndcg": "NDCG",
-    "precision": "Precision",
-    "recall": "Recall",
-    "recall_single_hit": "Recall (single hit)",
-    "mrr": "MRR",
-    "map": "MAP",
-    "mean_relevance": "Mean relevance",
-    "judged": "Judged share",
-    "pct_highly_relevant": "Share highly relevant",
-    "pct_relevant": "Share relevant",
-    "pct_not_relevant": "Share not relevant",
-    # For incomplete judgments (docs/metrics.md).
-    "bpref": "bpref",
-    "ndcg_judged": "NDCG, judged only",
-    "err": "ERR",
-    "rbp": "RBP",
-    "rbp_residual": "RBP residual",
-    "infap": "infAP",
-    "r_precision": "R-precision",
-    SOURCE_FOUND: "Source found",
-}
+#: Metric key -> its name on the pages, from the metric records (engine/metrics/registry.py).
+METRIC_LABELS = {key: record.label for key, record in REGISTRY.items()}
 WITHOUT, WITH = "Without reranker", "With reranker"
 
 
@@ -59,14 +34,28 @@ def metric_label(metric: str, k: int) -> str:
     return f"{METRIC_LABELS.get(metric, metric)}@{k}"
 
 
-def metric_names(run: RunRecord | None = None) -> list[str]:
-    """The metrics a run can show: every registered one, plus source found for generated queries;
-    infAP only for a run whose qrels record sampling (docs/metrics.md)."""
-    sampled = run is not None and bool(run.stats.get("pooled_unjudged"))
-    names = [m for m in METRIC_NAMES if m not in CONDITIONAL or sampled]
-    if run is None or run.mode == "llm":
-        names.append(SOURCE_FOUND)
-    return names
+def metric_names(*runs: RunRecord) -> list[str]:
+    """The metrics the pickers offer for some runs: those that apply to the labels of every one
+    (engine.metrics.offered_metrics: no "highly relevant" share on binary labels, infAP only where
+    the qrels record sampling, source found only for generated queries), diagnostics left out
+    (judged@k, the RBP residual are shown beside the metrics, never ranked). No run: every metric
+    that applies to some labels."""
+    if not runs:
+        return offered_metrics(None, sampled=True, generated=True)
+    offered = [set(offered_metrics(run.grade_max, sampled=bool(run.stats.get("pooled_unjudged")),
+                                   generated=run.mode == "llm")) for run in runs]
+    return [m for m in REGISTRY if all(m in names for names in offered)]
+
+
+def metric_help(metric: str, k: int, run: RunRecord | None = None) -> str:
+    """What a metric is, where it is picked: its definition, its range at k on the run's scale
+    and its direction (the record's words, engine/metrics/record.py)."""
+    return metric_record(metric).explain(k, run.grade_max if run is not None else None)
+
+
+def best_word(metric: str) -> str:
+    """ "highest" or "lowest": the best value of ``metric`` in words (its record's)."""
+    return metric_record(metric).best_word
 
 
 def is_llm_run(run: RunRecord) -> bool:

@@ -1,9 +1,8 @@
 """The Compare screen: run B against run A per strategy, paired over the queries both evaluated.
 
-Which queries are "the same" depends on where they came from. A collection's own queries (qrels
-mode) keep their ids from run to run, so they pair by id. Generated queries (LLM mode) do not:
-``g-<doc>-n1`` names whatever question the model wrote for that document, a different one when
-the model, the prompt or the sample changed, so they pair by their text; runs that share no
+The pairing, its order, the resample policy, the checks and the verdict are the one way of the
+app (engine/statistics/pairing.py), which the gate, suites and MCP use too: a collection's own
+queries (qrels mode) pair by id, generated or logged queries by their text; runs that share no
 question are refused with the way to get a comparable run (``--queries-from``).
 """
 
@@ -14,20 +13,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
+from searchgrade.engine.run.settings_words import settings_diff as words_diff
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference, paired_differences
+from searchgrade.engine.statistics.paired import PairedDifference
+from searchgrade.engine.statistics.pairing import compare_runs as compare
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import (
-    PAIRED_RESAMPLES,
     PRIMARY_K,
     PRIMARY_METRIC,
     Sentence,
     one_session,
-    plural,
 )
-from searchgrade.viewmodels.recompute import Figures
 from searchgrade.viewmodels.significance import family_note, figures_text, verdict
 
 DELTA_COLUMNS = ["Strategy", "strategy", "Run A", "Run B", "Change", "CI low", "CI high", "p-value",
@@ -54,30 +51,13 @@ def symmetric_range(deltas: pd.DataFrame) -> tuple[float, float]:
     return (-half, half)
 
 
-def _flat(prefix: str, value: object, out: dict[str, object]) -> None:
-    if isinstance(value, dict):
-        for key in sorted(value):
-            _flat(f"{prefix}.{key}" if prefix else str(key), value[key], out)
-    else:
-        out[prefix] = value
-
-
 def settings_diff(a: RunRecord, b: RunRecord) -> pd.DataFrame:
-    """The settings that differ between two runs (the run record's and its config's, nested keys
-    dotted): Setting, Run A, Run B as text ("(not set)" where a run has none)."""
-    flat_a: dict[str, object] = {}
-    flat_b: dict[str, object] = {}
-    for run, flat in ((a, flat_a), (b, flat_b)):
-        for name in RUN_SETTINGS:
-            flat[name] = getattr(run, name)
-        _flat("", run.config or {}, flat)
-        flat.pop("llm.api_key", None)  # never shown (a config holds none, but say so in code)
-    rows = []
-    for key in sorted(set(flat_a) | set(flat_b), key=lambda k: (k not in RUN_SETTINGS, k)):
-        va, vb = flat_a.get(key), flat_b.get(key)
-        if va != vb:
-            rows.append({"Setting": key, "Run A": "(not set)" if va is None else str(va),
-                         "Run B": "(not set)" if vb is None else str(vb)})
+    """The settings that differ between two runs (the run record's and its configuration's), in
+    the words every page uses for them (engine/run/settings_words.py): Setting, Run A, Run B."""
+    def settings(run: RunRecord) -> dict[str, object]:
+        return {**{name: getattr(run, name) for name in RUN_SETTINGS}, **(run.config or {})}
+
+    rows = [{"Setting": c.name, "Run A": c.before, "Run B": c.after} for c in words_diff(settings(a), settings(b))]
     return pd.DataFrame(rows, columns=SETTINGS_COLUMNS)
 
 
@@ -125,103 +105,20 @@ class RunComparison:
         return symmetric_range(self.deltas)
 
 
-@dataclass
-class PairedValues:
-    """One metric of runs A and B over the queries both evaluated: rows are the shared queries
-    (in run A's id order), columns the strategies both ran (by name), NaN where a run has no value."""
-
-    strategies: list[str]
-    query_ids: np.ndarray
-    texts: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    paired_on: str
-    notes: list[str]
-    refusal: str | None
-
-    def pair(self, strategy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One strategy's shared queries with a value in both runs: (row indices, A's, B's)."""
-        j = self.strategies.index(strategy)
-        rows = np.flatnonzero(~(np.isnan(self.a[:, j]) | np.isnan(self.b[:, j])))
-        return rows, self.a[rows, j], self.b[rows, j]
-
-    def frame(self) -> pd.DataFrame:
-        """Long form: strategy, query_id (run A's), text, value_a, value_b; by strategy and query id."""
-        parts = []
-        for strategy in self.strategies:
-            rows, a, b = self.pair(strategy)
-            parts.append(pd.DataFrame({"strategy": strategy, "query_id": self.query_ids[rows],
-                                       "text": self.texts[rows], "value_a": a, "value_b": b}))
-        columns = ["strategy", "query_id", "text", "value_a", "value_b"]
-        return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
-
-
-def pairing_key(run_a: RunRecord, run_b: RunRecord) -> str:
-    """"query_id" when both runs evaluated a collection's own queries, else "text"."""
-    return "query_id" if run_a.mode != "llm" and run_b.mode != "llm" else "text"
-
-
-def paired_values(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int) -> PairedValues:
-    """One metric of runs A and B per strategy over the queries both evaluated (see the module)."""
-    on = pairing_key(a, b)
-    queries_a, queries_b = store.query_table(a.run_id), store.query_table(b.run_id)
-    notes = []
-    if on == "text":
-        repeated = int(queries_a["repeated"].sum() + queries_b["repeated"].sum())
-        if repeated:
-            notes.append(f"{plural(repeated, 'query is', 'queries are')} left out: the same text "
-                         "appears twice in one run, so it cannot be paired.")
-        queries_a, queries_b = queries_a[~queries_a["repeated"]], queries_b[~queries_b["repeated"]]
-    shared = queries_a[["query_id", "text"]].merge(queries_b[["query_id", "text"]], on=on,
-                                                   suffixes=("", "_b"))
-    if on == "query_id":
-        shared["query_id_b"] = shared["query_id"]
-    shared = shared.sort_values("query_id", kind="stable")
-    if shared.empty:
-        empty = np.empty((0, 0))
-        return PairedValues([], np.array([], dtype=object), np.array([], dtype=object), empty, empty, on,
-                            notes, _refusal(a, b, on, queries_a, queries_b))
-    wide_a = Figures(store, a, k).wide(metric).reindex(shared["query_id"])
-    wide_b = Figures(store, b, k).wide(metric).reindex(shared["query_id_b"])
-    strategies = sorted(set(wide_a.columns) & set(wide_b.columns))
-    if not strategies:
-        empty = np.empty((0, 0))
-        return PairedValues([], np.array([], dtype=object), np.array([], dtype=object), empty, empty, on, notes,
-                            f"These runs have no strategy in common (run A: {', '.join(map(label, wide_a.columns))}; "
-                            f"run B: {', '.join(map(label, wide_b.columns))}): nothing to compare.")
-    return PairedValues(strategies, shared["query_id"].to_numpy(dtype=object),
-                        shared["text"].to_numpy(dtype=object), wide_a[strategies].to_numpy(dtype=float),
-                        wide_b[strategies].to_numpy(dtype=float), on, notes, None)
-
-
-def _refusal(a: RunRecord, b: RunRecord, on: str, queries_a: pd.DataFrame, queries_b: pd.DataFrame) -> str:
-    counts = f"run A has {len(queries_a):,} queries, run B {len(queries_b):,}"
-    if on == "text":
-        return (f"These runs share no query text ({counts}): generated queries differ whenever the "
-                "model, the prompt or the document sample changes, so there is nothing to pair. "
-                f"Evaluate the new configuration on run A's questions: `searchgrade evaluate "
-                f"{a.collection_name} --llm --queries-from {a.run_id}` (on the Evaluate page: "
-                "reuse the queries of run A), then compare that run with A.")
-    return (f"These runs share no query id ({counts}): a paired comparison needs the same queries. "
-            "Compare runs of the same collection and query set (the same --max-queries sample).")
-
-
 @one_session
 def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_METRIC,
                  k: int = PRIMARY_K, n_changed: int = 20) -> RunComparison:
     """Run B against run A per strategy, paired over the queries both evaluated: one family of m
-    comparisons (one per strategy), each with its 95% CI adjusted for m (engine/statistics/paired.py)."""
+    comparisons (one per strategy), each with its 95% CI adjusted for m
+    (engine/statistics/pairing.py, as the gate and suites compare)."""
     a, b = store.get_run(run_a), store.get_run(run_b)
-    for run in (a, b):
-        if k > run.depth:
-            raise SearchGradeError(f"k of {k} is above the depth of run {run.run_id} ({run.depth}); "
-                                   "pick a k both runs kept")
+    result = compare(store, a, b, metric, k=k)
+    paired = result.paired
     notes = []
     if a.collection_name != b.collection_name:
         notes.append(f"The runs evaluate different collections ({a.collection_name}, "
                      f"{b.collection_name}): only queries with the same "
-                     f"{'id' if pairing_key(a, b) == 'query_id' else 'text'} are paired.")
-    paired = paired_values(store, a, b, metric, k)
+                     f"{'id' if paired.paired_on == 'query_id' else 'text'} are paired.")
     notes += paired.notes
     ran_a, ran_b = set(store.result_strategies(a.run_id)), set(store.result_strategies(b.run_id))
     one_sided = {"only_in_a": [label(s) for s in strategy_order(ran_a - ran_b)],
@@ -231,18 +128,13 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
         return RunComparison(a, b, metric, k, 0, pd.DataFrame(columns=DELTA_COLUMNS),
                              pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal,
                              **one_sided)
-    pairs = {s: paired.pair(s) for s in paired.strategies}
-    shown = [s for s in strategy_order(pairs) if len(pairs[s][0])]
-    tests = paired_differences([(pairs[s][2], pairs[s][1]) for s in shown], n_resamples=PAIRED_RESAMPLES,
-                               seed=0) if shown else []
-    deltas = [{"Strategy": label(s), "strategy": s, "Run A": float(pairs[s][1].mean()),
-               "Run B": float(pairs[s][2].mean()), "Change": d.diff, "CI low": d.ci_low,
-               "CI high": d.ci_high, "p-value": d.p_value, "Comparisons": d.m,
-               "Verdict": verdict(d), "Queries": d.n}
-              for s, d in zip(shown, tests, strict=True)]
-    findings = [_finding(s, pairs[s][1].mean(), pairs[s][2].mean(), d, metric)
-                for s, d in zip(shown, tests, strict=True)]
+    deltas = [{"Strategy": label(c.strategy), "strategy": c.strategy, "Run A": c.before, "Run B": c.after,
+               "Change": c.difference.diff, "CI low": c.difference.ci_low, "CI high": c.difference.ci_high,
+               "p-value": c.difference.p_value, "Comparisons": c.difference.m, "Verdict": verdict(c.difference),
+               "Queries": c.difference.n} for c in result.changes]
+    findings = [_finding(c.strategy, c.before, c.after, c.difference, metric) for c in result.changes]
     # The queries that changed most: by strategy name and query id, then the largest |change| first.
+    pairs = {s: paired.pair(s) for s in paired.strategies}
     strategy_of = np.concatenate([np.full(len(pairs[s][0]), s, dtype=object) for s in paired.strategies])
     rows = np.concatenate([pairs[s][0] for s in paired.strategies])
     value_a = np.concatenate([pairs[s][1] for s in paired.strategies])
@@ -261,9 +153,10 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                      "out of the paired tests.")
     if not higher_is_better(metric):
         notes.append("Lower is better for this metric: a negative change is an improvement.")
+    m = result.comparisons
     return RunComparison(a, b, metric, k, n_shared, pd.DataFrame(deltas, columns=DELTA_COLUMNS), changed,
                          notes, paired.paired_on, findings=findings,
-                         statistics_note=family_note(len(tests)) if tests else "", **one_sided)
+                         statistics_note=family_note(m, "This comparison makes") if m else "", **one_sided)
 
 
 def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:

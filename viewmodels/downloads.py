@@ -1,4 +1,5 @@
-"""What the Results screen offers to download: per-query metrics (CSV) and TREC run files (zip)."""
+"""What the Results screen offers to download: per-query metrics (CSV), the ranked results (CSV)
+and TREC run files (zip); every score is the export's strictly decreasing one (engine/export.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,20 @@ import io
 import tempfile
 import zipfile
 
-from searchgrade.engine.export import export_run
+from searchgrade.engine.export import export_metrics, export_run
 from searchgrade.engine.store import Store
 
 
 def per_query_csv(store: Store, run_id: str) -> bytes:
     """The run's per-query metrics as CSV (searchgrade.engine.export's format)."""
     with tempfile.TemporaryDirectory() as tmp:
-        [path] = export_run(store, run_id, "csv", tmp)
+        return export_metrics(store, run_id, "csv", tmp).read_bytes()
+
+
+def results_csv(store: Store, run_id: str) -> bytes:
+    """The run's ranked results as CSV (searchgrade.engine.export's format)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, path = export_run(store, run_id, "csv", tmp)
         return path.read_bytes()
 
 

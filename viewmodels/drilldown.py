@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.export import ranked_results
+from searchgrade.engine.metrics.dcg import dcg, ideal_dcg
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import one_session
@@ -29,6 +31,8 @@ class QueryDetail:
     documents: dict[str, dict[str, str]]
     #: strategy -> rank of the source document in its results (None: not retrieved)
     source_ranks: dict[str, int | None] = field(default_factory=dict)
+    #: strategy -> its DCG@k on this query beside the query's ideal DCG@k, in words (k: the run's)
+    dcg_words: dict[str, str] = field(default_factory=dict)
     #: a chunked strategy -> doc_id -> the chunk it matched the document by (chunk, start_char, end_char)
     passages: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
@@ -41,6 +45,14 @@ class QueryDetail:
         text = self.documents.get(doc_id, {}).get("text", "")
         return (f"matched chunk {found['chunk'] + 1}, characters {found['start_char']}-{found['end_char']}",
                 text[found["start_char"]:found["end_char"]])
+
+
+def _dcg_words(grades: list[int | None], pool: list[int], k: int) -> str:
+    """ "DCG@10 2.131 of the query's ideal 3.262 (NDCG@10 0.653)": a DCG read against its ideal."""
+    value, ideal = dcg(grades, pool, k, 1), ideal_dcg(pool, k)
+    if ideal <= 0:
+        return f"DCG@{k} {value:.3f}; no relevant document is known for this query (ideal DCG@{k} 0)"
+    return f"DCG@{k} {value:.3f} of the query's ideal {ideal:.3f} (NDCG@{k} {value / ideal:.3f})"
 
 
 def _frame(rows: list[dict[str, Any]], integers: list[str]) -> pd.DataFrame:
@@ -106,9 +118,11 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     query = store.query(run.run_id, query_id)
     if query is None:
         raise SearchGradeError(f"query {query_id!r} is not in run {run.run_id}; pick one from the list")
-    results = store.results_with_grades(run.run_id, query_id=query_id)
+    # The scores exported and sent over MCP: strictly decreasing, the stored rank order (engine/export.py).
+    results = ranked_results(store, run.run_id, query_id=query_id)
     grades = store.grades(run.run_id, query_id)
     relevant = [g for g in grades if g["grade"] is not None and g["grade"] >= run.threshold]
+    pool = [g["grade"] for g in grades if g["grade"] is not None]
     doc_ids = {r["doc_id"] for r in results} | {g["doc_id"] for g in relevant}
     if query["source_doc_id"]:
         doc_ids.add(query["source_doc_id"])
@@ -152,4 +166,5 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
         source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
         if query["source_doc_id"] else {},
         passages=passages,
+        dcg_words={s: _dcg_words([r["Grade"] for r in by_strategy[s]], pool, run.k) for s in strategies},
     )

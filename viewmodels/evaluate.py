@@ -47,6 +47,14 @@ class CollectionOverview:
     #: The loader found judgments, but none names a document of the corpus (ids that do not match).
     no_matching_judgments: bool = False
 
+    @property
+    def scale_words(self) -> str:
+        """The judgments' scale in words: "binary: relevant or not" (SciFact's qrels hold only 1s;
+        it read "grades 1 to 1"), else "grades 0 to 3; relevant = grade ≥ 2"."""
+        if self.grade_max is not None and self.grade_max <= 1:
+            return "binary: relevant or not"
+        return f"grades {self.grade_min} to {self.grade_max}; relevant = grade ≥ {self.threshold}"
+
     def judgment_warning(self) -> str | None:
         """What the page warns about the judgments and the corpus, with counts (None: they match)."""
         if self.no_matching_judgments:

@@ -228,10 +228,10 @@ class CompareHoles:
 def compare_holes(store: Store, run_a: str, run_b: str, k: int) -> CompareHoles:
     """Per strategy of both runs, over the queries both evaluated (paired as Compare pairs them):
     NDCG@k, the condensed NDCG@k and judged@k in A and B."""
-    from searchgrade.viewmodels.compare import paired_values
+    from searchgrade.engine.statistics.pairing import pair_runs
 
     a, b = store.get_run(run_a), store.get_run(run_b)
-    values = {m: paired_values(store, a, b, m, k) for m in ("ndcg", "ndcg_judged", "judged")}
+    values = {m: pair_runs(store, a, b, m, k) for m in ("ndcg", "ndcg_judged", "judged")}
     rows = []
     for strategy in strategy_order(values["ndcg"].strategies):
         pairs = {m: v.pair(strategy) for m, v in values.items() if strategy in v.strategies}

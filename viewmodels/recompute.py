@@ -10,9 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from searchgrade.engine.metrics import METRIC_NAMES
-from searchgrade.engine.run.scoring import SOURCE_FOUND
-from searchgrade.engine.run.stored_metrics import Recomputed, check_cutoff, per_query_values, recompute_values
+from searchgrade.engine.metrics import METRIC_NAMES, SOURCE_FOUND
+from searchgrade.engine.run.stored_metrics import (
+    Recomputed,
+    check_cutoff,
+    per_query_values,
+    recompute_values,
+    wide_values,
+)
 from searchgrade.engine.statistics.bootstrap import bootstrap_cis
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES
@@ -47,18 +52,9 @@ class Figures:
 
     def wide(self, metric: str) -> pd.DataFrame:
         """One metric as one column per strategy, one row per query (indexed by id, in id order),
-        NaN where a strategy has no value for it."""
-        if self.stored:
-            strategies, query_ids, matrix = self.store.metric_matrix(self.run.run_id, metric, self.k)
-            return pd.DataFrame(matrix, index=pd.Index(query_ids, name="query_id"),
-                                columns=pd.Index(strategies, name="strategy"))
-        recomputed = self.recomputed()
-        values = recomputed.values.get(metric)
-        if values is None:
-            return pd.DataFrame()
-        wide = pd.DataFrame(values.T, index=pd.Index(recomputed.query_ids, name="query_id"),
-                            columns=pd.Index(recomputed.strategies, name="strategy"))
-        return wide.dropna(how="all")
+        NaN where a strategy has no value for it (engine/run/stored_metrics.py's ``wide_values``)."""
+        return wide_values(self.store, self.run, metric, self.k,
+                           None if self.stored or metric not in (*METRIC_NAMES, SOURCE_FOUND) else self.recomputed())
 
     def summary(self) -> pd.DataFrame:
         """Every metric per strategy with its 95% CI: strategy, metric, value, ci_low, ci_high, n."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from searchgrade.engine.run.settings_words import changed_settings
 from searchgrade.engine.run.strategies import label, strategy_order
 from searchgrade.engine.store import RunRecord, Store
 
@@ -48,3 +49,12 @@ def run_choices(store: Store, *, complete_only: bool = False,
         for r in store.list_runs(collection_name)
         if r.status == "complete" or not complete_only
     ]
+
+
+def settings_words(run: RunRecord) -> str:
+    """The settings a run changed from the defaults, in the words every page uses for settings
+    (engine/run/settings_words.py): "Settings changed from the defaults: BM25 k1 0.05 · BM25 b 0"."""
+    changed = changed_settings(run.config)
+    if not changed:
+        return "Every search setting at its default."
+    return "Settings changed from the defaults: " + " · ".join(f"{name} {value}" for name, value in changed)

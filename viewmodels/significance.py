@@ -19,16 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import label, pairs, reranker_of
-from searchgrade.engine.statistics.paired import (
-    PairedDifference,
-    interval_words,
-    p_words,
-    paired_differences,
-)
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words, p_words
+from searchgrade.engine.statistics.pairing import RESAMPLES, SEED, differences
 from searchgrade.viewmodels.common import (
-    PAIRED_RESAMPLES,
     WITH,
     WITHOUT,
     Sentence,
@@ -43,7 +38,7 @@ RERANKER_COLUMNS = ["Strategy", "strategy", WITHOUT, WITH, "Change", "CI low", "
                     "Comparisons", "Verdict", "Queries improved", "Queries hurt", "Unchanged"]
 #: What the kept tests were computed by (``encode_tests``): tests kept by another procedure are
 #: never served, they are computed again.
-PROCEDURE = "paired-bootstrap-bonferroni/1"
+PROCEDURE = f"paired-bootstrap-bonferroni/{RESAMPLES}:{SEED}"
 
 
 def verdict(d: PairedDifference) -> str:
@@ -64,13 +59,14 @@ def figures_text(d: PairedDifference, decimals: int = 3) -> str:
     return f"{interval_words(d, decimals)}; {p_words(d.p_value)}"
 
 
-def family_note(m: int) -> str:
-    """What "significant" means on a page of m comparisons, in words."""
+def family_note(m: int, surface: str = "The page makes") -> str:
+    """What "significant" means over a family of m comparisons, in words; ``surface`` says who makes
+    them ("The page makes", "This comparison makes", "These figures make")."""
     if m <= 1:
         return ("Significant means the 95% CI of the paired difference excludes 0 (then p < 0.05). "
                 "Not distinguishable means these queries cannot tell the two apart, not that they "
                 "are equal.")
-    return (f"The page makes {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
+    return (f"{surface} {m} comparisons: each interval is a 95% CI adjusted for {m} comparisons "
             f"(a paired bootstrap interval at level 1 - 0.05/{m}), so that all of them together are "
             "wrong at most one time in twenty. Significant means that interval excludes 0 (then its "
             "p-value, adjusted the same way, is below 0.05). Not distinguishable means these queries "
@@ -104,7 +100,7 @@ def paired_comparisons(wide: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> 
     m = len({frozenset(pair) for pair in kept})
     if not kept:
         return {}
-    tests = paired_differences(columns, m=m, n_resamples=PAIRED_RESAMPLES, seed=0)
+    tests = differences(columns, m=m)
     return dict(zip(kept, tests, strict=True))
 
 

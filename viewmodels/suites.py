@@ -97,6 +97,12 @@ def metric_parts(metric: str) -> tuple[str, int | None]:
     return METRIC_LABELS.get(spec.key, spec.key), spec.k
 
 
+def metric_words(metric: str) -> str:
+    """A suite's metric by its name on the pages: "dcg@10" -> "DCG@10"."""
+    name, k = metric_parts(metric)
+    return f"{name}@{k}" if k is not None else name
+
+
 def suite_names(store: Store, collection: str | None = None) -> list[str]:
     """The suites of ``collection`` (every suite when None), by name."""
     return [s.name for s in store.list_suites() if collection is None or s.collection_name == collection]
@@ -109,7 +115,9 @@ def suite_runs_table(store: Store, name: str) -> pd.DataFrame:
     for e in reversed(store.suite_entries(name)):
         changes = [StrategyChange.from_json(v) for v in e["verdict"] or []]
         marked = [f"{c.verdict}: {c.line()}" for c in changes if c.verdict]
-        rows.append({"created (UTC)": e["created_at"], "trigger": e["trigger"], "run": e["run_id"] or "-",
+        # When the run was made: the suite's source run was made before the suite was saved.
+        created = store.get_run(e["run_id"]).created_at if e["run_id"] else e["created_at"]
+        rows.append({"created (UTC)": created, "trigger": e["trigger"], "run": e["run_id"] or "-",
                      "status": e["status"] + (f": {e['error']}" if e["error"] else ""),
                      "significant changes": "; ".join(marked) or ("none" if changes else "-"),
                      "what changed": "; ".join(e["changes"] or []) or "-", "note": e["note"] or ""})

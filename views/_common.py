@@ -14,39 +14,21 @@ from searchgrade.server.deploy import is_exposed
 from searchgrade.viewmodels import compare as compare_model
 from searchgrade.viewmodels import drilldown as drilldown_model
 from searchgrade.viewmodels import evaluate as evaluate_model
+from searchgrade.viewmodels import metric_help
 from searchgrade.viewmodels import results as results_model
 from searchgrade.viewmodels import runs as runs_model
 from searchgrade.viewmodels import trends as trends_model
 from searchgrade.viewmodels.results_view import ResultsView
 
-#: The words of the dashboard a newcomer may not know, as the pages' tooltips and glossary say them.
-GLOSSARY = {
-    "qrels": "Human relevance judgments that come with a collection: a grade per (query, document) pair. "
-             "A document the qrels do not grade counts as not relevant.",
-    "judged@k": "The share of a strategy's top k that holds a grade (from qrels, people or the LLM judge). "
-                "An unjudged result counts as not relevant, so a low judged@k makes the figures lower bounds.",
-    "RRF": "Reciprocal rank fusion: the hybrid strategy's way of merging the ANN and full-text lists; a "
-           "document scores the sum of 1 / (RRF k + its rank) over the lists that hold it.",
-    "Jaccard": "Jaccard@k: the documents two top-k lists share, over the documents either holds (1 = the same "
-               "set, order ignored).",
-    "RBO": "Rank-biased overlap: how alike two rankings are, agreement at the top weighing most (1 = the same "
-           "ranking).",
-    "Holm": "A multiple-testing correction that some tools apply to p-values. This app adjusts the intervals "
-            "instead (Bonferroni, level 1 - 0.05/m for m comparisons), so that a verdict is significant "
-            "exactly when the interval shown beside it excludes 0.",
-    "Paired test": "Two strategies (or runs) compared on the same queries, the difference per query "
-                   "resampled (bootstrap): the interval of the mean difference, adjusted for the comparisons "
-                   "the page makes.",
-    "Mean relevance@k": "The grades of the top k summed and divided by k: a place a strategy left empty "
-                        "(it returned fewer than k) counts 0, as in Precision@k.",
-}
 
-
-def glossary() -> None:
-    """The glossary, folded: the words the charts and tables use."""
-    with st.expander("Glossary: RRF, RBO, Jaccard, Holm, qrels, judged@k"):
-        for word, meaning in GLOSSARY.items():
-            st.markdown(f"**{word}**: {plain(meaning)}")
+def glossary(metrics: list[str], k: int | None = None, run: RunRecord | None = None) -> None:
+    """The glossary, folded: every metric the page offers (its definition, range and direction, from
+    its record) and the other words the charts and tables use (viewmodels/metric_help.py)."""
+    entries = metric_help.glossary(metrics, k, run)
+    with st.expander("Glossary: every metric offered here, and the words the page uses (" +
+                     ", ".join(metric_help.WORDS) + ")"):
+        for entry in entries:
+            st.markdown(f"**{plain(entry.word)}**: {plain(entry.meaning)}")
 
 
 def run_label(run: RunRecord) -> str:
@@ -87,6 +69,12 @@ jobs.on_finish(_clear_caches)
 @st.cache_data(show_spinner="Reading the run…", max_entries=32)
 def results_view(path: str, run_id: str, metric: str, k: int) -> ResultsView:
     return results_model.results_view(store_for(path), run_id, metric, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def ideal_words(path: str, run_id: str, metric: str, k: int) -> str | None:
+    store = store_for(path)
+    return metric_help.ideal_words(store, store.get_run(run_id), metric, k)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine.run.strategies import label as strategy_label
+from searchgrade.viewmodels.suites import metric_words
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import chart_text
 
@@ -18,7 +19,9 @@ MARKERS = {"drop": ("triangle-down", "#c0392b"), "gain": ("triangle-up", "#1e844
 
 
 def suite_trend_chart(trend: pd.DataFrame, suite: str, metric: str, key: str) -> None:
-    """Draw ``trend`` (``suite_trend``'s rows) with its caption; meta chart "suite_trend"."""
+    """Draw ``trend`` (``suite_trend``'s rows) with its caption; meta chart "suite_trend"; the
+    suite's metric ("dcg@10") is said by its name on the pages ("DCG@10")."""
+    metric = metric_words(metric)
     figure = go.Figure()
     colors = strategy_colors(trend["strategy"])
     for strategy, rows in trend.groupby("strategy", sort=False):
@@ -38,10 +41,16 @@ def suite_trend_chart(trend: pd.DataFrame, suite: str, metric: str, key: str) ->
                                    marker={"symbol": symbol, "size": 16, "color": mark},
                                    text=[chart_text(said) for said in marked["said"]],
                                    hovertemplate="%{y:.3f}<br>%{text}<extra>" + label + "</extra>")
+    times = trend["created_at"]
+    if times.nunique() == 1:
+        # One run: a day around it, rather than an axis that ticks in fractions of a millisecond.
+        figure.update_xaxes(range=[(times.iloc[0] - pd.Timedelta(hours=12)).isoformat(),
+                                   (times.iloc[0] + pd.Timedelta(hours=12)).isoformat()])
     figure.update_layout(title=f"{metric} per run of suite {chart_text(suite)} (paired: the same queries)",
                          xaxis_title="run (UTC)", yaxis_title=metric, height=420,
                          meta={"chart": "suite_trend", "suite": suite, "metric": metric})
     st.plotly_chart(figure, key=key)
-    st.caption("Each run is compared with the suite's previous complete run by the paired test of the "
-               "dashboard; a marker says the change is significant (a triangle down: a drop, which "
-               "alerts; up: a gain). Hover a point for what changed since the previous run and its note.")
+    st.caption("Each run is compared with the suite's previous complete run as Compare and the gate compare "
+               "them (paired per query, 10,000 resamples); a marker is a significant change larger than the "
+               "suite's margin (a triangle down: a drop, which alerts; up: a gain). Hover a point for what "
+               "changed since the previous run and its note.")

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,
@@ -16,7 +16,17 @@ from searchgrade.viewmodels.common import (
     metric_names,
 )
 from searchgrade.viewmodels.compare import default_pair
-from searchgrade.views._common import chart_text, compare_runs, glossary, home, plain, public, run_choices
+from searchgrade.viewmodels.metric_help import metric_explained
+from searchgrade.views._common import (
+    chart_text,
+    compare_runs,
+    get_store,
+    glossary,
+    home,
+    plain,
+    public,
+    run_choices,
+)
 from searchgrade.views._holes import compare_flips
 
 BETTER, WORSE = "#2a8a3e", "#c0392b"
@@ -39,13 +49,24 @@ for key, default in zip(("compare_a", "compare_b"), default_pair([(r.run_id, r.c
 one, two = st.columns(2)
 run_a = one.selectbox("Run A (before)", ids, format_func=labels.get, key="compare_a")
 run_b = two.selectbox("Run B (after)", ids, format_func=labels.get, key="compare_b")
-three, four, _ = st.columns([2, 1, 3])
-metric = three.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get,
-                         key="compare_metric")
-k = four.number_input("k", 1, 1000, PRIMARY_K, key="compare_k")
 if run_a == run_b:
     st.info("Pick two different runs.")
     st.stop()
+records = [get_store().get_run(run_a), get_store().get_run(run_b)]
+# The metrics both runs' labels support (no diagnostic: no verdict is made on one), and k as on
+# Results: a dropdown of the cut-offs both runs kept.
+metrics = metric_names(*records)
+if st.session_state.get("compare_metric") not in metrics:
+    st.session_state["compare_metric"] = PRIMARY_METRIC
+cutoffs = list(range(1, min(r.depth for r in records) + 1))
+if st.session_state.get("compare_k") not in cutoffs:
+    st.session_state["compare_k"] = min(PRIMARY_K, cutoffs[-1])
+three, four, _ = st.columns([2, 1, 3])
+metric = three.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="compare_metric",
+                         help="The metrics both runs' labels support; the glossary at the foot of the page "
+                              "defines each.")
+k = four.selectbox("k", cutoffs, key="compare_k")
+st.caption(plain(f"{metric_label(metric, int(k))}: {metric_explained(metric, int(k), records[1])}"))
 try:
     result = compare_runs(home(), run_a, run_b, metric, int(k))
 except SearchGradeError as exc:
@@ -102,4 +123,4 @@ if result.changed.empty:
     st.info(f"No query changed: every shared query has the same {name} in both runs.")
 else:
     st.dataframe(result.changed, hide_index=True, column_config=fmt)
-glossary()
+glossary(metrics, int(k), records[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import streamlit as st
 
 from searchgrade.engine.run.strategies import label
@@ -79,12 +80,15 @@ else:
     tabs = st.tabs([plain(label(s)) for s in detail.results])
     for tab, (strategy, frame) in zip(tabs, detail.results.items(), strict=True):
         with tab:
-            shown = frame.assign(**{"Rated by people": [rated.get(d, "") for d in frame["Doc id"]]})
+            st.caption(plain(detail.dcg_words[strategy]))
+            # No grade is a dash, not "None": "Grade from" says why (unjudged, judge failed).
+            shown = frame.assign(**{"Rated by people": [rated.get(d, "") for d in frame["Doc id"]],
+                                    "Grade": ["–" if pd.isna(g) else str(int(g)) for g in frame["Grade"]]})
             if not (shown["Judge's reason"] != "").any():
                 shown = shown.drop(columns=["Judge's reason"])
             st.dataframe(shown, hide_index=True, key=f"drilldown_results_{strategy}",
                          column_config={"Score": st.column_config.NumberColumn(format="%.4f"),
-                                        "Grade": st.column_config.NumberColumn(
+                                        "Grade": st.column_config.TextColumn(
                                             help="The grade this run was scored with; 'Grade from' says whose"),
                                         "Judge's reason": st.column_config.TextColumn(width="large")})
             chunked = strategy in detail.passages

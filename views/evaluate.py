@@ -253,8 +253,7 @@ def _collection_summary(overview: CollectionOverview) -> None:
     """What the collection holds, and what to know about its judgments."""
     summary = f"**{plain(overview.name)}**: {overview.documents:,} documents"
     if overview.has_qrels:
-        summary += (f", {overview.judged_queries:,} queries with human judgments (grades "
-                    f"{overview.grade_min} to {overview.grade_max}; relevant = grade ≥ {overview.threshold})")
+        summary += f", {overview.judged_queries:,} queries with human judgments ({overview.scale_words})"
     st.markdown(summary)
     warning = overview.judgment_warning()
     if warning:

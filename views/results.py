@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from searchgrade.engine.run.scoring import SOURCE_FOUND
+from searchgrade.engine.metrics import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.viewmodels.common import (
@@ -13,21 +13,24 @@ from searchgrade.viewmodels.common import (
     PRIMARY_METRIC,
     WITH,
     WITHOUT,
+    best_word,
     metric_label,
     metric_names,
     primary_k,
 )
-from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
+from searchgrade.viewmodels.downloads import per_query_csv, results_csv, trec_zip
+from searchgrade.viewmodels.metric_help import metric_explained
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.results import bar_series, reranker_state
+from searchgrade.viewmodels.runs import settings_words
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
-    GLOSSARY,
     chart_text,
     failed_queries,
     get_store,
     glossary,
     home,
+    ideal_words,
     pick_run,
     plain,
     public,
@@ -70,13 +73,21 @@ left, right, _ = st.columns([2, 1, 3])
 metrics = metric_names(run)
 if st.session_state.get("results_metric") not in metrics:
     st.session_state["results_metric"] = PRIMARY_METRIC
-metric = left.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="results_metric")
+metric = left.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="results_metric",
+                        help="The metrics that apply to this run's labels; judged@k, a diagnostic of the grades, "
+                             "is shown beside them. The glossary at the foot of the page defines each.")
 cutoffs = list(range(1, run.depth + 1))
 if st.session_state.get("results_k") not in cutoffs:
     st.session_state["results_k"] = primary_k(run)
 k = right.selectbox("k", cutoffs, key="results_k")
 view = results_view(home(), run_id, metric, k)
 name = metric_label(metric, k)
+# What the picked metric is, where it is picked: its definition, range and direction (its record's),
+# and for DCG the queries' ideal, to read a value against.
+st.caption(plain(f"{name}: {metric_explained(metric, k, run)}"))
+ideal = ideal_words(home(), run_id, metric, k)
+if ideal:
+    st.caption(plain(ideal))
 
 # -- the decision first: the recommendation in words, then the tiles, all at this metric and k
 head = view.headline
@@ -96,7 +107,7 @@ if head is not None:
         b.metric("Strategy evaluated", plain(head.label), border=True,
                  help="Only one strategy ran: there was no choice to make.")
     else:
-        b.metric("Highest, no clear winner", plain(head.label), border=True,
+        b.metric(f"{best_word(metric).capitalize()}, no clear winner", plain(head.label), border=True,
                  help=plain(f"Not distinguishable on {head.metric} from {', '.join(head.ties)} on these "
                             "queries: no recommendation."))
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
@@ -112,7 +123,9 @@ if isinstance(run.stats, dict) and run.stats.get("self_graded"):
     # The LLM reranker is the judge's model: the system is graded by itself (issue 27).
     st.warning(plain(run.stats["self_graded"]["note"]), icon=":material/warning:")
 panel = view.llm
-with st.expander("How this run was made (judge, notes, index)"):
+with st.expander("How this run was made (settings, judge, notes, index)"):
+    # The settings this run changed from the defaults, in the words Compare and suites use for them.
+    st.caption(plain(settings_words(run)))
     if panel is not None:
         parts = [f"Judge: {panel.judge_model or 'unknown model'}"
                  + (f", prompt {panel.judge_prompt}" if panel.judge_prompt else "")]
@@ -178,7 +191,7 @@ config["Change"] = st.column_config.NumberColumn(format="%+.3f")
 tables.markdown(f"**{plain(name)}**")
 tables.dataframe(view.metric_table.dropna(axis="columns", how="all"), hide_index=True, column_config=config)
 tables.markdown(f"**Mean relevance@{k}** (the grades of the top {k} over {k} places: a missing result counts 0)",
-                help=GLOSSARY["Mean relevance@k"])
+                help=metric_explained("mean_relevance", k, run))
 tables.dataframe(view.relevance_table.dropna(axis="columns", how="all"), hide_index=True,
                  column_config=config)
 overlap_table(run_id, k)
@@ -332,14 +345,18 @@ with st.expander("Latency per query"):
                                 "p95_ms": st.column_config.NumberColumn("p95 (ms)", format="%.1f")})
 
 train_section(run)
-tune_section(run.run_id)
-glossary()
+tune_section(run.run_id, metric, k)
+glossary(metrics, k, run)
 
 # -- downloads
 st.subheader("Downloads")
-one, two, _ = st.columns([1, 1, 2])
+one, two, three, _ = st.columns([1, 1, 1, 1])
 one.download_button("Per-query metrics (CSV)", data=lambda: per_query_csv(get_store(), run_id),
                     file_name=f"{run_id}-metrics.csv", mime="text/csv", on_click="ignore")
-two.download_button("TREC run files (zip)", data=lambda: trec_zip(get_store(), run_id),
-                    file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
+two.download_button("Ranked results (CSV)", data=lambda: results_csv(get_store(), run_id),
+                    file_name=f"{run_id}-results.csv", mime="text/csv", on_click="ignore")
+three.download_button("TREC run files (zip)", data=lambda: trec_zip(get_store(), run_id),
+                      file_name=f"{run_id}-trec.zip", mime="application/zip", on_click="ignore")
+st.caption("Every exported score is strictly decreasing within a query (a tie lowered a millionth below the score "
+           "above it), so trec_eval, ir_measures and ranx rank each file as this page does and give its figures.")
 st.page_link("views/drilldown.py", label="Look at one query in detail", icon=":material/search:")

@@ -7,6 +7,7 @@ import streamlit as st
 
 from searchgrade.engine import SearchGradeError
 from searchgrade.viewmodels import review as review_model
+from searchgrade.viewmodels.common import is_llm_run
 from searchgrade.viewmodels.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
@@ -14,7 +15,9 @@ from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 
 st.session_state.setdefault("review_include_skipped", False)
 
-st.title("Review the judge")
+#: The page's title, said once the run is known: a run with no judge has none to review.
+title = st.empty()
+title.title("Review")
 #: What the page is doing: said once the review (and so its mode) is known.
 intro = st.empty()
 intro.caption(review_model.PAGE_CAPTIONS["pairs"])
@@ -26,6 +29,7 @@ if not choices:
 run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
+title.title("Review the judge" if is_llm_run(run) else "Review: rate the results")
 modes, why_not = review_model.available_modes(run)
 if why_not:
     st.info(plain(f"This run cannot be reviewed: {why_not}. {review_model.NEEDS}"))

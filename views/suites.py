@@ -6,9 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
+from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server.outbound import check_typed_url
 from searchgrade.viewmodels.suites import (
     alerts_table,
+    metric_words,
     send_test_alert,
     set_alerts,
     set_note,
@@ -38,8 +40,10 @@ name = st.selectbox("Suite", names, key="suites_name")
 info = summary(store.get_suite(name))
 can_change = may_change_suites()
 
-st.caption(plain(f"{info.collection}: {info.queries} frozen queries, strategies {', '.join(info.strategies)}; "
-                 f"regression test on {info.metric} (margin {info.margin:g}), adjusted over the strategies; "
+st.caption(plain(f"{info.collection}: {info.queries} frozen queries, strategies "
+                 f"{', '.join(strategy_label(s) for s in info.strategies)}; regression test on "
+                 f"{metric_words(info.metric)} (a drop alerts when its adjusted 95% CI lies below 0 and it is "
+                 f"larger than the margin, {info.margin:g}), adjusted over the strategies; "
                  f"{info.schedule}. Times are UTC."))
 if info.outage:
     st.warning("The last run could not evaluate (a backend did not answer): no quality figure for it.")

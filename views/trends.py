@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from searchgrade.engine.metrics import parse_metric
 from searchgrade.viewmodels.common import (
     METRIC_LABELS,
     PRIMARY_K,
@@ -18,7 +19,14 @@ from searchgrade.viewmodels.common import (
     metric_label,
     metric_names,
 )
-from searchgrade.viewmodels.suites import metric_parts, suite_names, suite_runs_table, suite_trend, summary
+from searchgrade.viewmodels.suites import (
+    metric_parts,
+    metric_words,
+    suite_names,
+    suite_runs_table,
+    suite_trend,
+    summary,
+)
 from searchgrade.viewmodels.trends import trend_series, trend_table
 from searchgrade.views._colors import band_color, strategy_color
 from searchgrade.views._common import (
@@ -71,7 +79,7 @@ if suite != NO_SUITE:
     two.selectbox("k", [suite_k if suite_k is not None else "the run's k"], key="trends_suite_k", disabled=True,
                   help=why)
     st.caption(plain(f"Suite {suite}: {info.collection}, {info.queries} frozen queries; each run compared with "
-                     f"the previous complete one on {info.metric} (margin {info.margin:g}), adjusted over the "
+                     f"the previous complete one on {metric_words(info.metric)} (margin {info.margin:g}), adjusted over the "
                      "strategies. Times are UTC."))
     points = suite_trend(store, suite)
     if points.empty:
@@ -83,9 +91,15 @@ if suite != NO_SUITE:
     st.dataframe(suite_runs_table(store, suite), hide_index=True, key="trends_suite_runs",
                  column_order=["created (UTC)", "what changed", "note", "significant changes", "status", "run",
                                "trigger"])
-    glossary()
+    glossary([parse_metric(info.metric).key], suite_k)
     st.stop()
-metric = one.selectbox("Metric", metric_names(), format_func=METRIC_LABELS.get, key="trends_metric")
+# The metrics every run shown supports (no "highly relevant" share when a run has binary labels).
+shown_runs = [store.get_run(r.run_id) for r in runs if collection == ALL or r.collection_name == collection]
+metrics = metric_names(*shown_runs)
+if st.session_state.get("trends_metric") not in metrics:
+    st.session_state["trends_metric"] = PRIMARY_METRIC
+metric = one.selectbox("Metric", metrics, format_func=METRIC_LABELS.get, key="trends_metric",
+                       help="The metrics every run shown supports; the glossary at the foot of the page defines each.")
 if st.session_state.get("trends_k") not in cutoffs:
     st.session_state["trends_k"] = PRIMARY_K if PRIMARY_K in cutoffs else cutoffs[-1]
 k = two.selectbox("k", cutoffs, key="trends_k")
@@ -147,7 +161,11 @@ notes.append("Runs are not paired here: use Compare for a paired test of two run
              + (f", or pick a suite ({', '.join(suites)}): its runs are one paired series." if suites else "."))
 st.caption(plain(" ".join(notes)))
 table = trend_table(frame)
-st.dataframe(table, hide_index=True, key="trends_table",
-             column_config={c: st.column_config.NumberColumn(format="%.3f")
-                            for c in table.columns if c not in ("Date", "Run", "Collection")})
-glossary()
+numbers = [c for c in table.columns if c not in ("Date", "Run", "Collection")]
+# A strategy that did not run in a run is said so, not "None"; three decimals; the date to the minute.
+shown = table.assign(Date=table["Date"].map(lambda t: f"{t:%Y-%m-%d %H:%M}"),
+                     **{c: ["not run" if pd.isna(v) else f"{v:.3f}" for v in table[c]] for c in numbers})
+st.dataframe(shown, hide_index=True, key="trends_table",
+             column_config={c: st.column_config.TextColumn(c, help=f"{name}; 'not run': the strategy did not run "
+                                                                    "in that run") for c in numbers})
+glossary(metrics, k)

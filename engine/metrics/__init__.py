@@ -8,8 +8,12 @@ Every metric has the signature ``fn(grades, pool, k, threshold) -> float``:
   strategies): the ideal ranking for NDCG and the relevant count for recall and MAP.
 - ``threshold``: a result is relevant when its grade >= threshold.
 
-Beside each metric, ``HIGHER_IS_BETTER`` says which way is better: what "best", "recommended" and
-"beats" follow (the share of results not relevant is the one where less is better).
+Each metric is declared once, as a ``Metric`` record (engine/metrics/record.py) in
+engine/metrics/registry.py: its function and array twin, which way is better (what "best",
+"recommended", "beats" and "highest"/"lowest" follow), its range, the label scales it applies to,
+its definition, its ir_measures name and parameters, and whether it is a diagnostic (judged@k, the
+RBP residual: beside the metrics, never ranked). ``METRICS``, ``METRIC_NAMES``, ``HIGHER_IS_BETTER``
+and ``offered_metrics`` are read from those records.
 
 Names follow one syntax, ``name``, ``name@k`` or ``name(params)@k`` (``"dcg@10"``, ``"mrr"``,
 ``"rbp(p=0.9)"``), parsed by :func:`parse_metric`, which also reads ir_measures' spelling of the
@@ -17,8 +21,9 @@ same measures (``"nDCG(judged_only=True)@10"``, ``"RBP(rel=2,p=0.8)"``, ``"Bpref
 
 The metrics for incomplete judgments (bpref, ndcg_judged, err, rbp, rbp_residual, infap,
 r_precision; docs/metrics.md) read holes: a grade None, or a negative grade (trec_eval's "in the
-pool, not judged"), which every other metric counts as 0. ``WHOLE_LIST`` metrics are computed over
-the ranked list cut at k, and a bare name means the whole stored list (the run's depth).
+pool, not judged"), which every other metric counts as 0. Whole-list metrics (``Metric.whole_list``)
+are computed over the ranked list cut at k, and a bare name means the whole stored list (the run's
+depth).
 """
 
 from __future__ import annotations
@@ -28,113 +33,77 @@ import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from searchgrade.core.checks import check_k
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics.average_precision import average_precision
-from searchgrade.engine.metrics.bpref import bpref
+from searchgrade.engine.metrics.arrays import RankedGrades, TopK
 from searchgrade.engine.metrics.dcg import dcg
-from searchgrade.engine.metrics.err import err
-from searchgrade.engine.metrics.infap import infap
-from searchgrade.engine.metrics.judged import judged
-from searchgrade.engine.metrics.ndcg import ndcg
-from searchgrade.engine.metrics.ndcg_judged import ndcg_judged
-from searchgrade.engine.metrics.precision import precision
-from searchgrade.engine.metrics.r_precision import r_precision
-from searchgrade.engine.metrics.rbp import DEFAULT_PERSISTENCE, rbp, rbp_residual
-from searchgrade.engine.metrics.recall import recall, recall_single_hit
-from searchgrade.engine.metrics.reciprocal_rank import reciprocal_rank
-from searchgrade.engine.metrics.relevance import (
-    mean_relevance,
-    pct_highly_relevant,
-    pct_not_relevant,
-    pct_relevant,
-)
+from searchgrade.engine.metrics.rbp import DEFAULT_PERSISTENCE
+from searchgrade.engine.metrics.record import BINARY, GRADED, Metric, MetricFn
+from searchgrade.engine.metrics.registry import RECORDS, SOURCE_FOUND
 
-MetricFn = Callable[[Sequence[int | None], Sequence[int], int, int], float]
-
-#: Metric name -> function, in display order (the primary metric, DCG, first).
-METRICS: dict[str, MetricFn] = {
-    "dcg": dcg,
-    "ndcg": ndcg,
-    "precision": precision,
-    "recall": recall,
-    "recall_single_hit": recall_single_hit,
-    "mrr": reciprocal_rank,
-    "map": average_precision,
-    "mean_relevance": mean_relevance,
-    "judged": judged,
-    "pct_highly_relevant": pct_highly_relevant,
-    "pct_relevant": pct_relevant,
-    "pct_not_relevant": pct_not_relevant,
-    # For incomplete judgments (docs/metrics.md).
-    "bpref": bpref,
-    "ndcg_judged": ndcg_judged,
-    "err": err,
-    "rbp": rbp,
-    "rbp_residual": rbp_residual,
-    "infap": infap,
-    "r_precision": r_precision,
-}
-
+#: Key -> record, every metric (source found included), in display order.
+REGISTRY: dict[str, Metric] = {m.key: m for m in RECORDS}
+#: Metric key -> function, in display order: the metrics computed from grades (every one but
+#: source found, which reads the query's source document).
+METRICS: dict[str, MetricFn] = {m.key: m.function for m in RECORDS if m.function is not None}
 METRIC_NAMES: tuple[str, ...] = tuple(METRICS)
+#: Metric key -> whether a larger value is better (source found included).
+HIGHER_IS_BETTER: dict[str, bool] = {m.key: m.higher_is_better for m in RECORDS}
 
-#: Metric name -> whether a larger value is better; one entry beside each registered metric.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "dcg": True,
-    "ndcg": True,
-    "precision": True,
-    "recall": True,
-    "recall_single_hit": True,
-    "mrr": True,
-    "map": True,
-    "mean_relevance": True,
-    # More judged results make the figures more complete, not the search better, but a larger
-    # share is still the one to prefer.
-    "judged": True,
-    "pct_highly_relevant": True,
-    "pct_relevant": True,
-    "pct_not_relevant": False,
-    "bpref": True,
-    "ndcg_judged": True,
-    "err": True,
-    "rbp": True,
-    # How much RBP could still rise were the holes relevant: a smaller one is the surer figure.
-    "rbp_residual": False,
-    "infap": True,
-    "r_precision": True,
+#: ir_measures' names (lowercased) of measures registered here under another name ("p" -> precision).
+IR_MEASURES_NAMES: dict[str, str] = {
+    head: m.key for m in RECORDS if m.ir_measures
+    for head in [re.split(r"[(@]", m.ir_measures, maxsplit=1)[0].lower()] if head not in REGISTRY
 }
-if set(HIGHER_IS_BETTER) != set(METRICS):
-    raise RuntimeError("every metric in METRICS needs its direction in HIGHER_IS_BETTER, and only those")
-#: Metrics where a smaller value is the better one; every other metric grows with quality.
-LOWER_IS_BETTER: frozenset[str] = frozenset(name for name, higher in HIGHER_IS_BETTER.items() if not higher)
+
+
+def metric_record(name: str) -> Metric:
+    """The record of a metric key, a key with parameters ("rbp(p=0.9)") or source found.
+
+    Raises:
+        SearchGradeError: not a metric.
+    """
+    record = REGISTRY.get(name.split("(", 1)[0].split("@", 1)[0])
+    if record is None:
+        raise SearchGradeError(f"unknown metric {name!r}: use one of {', '.join(REGISTRY)}")
+    return record
 
 
 def higher_is_better(name: str) -> bool:
     """Whether a larger value of the metric means better search ("pct_not_relevant": no); a key
-    with parameters ("rbp_residual(p=0.9)") goes the way of its metric."""
-    return name.split("(", 1)[0] not in LOWER_IS_BETTER
+    with parameters ("rbp_residual(p=0.9)") goes the way of its metric.
+
+    Raises:
+        SearchGradeError: not a metric.
+    """
+    return metric_record(name).higher_is_better
 
 
-#: Metrics where an unjudged result differs from a result graded 0 (the rest count it as 0).
-UNJUDGED_AWARE: frozenset[str] = frozenset({"judged", "bpref", "ndcg_judged", "rbp_residual", "infap"})
-#: Metrics of the ranked list cut at k whose bare name means the whole stored list (the run's depth).
-WHOLE_LIST: frozenset[str] = frozenset({"bpref", "rbp", "rbp_residual", "infap", "r_precision"})
-#: Metrics a run stores only where they apply: infAP needs qrels that record sampling.
-CONDITIONAL: frozenset[str] = frozenset({"infap"})
-#: Metrics that take the run's grade scale (keyword ``max_grade``: its top grade).
-SCALED: frozenset[str] = frozenset({"err"})
-#: Metrics with a persistence parameter (keyword ``p``, in (0, 1)), and its default.
-PERSISTENT: frozenset[str] = frozenset({"rbp", "rbp_residual"})
-#: Metrics with a relevance threshold (ir_measures' ``rel=``, which must be the run's threshold).
-THRESHOLDED: frozenset[str] = frozenset({
-    "precision", "recall", "recall_single_hit", "mrr", "map", "pct_relevant", "pct_not_relevant",
-    "bpref", "rbp", "rbp_residual", "infap", "r_precision"})
+def offered_metrics(top_grade: int | None, *, sampled: bool = False, generated: bool = False,
+                    diagnostics: bool = False) -> list[str]:
+    """The metric keys a run's pickers offer, in display order: those that apply to its labels
+    (``Metric.applies``), diagnostics only when asked for (they are never ranked as quality)."""
+    return [m.key for m in RECORDS if (diagnostics or not m.diagnostic)
+            and m.applies(top_grade, sampled=sampled, generated=generated)]
 
-#: ir_measures' names (lowercased) of measures registered here under another name.
-IR_MEASURES_NAMES: dict[str, str] = {
-    "p": "precision", "r": "recall", "success": "recall_single_hit", "rr": "mrr", "ap": "map",
-    "rprec": "r_precision",
-}
+
+def check_quality(name: str, where: str) -> Metric:
+    """The record of a metric a verdict is made on (the gate, a suite, the tuner, Compare).
+
+    Raises:
+        SearchGradeError: a diagnostic (judged@k, the RBP residual): it says how complete the grades
+            are, not how good the search is.
+    """
+    record = metric_record(name)
+    if record.diagnostic:
+        raise SearchGradeError(
+            f"{where} {name}: {record.label.lower()} is a diagnostic of the grades, not search quality, so "
+            f"no verdict is made on it; pick a quality metric, e.g. ndcg@10 (or bpref, ndcg_judged for "
+            "unjudged results)")
+    return record
+
 
 _SYNTAX = re.compile(r"(?P<name>[a-z_]+)(?:\((?P<params>[^()]*)\))?(?:@(?P<k>.*))?")
 
@@ -143,7 +112,7 @@ class MetricSpec(NamedTuple):
     """A parsed metric name: ``ndcg@10`` -> MetricSpec("ndcg", 10); ``rbp(p=0.9)`` ->
     MetricSpec("rbp", None, p=0.9).
 
-    k None means the run's k (the depth retrieved and judged), or its depth for the WHOLE_LIST
+    k None means the run's k (the depth retrieved and judged), or its depth for the whole-list
     metrics; p None the default persistence; rel, where given, the relevance threshold the name
     asked for (it must be the run's: ``check_threshold``).
     """
@@ -171,11 +140,11 @@ class MetricSpec(NamedTuple):
         return DEFAULT_PERSISTENCE if self.p is None else self.p
 
     def resolve_k(self, run_k: int, depth: int | None = None) -> int:
-        """The cutoff to compute this metric at: its own k, else the run's depth for a WHOLE_LIST
+        """The cutoff to compute this metric at: its own k, else the run's depth for a whole-list
         metric (when given), else the run's k."""
         if self.k is not None:
             return self.k
-        return depth if depth is not None and self.name in WHOLE_LIST else run_k
+        return depth if depth is not None and REGISTRY[self.name].whole_list else run_k
 
     def check_threshold(self, threshold: int) -> None:
         """A ``rel=`` other than the run's threshold cannot be read from its stored grades' metrics.
@@ -204,22 +173,22 @@ def _params(text: str, name: str, given: str, valid: str) -> tuple[str, float | 
         key, sep, value = (x.strip() for x in item.partition("="))
         if not sep:
             raise _bad(text, f"parameter {item!r} needs a value, e.g. p=0.8", valid)
-        if key == "p" and name in PERSISTENT:
+        record = REGISTRY[name]
+        if key == "p" and record.persistent:
             try:
                 p = float(value)
             except ValueError:
                 p = None
             if p is None or not 0.0 < p < 1.0:
                 raise _bad(text, f"p of {value} must be a persistence between 0 and 1, e.g. p=0.8", valid)
-        elif key == "rel" and name in THRESHOLDED:
+        elif key == "rel" and record.thresholded:
             if re.fullmatch(r"[0-9]+", value) is None or int(value) < 1:
                 raise _bad(text, f"rel of {value} must be a positive grade, e.g. rel=2", valid)
             rel = int(value)
-        elif key == "judged_only" and name in ("ndcg", "ndcg_judged") and value in ("true", "false"):
+        elif key == "judged_only" and "judged_only" in record.params and value in ("true", "false"):
             name = "ndcg_judged" if value == "true" or name == "ndcg_judged" else "ndcg"
         else:
-            takes = (["p"] if name in PERSISTENT else []) + (["rel"] if name in THRESHOLDED else []) + (
-                ["judged_only"] if name == "ndcg" else [])
+            takes = list(REGISTRY[name].params)
             raise _bad(text, f"{name} takes {', '.join(takes) or 'no parameter'}, not {key!r}", valid)
     return name, p, rel
 
@@ -228,7 +197,7 @@ def parse_metric(text: str) -> MetricSpec:
     """Parses ``name``, ``name@k`` or ``name(params)@k`` (case and surrounding spaces ignored).
 
     Any metric may omit k, meaning the run's k ("mrr", "map", "dcg"), or its depth for the
-    WHOLE_LIST metrics ("bpref"). ir_measures' names and parameters are read too: ``P(rel=2)@5``,
+    whole-list metrics ("bpref"). ir_measures' names and parameters are read too: ``P(rel=2)@5``,
     ``nDCG(judged_only=True)@10``, ``RBP(rel=2,p=0.8)``, ``Bpref``, ``Rprec``, ``infAP``, ``ERR@10``.
 
     Raises:
@@ -273,10 +242,11 @@ def metric_function(key: str, max_grade: int | None = None) -> Callable[..., flo
     ``fn(grades, pool, k, threshold)``."""
     spec = metric_key(key)
     fn = METRICS[spec.name]
+    record = REGISTRY[spec.name]
     options: dict[str, object] = {}
-    if spec.name in PERSISTENT:
+    if record.persistent:
         options["p"] = spec.persistence
-    if spec.name in SCALED:
+    if record.grade_scale:
         options["max_grade"] = max_grade
     return functools.partial(fn, **options) if options else fn
 
@@ -319,23 +289,52 @@ def _functions(names: tuple[str, ...], max_grade: int | None) -> tuple[tuple[str
     return tuple((name, metric_function(name, max_grade)) for name in names)
 
 
+def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
+
+    NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
+    ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
+    the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
+
+    Names are metric keys ("rbp", "rbp(p=0.9)"); the metrics for incomplete judgments need
+    ``r.holes``.
+
+    Raises:
+        ValueError: a name without an array form.
+    """
+    unknown = [name for name in names if metric_record(name).array is None]
+    if unknown:
+        raise ValueError(f"no array form of metric(s) {', '.join(unknown)}")
+    topk = TopK(r, k, threshold)
+    out = {}
+    for name in names:
+        spec = metric_key(name)
+        fn = metric_record(spec.name).array
+        out[name] = fn(topk, p=spec.persistence) if metric_record(spec.name).persistent else fn(topk)
+    return out
+
+
 __all__ = [
-    "CONDITIONAL",
+    "BINARY",
+    "GRADED",
     "HIGHER_IS_BETTER",
     "IR_MEASURES_NAMES",
-    "PERSISTENT",
-    "SCALED",
-    "THRESHOLDED",
-    "UNJUDGED_AWARE",
-    "WHOLE_LIST",
-    "LOWER_IS_BETTER",
     "METRICS",
     "METRIC_NAMES",
+    "REGISTRY",
+    "SOURCE_FOUND",
+    "Metric",
     "MetricFn",
     "MetricSpec",
+    "check_quality",
     "compute_metrics",
+    "dcg",
     "higher_is_better",
     "metric_function",
     "metric_key",
+    "metric_record",
+    "RankedGrades",
+    "metric_arrays",
+    "offered_metrics",
     "parse_metric",
 ]

@@ -1,21 +1,21 @@
 """Every metric of many rankings at once: numpy twins of the per-query functions.
 
 The dashboard recomputes a run at a cut-off the run did not store, over tens of thousands of
-rankings. ``metric_arrays`` gives, ranking by ranking, what ``engine.run.scoring.per_query_metrics``
-gives (failed judgments included), with the same arithmetic in the same order: sums run rank by
-rank, divisions are of the same integers, so the values are equal to the last bit, not only close.
+rankings. ``metric_arrays`` (engine/metrics/__init__.py) gives, with these kernels (each metric's
+record names its own), ranking by ranking, what ``engine.run.scoring.per_query_metrics`` gives
+(failed judgments included), with the same arithmetic in the same order: sums run rank by rank,
+divisions are of the same integers, so the values are equal to the last bit, not only close.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from searchgrade.engine.metrics import PERSISTENT, metric_key
-from searchgrade.engine.metrics.arrays_holes import Holes, array_metrics
+import searchgrade.engine.metrics.arrays_holes as arrays_holes
+from searchgrade.engine.metrics.arrays_holes import Holes
 from searchgrade.engine.metrics.relevance import HIGHLY_RELEVANT
 
 
@@ -84,7 +84,7 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return np.divide(numerator, denominator, out=np.zeros(len(numerator)), where=denominator > 0)
 
 
-class _TopK:
+class TopK:
     """One cut-off's view of the rankings, and what several metrics share."""
 
     def __init__(self, r: RankedGrades, k: int, threshold: int):
@@ -108,11 +108,11 @@ class _TopK:
         return _over_places((self.counted & hit).sum(axis=1), self.places)
 
 
-def _ndcg(t: _TopK) -> np.ndarray:
+def ndcg(t: TopK) -> np.ndarray:
     return _ratio(t.dcg, _discounted_gain(_ideal_gains(t.r, t.k)))
 
 
-def _average_precision(t: _TopK) -> np.ndarray:
+def average_precision(t: TopK) -> np.ndarray:
     found = np.zeros(len(t.hits), dtype=np.int64)
     precision_sum = np.zeros(len(t.hits))
     for i in range(t.grade.shape[1]):
@@ -121,45 +121,50 @@ def _average_precision(t: _TopK) -> np.ndarray:
     return _ratio(precision_sum, t.total_relevant)
 
 
-#: Metric name -> its value for every ranking (the array twin of engine.metrics.METRICS).
-ARRAY_METRICS: dict[str, Callable[[_TopK], np.ndarray]] = {
-    "dcg": lambda t: t.dcg,
-    "ndcg": _ndcg,
-    "precision": lambda t: t.hits / t.k,
-    "recall": lambda t: _ratio(t.hits, t.total_relevant),
-    "recall_single_hit": lambda t: (t.hits > 0).astype(float),
-    "mrr": lambda t: np.where(t.hits > 0, 1.0 / (t.relevant.argmax(axis=1) + 1), 0.0),
-    "map": _average_precision,
-    "mean_relevance": lambda t: _over_places(np.where(t.counted, t.grade, 0).sum(axis=1), t.places),
-    "judged": lambda t: _ratio((t.present & t.r.known[:, :t.k]).sum(axis=1), t.n_present),
-    "pct_highly_relevant": lambda t: t.graded_share(t.grade >= HIGHLY_RELEVANT),
-    "pct_relevant": lambda t: t.graded_share(t.grade >= t.threshold),
-    "pct_not_relevant": lambda t: _over_places(t.places - (t.counted & (t.grade >= t.threshold)).sum(axis=1),
-                                               t.places),
-}
-ARRAY_METRICS.update(array_metrics(_ideal_gains, _discounted_gain, _ratio))
+# The array form of each metric (its record's ``array``, engine/metrics/registry.py): the values of
+# every ranking at the cut-off ``t`` holds.
 
 
-def metric_arrays(r: RankedGrades, k: int, threshold: int, names: Sequence[str]) -> dict[str, np.ndarray]:
-    """The named metrics at cut-off k for every ranking: name -> (rankings,) values.
+def dcg(t: TopK) -> np.ndarray:
+    return t.dcg
 
-    NaN where per_query_metrics leaves a metric out: mean relevance and the distribution of a
-    ranking whose k places all hold a failed judgment. Mean relevance and the shares divide by
-    the k places (a place no result holds is 0, not relevant), a failed judgment's left out.
 
-    Names are metric keys ("rbp", "rbp(p=0.9)"); the metrics for incomplete judgments need
-    ``r.holes``.
+def precision(t: TopK) -> np.ndarray:
+    return t.hits / t.k
 
-    Raises:
-        ValueError: a name without an array form.
-    """
-    unknown = [name for name in names if name.split("(", 1)[0] not in ARRAY_METRICS]
-    if unknown:
-        raise ValueError(f"no array form of metric(s) {', '.join(unknown)}: use {', '.join(ARRAY_METRICS)}")
-    topk = _TopK(r, k, threshold)
-    out = {}
-    for name in names:
-        spec = metric_key(name)
-        fn = ARRAY_METRICS[spec.name]
-        out[name] = fn(topk, p=spec.persistence) if spec.name in PERSISTENT else fn(topk)
-    return out
+
+def recall(t: TopK) -> np.ndarray:
+    return _ratio(t.hits, t.total_relevant)
+
+
+def recall_single_hit(t: TopK) -> np.ndarray:
+    return (t.hits > 0).astype(float)
+
+
+def reciprocal_rank(t: TopK) -> np.ndarray:
+    return np.where(t.hits > 0, 1.0 / (t.relevant.argmax(axis=1) + 1), 0.0)
+
+
+def mean_relevance(t: TopK) -> np.ndarray:
+    return _over_places(np.where(t.counted, t.grade, 0).sum(axis=1), t.places)
+
+
+def judged(t: TopK) -> np.ndarray:
+    """Results holding a grade in the top k, over k (ir_measures' Judged@k)."""
+    return (t.present & t.r.known[:, :t.k]).sum(axis=1) / t.k
+
+
+def pct_highly_relevant(t: TopK) -> np.ndarray:
+    return t.graded_share(t.grade >= HIGHLY_RELEVANT)
+
+
+def pct_relevant(t: TopK) -> np.ndarray:
+    return t.graded_share(t.grade >= t.threshold)
+
+
+def pct_not_relevant(t: TopK) -> np.ndarray:
+    return _over_places(t.places - (t.counted & (t.grade >= t.threshold)).sum(axis=1), t.places)
+
+
+def ndcg_judged(t: TopK) -> np.ndarray:
+    return arrays_holes.ndcg_judged(t, _ideal_gains, _discounted_gain, _ratio)

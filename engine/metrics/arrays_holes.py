@@ -3,7 +3,9 @@
 Each gives, ranking by ranking, what its per-query function gives, with the same arithmetic in the
 same order (sums rank by rank, the same divisions of the same integers), so the values are equal
 to the last bit. They take arrays.py's one cut-off view (``t``: its top k and what several metrics
-share) and the ``Holes`` the caller read beside it.
+share) and the ``Holes`` the caller read beside it; each metric's record (engine/metrics/registry.py)
+names its function here (ndcg_judged through arrays.py, which passes it its helpers: this module
+does not import it).
 """
 
 from __future__ import annotations
@@ -142,17 +144,3 @@ def r_precision(t: Any) -> np.ndarray:
     within = np.arange(t.grade.shape[1])[None, :] < relevant[:, None]
     return np.divide((t.relevant & within).sum(axis=1), relevant, out=np.zeros(len(relevant)),
                      where=relevant > 0)
-
-
-def array_metrics(ideal_gains: Callable, discounted_gain: Callable, ratio: Callable) -> dict[str, Callable]:
-    """Metric name -> its array function, for arrays.ARRAY_METRICS (which passes its helpers in:
-    this module does not import it). rbp and rbp_residual also take ``p``."""
-    return {
-        "bpref": bpref,
-        "ndcg_judged": lambda t: ndcg_judged(t, ideal_gains, discounted_gain, ratio),
-        "err": err,
-        "rbp": rbp,
-        "rbp_residual": rbp_residual,
-        "infap": infap,
-        "r_precision": r_precision,
-    }

@@ -21,3 +21,11 @@ def dcg(grades: Sequence[int | None], pool: Sequence[int], k: int, threshold: in
     Examples: [3, 2, 0, 0, 0] -> 4.26; ten 3s -> 13.63 (the maximum at k = 10 on a 0-3 scale).
     """
     return discounted_gain(first_k_grades(grades, k))
+
+
+def ideal_dcg(pool: Sequence[int | None], k: int) -> float:
+    """The query's ideal DCG@k: its known grades in decreasing order, cut at k (NDCG's denominator).
+
+    Edge cases: no positive grade -> 0.0; None and negative grades count as 0.
+    """
+    return discounted_gain(sorted((g for g in pool if g is not None and g > 0), reverse=True)[:k])

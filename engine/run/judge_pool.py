@@ -5,9 +5,8 @@ as not relevant. ``judge_pool_run`` makes a *new* run from the parent's stored r
 the pool is the union of every strategy's top D (engine/run/pool.py), and each pair of it without
 a grade (unjudged, a failed judgment, or pooled but not judged in the qrels) is judged once; every
 grade the parent had stays (human grades first), every metric and CI is computed again with the
-pipeline's scoring. The new run links to its parent (``parent_run_id``), so Compare pairs the two
-and Trends plots it after the parent; its stats say how many pairs the pool held, how many were
-holes and how many the judge was asked about.
+pipeline's scoring (a derived run: engine/run/derived.py). Its stats say how many pairs the pool
+held, how many were holes and how many the judge was asked about.
 """
 
 from __future__ import annotations
@@ -19,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import Document, SearchGradeError
 from searchgrade.engine.run.config import JUDGE_THRESHOLD, RunConfig
-from searchgrade.engine.run.pool import PoolDepth, pool_pairs, still_pooled_unjudged
+from searchgrade.engine.run.derived import derive_run, stored_grades, stored_hits
+from searchgrade.engine.run.pool import PoolDepth, pool_pairs
 
 if TYPE_CHECKING:
     from searchgrade.engine.llm.client import LLMClient
@@ -60,8 +60,6 @@ def check_scale(run: RunRecord) -> None:
 
 def pool_holes(store: Store, run: RunRecord, depth: PoolDepth) -> PoolHoles:
     """The run's pool at ``depth`` and the pairs in it that hold no grade."""
-    from searchgrade.engine.labels.rescore import stored_hits
-
     queries, hits = stored_hits(store, run.run_id)
     pool = pool_pairs(queries, hits, depth)
     graded = {(g["query_id"], g["doc_id"]) for g in store.grades(run.run_id) if g["grade"] is not None}
@@ -86,16 +84,9 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
         SearchGradeError: the parent is not complete, its scale is not the judge's, its pool has no
             hole, or every judgment failed.
     """
-    from searchgrade.engine.labels.rescore import judgments_of, stored_grades, stored_hits
     from searchgrade.engine.llm.cache import StoreCache
     from searchgrade.engine.llm.client import LLMClient
     from searchgrade.engine.llm.judge import JudgeSettings, judge_pairs
-    from searchgrade.engine.run.scoring import (
-        per_query_metrics,
-        source_found_metrics,
-        stored_cutoffs,
-        summarise,
-    )
 
     started = time.perf_counter()
     parent = store.get_run(run_id)
@@ -106,7 +97,7 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
     if not found.holes:
         raise SearchGradeError(f"run {parent.run_id} has no unjudged pair in its pool ({depth.text()}): "
                                "nothing to judge; a deeper --pool-depth reaches further down the lists")
-    queries, hits = stored_hits(store, parent.run_id)
+    queries, _ = stored_hits(store, parent.run_id)
     texts = {q.query_id: q for q in queries}
     docs = store.documents(parent.run_id, sorted({d for _, d in found.holes}))
     pairs = [(texts[q], Document(d, docs[d]["title"], docs[d]["text"])) for q, d in found.holes if d in docs]
@@ -126,57 +117,18 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
                            llm_grade=g.grade)
         by_pair[(g.query_id, g.doc_id)] = g
     grades = list(by_pair.values())
-    judgments, failed = judgments_of(grades)
-    pooled = still_pooled_unjudged(store.pooled_unjudged(parent.run_id), grades)
-    cutoffs = stored_cutoffs(parent.k, parent.depth)
-    per_query = per_query_metrics(hits, [q.query_id for q in queries], judgments, parent.threshold, cutoffs,
-                                  failed=failed, pooled_unjudged=pooled, max_grade=parent.grade_max)
-    if parent.mode == "llm":
-        per_query += source_found_metrics(hits, queries, cutoffs)
-    config = RunConfig.from_json(parent.config)
-    summary = summarise(per_query, config.n_bootstrap, config.seed)
-    config = replace(config, llm=llm, judge=judge, pool_depth=depth.to_json())
+    config = replace(RunConfig.from_json(parent.config), llm=llm, judge=judge, pool_depth=depth.to_json())
     usage = client.usage.snapshot().get("judge", {})
     pool_stats = {"parent": parent.run_id, "depth": depth.to_json(), "pairs": found.pairs,
                   "holes": len(found.holes), "judged": result.judged, "cache_hits": result.cache_hits,
                   "failures": result.failures, "requests": int(usage.get("requests", 0))}
-    stats = {key: value for key, value in parent.stats.items() if key != "pooled_unjudged"}
-    if pooled:
-        stats["pooled_unjudged"] = sum(len(docs) for docs in pooled.values())
-    stats = {**stats, "pool": pool_stats,
-             "llm": {"pairs": len(result.grades), "judged": result.judged, "judge_cache_hits": result.cache_hits,
-                     "judge_failures": result.failures, "failure_reasons": result.failure_reasons,
-                     "model": result.model, "prompt_version": result.prompt_version,
-                     "output_mode": client.output_mode}}
-    label_source = "llm" if parent.label_source == "llm" else "human+llm"
-    new_id = store.create_run(
-        name=name or f"{parent.name} · pool judged", collection_name=parent.collection_name,
-        collection_path=parent.collection_path, mode=parent.mode, label_source=label_source,
-        grade_min=parent.grade_min, grade_max=parent.grade_max, threshold=parent.threshold, k=parent.k,
-        depth=parent.depth, config=config.to_json() | {"pool_judged_from": parent.run_id},
-        notes=[*parent.notes, f"the holes of run {parent.run_id}'s pool judged: {found.text()}; "
-               f"{result.judged} judged by {result.model}, {result.cache_hits} from the cache; same search "
-               "results, no search"],
-        parent_run_id=parent.run_id,
-    )
-    try:
-        with store.transaction() as con:
-            store.copy_run_contents(con, parent.run_id, new_id, ("queries", "results", "failed_queries",
-                                                                 "documents", "query_overlap"))
-            store.write_grades(con, new_id, grades)
-            store.write_pooled_unjudged(con, new_id, [(q, d) for q, ds in pooled.items() for d in ds])
-            store.write_metric_values(con, new_id, per_query)
-            store.write_metric_summary(con, new_id, summary)
-        counters = {key: value for key, value in usage.items() if value}
-        if counters:
-            store.add_llm_usage(new_id, "judge", counters)
-        store.update_run(new_id, skipped=parent.skipped, stats=stats,
-                         timings={"judge_pool": time.perf_counter() - started})
-    except BaseException as exc:
-        store.finish_run(new_id, "failed", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-        raise
-    store.finish_run(new_id, "complete")
-    if on_complete is not None:
-        on_complete(store, new_id)
-    return new_id
-
+    llm_stats = {"pairs": len(result.grades), "judged": result.judged, "judge_cache_hits": result.cache_hits,
+                 "judge_failures": result.failures, "failure_reasons": result.failure_reasons,
+                 "model": result.model, "prompt_version": result.prompt_version, "output_mode": client.output_mode}
+    return derive_run(store, parent, grades, name=name or f"{parent.name} · pool judged",
+                      label_source="llm" if parent.label_source == "llm" else "human+llm",
+                      config=config.to_json() | {"pool_judged_from": parent.run_id},
+                      note=f"the holes of run {parent.run_id}'s pool judged: {found.text()}; {result.judged} judged "
+                      f"by {result.model}, {result.cache_hits} from the cache; same search results, no search",
+                      stats={"pool": pool_stats, "llm": llm_stats}, stage="judge_pool", started=started,
+                      usage={"judge": usage}, on_complete=on_complete)

@@ -3,7 +3,7 @@
 A failed judgment (grade None) is never a grade. In the rank metrics (DCG, NDCG, precision,
 recall, MRR, MAP) it counts as 0, like an unjudged document in qrels mode, and ``judged@k`` shows
 the share of the top k that holds a grade; mean relevance and the relevance distribution
-(``GRADED_ONLY_METRICS``), which divide by the k places (a place no result holds counts 0, not
+(the records with ``over_places``, engine/metrics/registry.py), which divide by the k places (a place no result holds counts 0, not
 relevant), leave a failed judgment's place out: they divide by k minus the failed places (a query
 whose k places all failed has no value for them); the pools (ideal DCG, recall denominators) hold
 valid grades only.
@@ -17,30 +17,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from searchgrade.core.records import Query, SearchHits
-from searchgrade.engine.metrics import CONDITIONAL, HIGHER_IS_BETTER, METRIC_NAMES, compute_metrics
+from searchgrade.engine.metrics import METRIC_NAMES, REGISTRY, SOURCE_FOUND, compute_metrics
 
 #: Cut-offs stored for every run (those up to its depth), besides the run's own k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
-#: Metric name of "source found@k": 1 if the query's source document is in the top k.
-SOURCE_FOUND = "source_found"
-
-
-def higher_is_better(metric: str) -> bool:
-    """Whether a larger value of ``metric`` is better (every metric of a run, source found included).
-
-    Raises:
-        ValueError: an unknown metric name.
-    """
-    if metric == SOURCE_FOUND:
-        return True
-    if metric not in HIGHER_IS_BETTER:
-        raise ValueError(f"unknown metric {metric!r}: use one of {', '.join([*HIGHER_IS_BETTER, SOURCE_FOUND])}")
-    return HIGHER_IS_BETTER[metric]
-
 
 #: Metrics over the k places whose grade is known (a failed judgment's place is left out, not
 #: counted as 0; a place no result holds counts 0).
-GRADED_ONLY_METRICS = ("mean_relevance", "pct_highly_relevant", "pct_relevant", "pct_not_relevant")
+_OVER_PLACES = tuple(name for name in METRIC_NAMES if REGISTRY[name].over_places)
 
 #: One per-query metric value: (strategy, query_id, metric, k, value).
 MetricRow = tuple[str, str, str, int, float]
@@ -61,7 +45,7 @@ def run_metric_names(judgments: dict[str, dict[str, int]],
                      pooled_unjudged: dict[str, set[str]] | None = None) -> tuple[str, ...]:
     """The metrics a run stores: every registered one, infAP only where the qrels record sampling."""
     sampled = records_sampling(judgments, pooled_unjudged)
-    return tuple(m for m in METRIC_NAMES if m not in CONDITIONAL or sampled)
+    return tuple(m for m in METRIC_NAMES if not REGISTRY[m].needs_sampling or sampled)
 
 
 def per_query_metrics(
@@ -116,7 +100,7 @@ def per_query_metrics(
                     # A failed judgment's place is left out of the k places: the others (results
                     # with a grade, and places no result holds, as 0) are what is known.
                     graded = [judged.get(d.doc_id) for d in top if d.doc_id not in failed_here]
-                    for name in GRADED_ONLY_METRICS:
+                    for name in _OVER_PLACES:
                         if n_failed < k:
                             values[name] = compute_metrics(graded, pool, k - n_failed, threshold, [name])[name]
                         else:

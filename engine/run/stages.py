@@ -166,7 +166,8 @@ def grade_stage(ctx: RunContext, usage: UsageSink | None, queries: list[Query], 
 
 def with_people(ctx: RunContext, queries: list[Query], graded: Graded) -> Graded:
     """The collection's human labels win over the run's grades (engine/labels/rescore.py)."""
-    from searchgrade.engine.labels.rescore import judgments_of, label_source_with_people, labels_at_grading
+    from searchgrade.engine.labels.rescore import label_source_with_people, labels_at_grading
+    from searchgrade.engine.run.derived import judgments_of
 
     run = ctx.store.get_run(ctx.run_id)
     merged, summary, note = labels_at_grading(ctx.store, ctx.collection.name, queries, ctx.docs_by_id,

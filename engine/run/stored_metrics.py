@@ -15,15 +15,11 @@ import numpy as np
 import pandas as pd
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import CONDITIONAL, METRIC_NAMES, metric_key
-from searchgrade.engine.metrics.arrays import RankedGrades, metric_arrays
+from searchgrade.engine.metrics import METRIC_NAMES, RankedGrades, metric_arrays, metric_key, metric_record
 from searchgrade.engine.metrics.arrays_holes import Holes
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import strategy_order
 from searchgrade.engine.store import RunRecord, Store
-
-#: The metrics whose array forms read the rankings' holes (engine.metrics.arrays_holes).
-_HOLES_METRICS = frozenset({"bpref", "ndcg_judged", "err", "rbp", "rbp_residual", "infap", "r_precision"})
 
 
 def check_cutoff(run: RunRecord, k: int) -> None:
@@ -45,10 +41,10 @@ class Recomputed:
     """
 
     def __init__(self, store: Store, run: RunRecord, metrics: Sequence[str], k: int):
-        if any(metric_key(m).name in CONDITIONAL for m in metrics if m != SOURCE_FOUND) \
-                and not store.records_sampling(run.run_id):
-            metrics = [m for m in metrics if m == SOURCE_FOUND or metric_key(m).name not in CONDITIONAL]
-        holes_asked = any(metric_key(m).name in _HOLES_METRICS for m in metrics if m != SOURCE_FOUND)
+        if any(metric_record(m).needs_sampling for m in metrics) and not store.records_sampling(run.run_id):
+            metrics = [m for m in metrics if not metric_record(m).needs_sampling]
+        # The metrics whose array forms read the rankings' holes (engine.metrics.arrays_holes).
+        holes_asked = any(metric_record(m).holes for m in metrics)
         # The condensed list moves judged results from below k up: it reads every stored result.
         deep = run.depth if any(metric_key(m).name == "ndcg_judged" for m in metrics if m != SOURCE_FOUND) \
             and run.depth > k else k
@@ -153,3 +149,36 @@ def recompute_values(store: Store, run: RunRecord, metrics: Sequence[str], k: in
     """
     check_cutoff(run, k)
     return Recomputed(store, run, metrics, k).frame(metrics)
+
+
+def wide_values(store: Store, run: RunRecord, metric: str, k: int,
+                recomputed: Recomputed | None = None) -> pd.DataFrame:
+    """One metric as one column per strategy (by name), one row per query (indexed by id, in id
+    order), NaN where a strategy has no value: read where the run stored cut-off k, else
+    recomputed (``recomputed``: one already made at k, whose metrics are reused)."""
+    check_cutoff(run, k)
+    if (metric == SOURCE_FOUND or metric in METRIC_NAMES) and k in store.stored_cutoffs(run.run_id):
+        strategies, query_ids, matrix = store.metric_matrix(run.run_id, metric, k)
+        return pd.DataFrame(matrix, index=pd.Index(query_ids, name="query_id"),
+                            columns=pd.Index(strategies, name="strategy"))
+    recomputed = recomputed if recomputed is not None and metric in recomputed.values \
+        else Recomputed(store, run, [metric], k)
+    values = recomputed.values.get(metric)
+    if values is None:
+        return pd.DataFrame()
+    wide = pd.DataFrame(values.T, index=pd.Index(recomputed.query_ids, name="query_id"),
+                        columns=pd.Index(recomputed.strategies, name="strategy"))
+    return wide.dropna(how="all")
+
+
+def ideal_dcg_values(store: Store, run: RunRecord, k: int) -> np.ndarray:
+    """Each query's ideal DCG@k (its known grades in decreasing order, engine.metrics.dcg.ideal_dcg),
+    in query id order: what a DCG@k reads against."""
+    from searchgrade.engine.metrics.dcg import ideal_dcg
+
+    pool = store.pool_grades(run.run_id)
+    n = store.query_count(run.run_id)
+    grades: list[list[int]] = [[] for _ in range(n)]
+    for qi, grade in zip(pool["qi"].tolist(), pool["grade"].tolist(), strict=True):
+        grades[qi].append(grade)
+    return np.array([ideal_dcg(g, k) for g in grades], dtype=float)

@@ -113,13 +113,15 @@ def with_rerankers(strategies: Iterable[str], rerankers: Iterable[str], registry
     return tuple(names)
 
 
-def choose_strategies(names: Sequence[str] | None, rerankers: Iterable[str], registry: Registry) -> tuple[str, ...]:
+def choose_strategies(names: Sequence[str] | None, rerankers: Iterable[str], registry: Registry, *,
+                      data_dir: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
     """The strategies asked for (``--strategies``; None: the registry's defaults), each once, with
     ``X_NAME`` for every retrieval strategy X among them and every NAME of ``rerankers``.
 
     Raises:
         SearchGradeError: a name the registry does not know, or none at all (one line listing the
-            names there are).
+            names there are: the registry's, and those added in the app and saved in the run store
+            of ``data_dir``, which a typo would otherwise hide).
     """
     if names is None:
         return with_rerankers(registry.defaults(), rerankers, registry)
@@ -130,8 +132,10 @@ def choose_strategies(names: Sequence[str] | None, rerankers: Iterable[str], reg
             registry.add_reranked(base, reranker, "--strategies")
     unknown = registry.unknown(chosen)
     if unknown or not chosen:
+        saved = [n for n in saved_declarations(data_dir) if n not in registry.names()] if data_dir else []
         raise SearchGradeError(f"--strategies {','.join(names)!r}: unknown {unknown or 'empty list'}; "
-                               f"choose from {', '.join(registry.names())}")
+                               f"choose from {', '.join([*registry.names(), *saved])}"
+                               + (f" (added in the app: {', '.join(saved)})" if saved else ""))
     return with_rerankers(chosen, rerankers, registry)
 
 

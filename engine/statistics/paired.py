@@ -34,11 +34,9 @@ comparison listed twice, a family split over calls): ``paired_differences(pairs,
 ``paired_difference(a, b, m=...)`` treats one pair. The words to say beside a figure are
 ``interval_words``: "95% CI +0.049 to +0.454, adjusted for 8 comparisons".
 
-**The gate's margin form.** ``margin_tests(pairs, margin)`` (pairs of (candidate, baseline),
-oriented so that larger is better) gives the same adjusted interval of candidate - baseline, and
-the candidate is worse by more than the margin exactly when that interval lies entirely below
--margin (its upper end < -margin); its p-value, p = min(1, m * 2 * (c + 1) / (R + 1)) with
-c = #{B_r >= -margin}, is below alpha exactly then.
+**Two runs** are compared through engine/statistics/pairing.py, which pairs their queries by one
+rule, in one order, with one resample policy, and reads a drop or a gain (a significant change
+larger than a margin) from this interval: the gate, suites, Compare and MCP all do.
 
 Pure numpy, vectorised (one resample draw and one matrix product per number of queries), seeded:
 the same inputs and seed give the same numbers.
@@ -96,22 +94,6 @@ class PairedDifference(NamedTuple):
     def estimable(self) -> bool:
         """Enough queries for a verdict (n >= min_queries(m, alpha)); else the interval is NaN."""
         return not math.isnan(self.ci_low)
-
-
-class MarginTest(NamedTuple):
-    """The gate's form: is the candidate worse than the baseline by more than the margin?"""
-
-    #: candidate - baseline, with the same adjusted interval as ``PairedDifference``.
-    difference: PairedDifference
-    margin: float
-    #: Adjusted p-value that the candidate is worse by more than the margin: < alpha exactly when
-    #: ``worse``.
-    p_value: float
-
-    @property
-    def worse(self) -> bool:
-        """The adjusted interval lies entirely below -margin. False when NaN (too few queries)."""
-        return bool(self.difference.ci_high < -self.margin)
 
 
 def min_queries(m: int = 1, alpha: float = ALPHA) -> int:
@@ -178,28 +160,7 @@ def paired_differences(pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
     m = len(diffs) if m is None else m
     if not diffs:
         return []
-    return [d for d, _ in _compare(diffs, m, alpha, n_resamples, seed, margin=None)]
-
-
-def margin_tests(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], margin: float, *,
-                 m: int | None = None, alpha: float = ALPHA, n_resamples: int = N_RESAMPLES,
-                 seed: int = 0) -> list[MarginTest]:
-    """The gate's form of ``paired_differences``: pairs of (candidate, baseline), larger better.
-
-    Each candidate is worse by more than ``margin`` exactly when its adjusted interval of
-    candidate - baseline lies entirely below -margin; the p-value says the same (module).
-
-    Raises:
-        ValueError: as paired_differences, or a negative or non-finite margin.
-    """
-    if not np.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin of {margin} is not a non-negative number: use e.g. 0.01")
-    diffs = _differences(pairs)
-    m = len(diffs) if m is None else m
-    if not diffs:
-        return []
-    return [MarginTest(d, float(margin), float(p))
-            for d, p in _compare(diffs, m, alpha, n_resamples, seed, margin=float(margin))]
+    return _compare(diffs, m, alpha, n_resamples, seed)
 
 
 def interval_words(d: PairedDifference, decimals: int = 3) -> str:
@@ -241,20 +202,19 @@ def _differences(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> li
     return out
 
 
-def _compare(diffs: list[np.ndarray], m: int, alpha: float, n_resamples: int, seed: int,
-             margin: float | None) -> list[tuple[PairedDifference, float]]:
-    """Each difference's PairedDifference, and (margin given) the margin form's p-value."""
+def _compare(diffs: list[np.ndarray], m: int, alpha: float, n_resamples: int, seed: int) -> list[PairedDifference]:
+    """Each difference's PairedDifference (see the module)."""
     r = resamples_for(m, alpha, n_resamples)
     j = tail_count(m, alpha, r)
     fewest = min_queries(m, alpha)
-    out: list[tuple[PairedDifference, float] | None] = [None] * len(diffs)
+    out: list[PairedDifference | None] = [None] * len(diffs)
     with one_blas_thread():
         for n, indices in by_length(diffs).items():
             matrix = np.stack([diffs[i] for i in indices])
             centre = matrix.mean(axis=1)
             if n < fewest:
                 for i, mean in zip(indices, centre, strict=True):
-                    out[i] = (PairedDifference(float(mean), math.nan, math.nan, 1.0, n, m, alpha), 1.0)
+                    out[i] = PairedDifference(float(mean), math.nan, math.nan, 1.0, n, m, alpha)
                 continue
             means = resampled_means(matrix, r, np.random.default_rng(seed))
             constant = (matrix == matrix[:, :1]).all(axis=1)
@@ -266,9 +226,7 @@ def _compare(diffs: list[np.ndarray], m: int, alpha: float, n_resamples: int, se
             low, high = ends[j], ends[r - 1 - j]
             far = np.minimum((means <= 0).sum(axis=0), (means >= 0).sum(axis=0))
             p_values = adjusted_p(far, m, r)
-            p_margin = (adjusted_p((means >= -margin).sum(axis=0), m, r) if margin is not None
-                        else np.ones(len(indices)))
             for col, i in enumerate(indices):
-                out[i] = (PairedDifference(float(centre[col]), float(low[col]), float(high[col]),
-                                           float(p_values[col]), n, m, alpha), float(p_margin[col]))
+                out[i] = PairedDifference(float(centre[col]), float(low[col]), float(high[col]),
+                                          float(p_values[col]), n, m, alpha)
     return out  # type: ignore[return-value]

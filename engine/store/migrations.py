@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from searchgrade.engine.store.judged_recompute import judged_over_k
 from searchgrade.engine.store.relevance_recompute import divide_by_k
 
 # Numbered, forward-only. Never edit an applied migration: add the next one.
@@ -502,8 +503,12 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    # Issue 32: judged@k divides by k (a place no result holds is not judged), as P@k does; stored
+    # runs' values are recomputed from the old ones, with a note, and kept tests and reads cleared:
+    # see engine/store/judged_recompute.py.
+    (16, judged_over_k),
     (
-        16,
+        17,
         # Chunked strategies (issue 37, indexes/variants/): for each listed document, the chunk it was
         # matched by (its place in the document and its character span in the document's text), for
         # the drill-down; written, cleared and copied with the results they belong to.

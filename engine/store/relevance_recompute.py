@@ -98,7 +98,7 @@ def recompute_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> bool:
                        both).fetchone()[0]:
             columns = con.execute("SELECT strategy, metric, k, value FROM _relevance "
                                   "ORDER BY strategy, metric, k, query_id").fetchnumpy()
-            _write_summary(con, run_id, columns, json.loads(run["config"] or "{}"))
+            write_summary(con, run_id, columns, json.loads(run["config"] or "{}"))
     finally:
         con.execute("DROP TABLE IF EXISTS _relevance")
     if run["status"] == "complete":
@@ -109,10 +109,11 @@ def recompute_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> bool:
     return True
 
 
-def _write_summary(con: duckdb.DuckDBPyConnection, run_id: str, columns: dict[str, Any],
-                   config: dict[str, Any]) -> None:
-    """The relevance metrics' means and 95% CIs, as engine.run.scoring.summarise makes them, from
-    the values by (strategy, metric, k) and then query id."""
+def write_summary(con: duckdb.DuckDBPyConnection, run_id: str, columns: dict[str, Any],
+                  config: dict[str, Any], metrics: tuple[str, ...] = RELEVANCE_METRICS) -> None:
+    """Some metrics' means and 95% CIs, as engine.run.scoring.summarise makes them, from the
+    values by (strategy, metric, k) and then query id (migration 9's relevance metrics; migration
+    16's judged@k, engine/store/judged_recompute.py)."""
     import numpy as np
 
     from searchgrade.engine.statistics.bootstrap import bootstrap_cis
@@ -123,7 +124,7 @@ def _write_summary(con: duckdb.DuckDBPyConnection, run_id: str, columns: dict[st
     intervals = bootstrap_cis(groups, n_resamples=int(config.get("n_bootstrap", 10_000)),
                               seed=int(config.get("seed", 0)))
     con.execute("DELETE FROM metric_summary WHERE run_id = ? AND list_contains(?, metric)",
-                [run_id, list(RELEVANCE_METRICS)])
+                [run_id, list(metrics)])
     con.executemany("INSERT INTO metric_summary VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [(run_id, str(keys[i][0]), str(keys[i][1]), int(keys[i][2]), ci.mean, ci.low, ci.high, len(group))
                      for i, group, ci in zip(starts, groups, intervals, strict=True)])

@@ -3,20 +3,20 @@
 A run of a suite keeps a snapshot (``snapshot``): the run's stored configuration (strategy
 parameters, declared strategies' URLs and query templates, models, the judge's settings), the
 collection's fingerprint and size, the judge prompt's hash and the searchgrade version.
-``config_changes`` names each difference between two snapshots as one line
-("declared.es.query: ... -> ..."), so a trend point says what changed since the previous run.
+``config_changes`` names each difference between two snapshots as one line, in the words every
+page uses for settings (engine/run/settings_words.py: "Rerank depth: 50 -> 100", "Strategy es:
+query: ... -> ..."), so a trend point says what changed since the previous run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
+
+from searchgrade.engine.run.settings_words import SettingChange, settings_diff
 
 #: Config keys that differ between any two runs without meaning a change of the system.
 _IGNORED = {"name", "seed_note"}
-#: Longest value shown in a change line; longer ones are cut (a query template, a prompt).
-_SHOWN = 80
 
 
 def searchgrade_version() -> str:
@@ -41,42 +41,28 @@ def snapshot(config: dict[str, Any], *, fingerprint: str, documents: int) -> dic
     }
 
 
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, inner in value.items():
-            out.update(_flat(inner, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: value}
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
-
-
 def config_changes(before: dict[str, Any] | None, after: dict[str, Any]) -> list[str]:
-    """One line per setting that differs ("config.index.rerank_depth: 50 -> 100"); [] for the first run.
+    """One line per setting that differs ("Rerank depth: 50 -> 100"); [] for the first run.
 
     The collection's fingerprint is said in words ("the collection changed: 12 -> 14 documents"),
     the judge prompt's text by its hash.
     """
     if before is None:
         return []
-    a, b = _flat(before), _flat(after)
     lines = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) == b.get(key) or key == "documents" or key.endswith("judge.prompt_text"):
-            continue
-        if key == "collection_fingerprint":
+    for change in settings_diff(before, after, ignored=("documents", "judge.prompt_text", "collection_fields",
+                                                        "llm.api_key")):
+        if change.key == "collection_fingerprint":
             lines.append(f"the collection changed ({before.get('documents')} -> {after.get('documents')} "
-                         f"documents, fingerprint {str(a.get(key))[:8]} -> {str(b.get(key))[:8]})")
+                         f"documents, fingerprint {change.before[:8]} -> {change.after[:8]})")
             continue
-        name = key.removeprefix("config.")
-        if key not in a:
-            lines.append(f"{name}: added {_shown(b[key])}")
-        elif key not in b:
-            lines.append(f"{name}: removed (was {_shown(a[key])})")
-        else:
-            lines.append(f"{name}: {_shown(a[key])} -> {_shown(b[key])}")
+        lines.append(_line(change))
     return lines
+
+
+def _line(change: SettingChange) -> str:
+    if change.before == "(not set)":
+        return f"{change.name}: added {change.after}"
+    if change.after == "(not set)":
+        return f"{change.name}: removed (was {change.before})"
+    return f"{change.name}: {change.before} -> {change.after}"

@@ -15,7 +15,7 @@ from typing import Any
 
 from searchgrade.core.records import Collection, SearchGradeError, collection_fingerprint
 from searchgrade.engine.collections import load_collection
-from searchgrade.engine.metrics import parse_metric
+from searchgrade.engine.metrics import check_quality, parse_metric
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.strategies import declared_from_file, registry_for_declared
 from searchgrade.engine.store import Store, SuiteRecord
@@ -47,6 +47,7 @@ def suite_from_run(store: Store, name: str, run_id: str, *, metric: str | None =
                                f"(finish it with `searchgrade resume {run.run_id}`)")
     metric = metric or f"dcg@{run.k}"
     spec = parse_metric(metric)
+    check_quality(spec.key, "--metric")  # no verdict on a diagnostic (judged@k, the RBP residual)
     if spec.resolve_k(run.k, run.depth) > run.depth:
         raise SearchGradeError(f"--metric {metric}: its k is above run {run.run_id}'s depth ({run.depth}); "
                                "pick a k up to it")

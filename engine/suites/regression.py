@@ -1,18 +1,16 @@
 """Is a suite's run significantly worse (or better) than its previous complete run?
 
-For each strategy both runs evaluated, the suite's metric per query is paired over the queries both
-runs hold (by text, as the gate pairs: engine/gate.py), and the one paired procedure of the app
-(engine/statistics/paired.py, its margin form) is applied both ways, each adjusted for the m
-strategies compared (level 1 - alpha/m):
+The suite's metric is compared by the one way of the app (engine/statistics/pairing.py, as the
+gate and Compare compare): per strategy both runs evaluated, paired per query by the pairing rule,
+in one order, with the one resample policy, each change's interval adjusted for the m strategies
+compared (level 1 - alpha/m). The verdict is the gate's:
 
-- a **drop**: ``margin_tests([(after, before), ...], margin)``: the adjusted interval of
-  after - before lies entirely below -margin;
-- a **gain**: the same test the other way, ``margin_tests([(before, after), ...], margin)``: the
-  interval lies entirely above +margin.
+- a **drop** when the change is significantly worse (the interval lies entirely on the worse side
+  of 0) and the estimated change is worse than the suite's margin: it alerts
+  (engine/suites/suite_run.py), as the gate would fail it;
+- a **gain** likewise on the better side: recorded and marked, never alerted.
 
-Both use the same resample draw (seeded), so the interval reported is one interval (after - before)
-and a change is never both. A metric where lower is better is turned so that larger is better
-first, as the gate does. Only a drop alerts (engine/suites/suite_run.py); a gain is recorded and marked.
+A significant change within the margin, or one whose interval reaches 0, is neither.
 """
 
 from __future__ import annotations
@@ -20,17 +18,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import pandas as pd
+import numpy as np
 
-from searchgrade.engine.metrics import higher_is_better, parse_metric
-from searchgrade.engine.run.stored_metrics import per_query_values
-from searchgrade.engine.run.strategies import strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference, interval_words, margin_tests, p_words
-from searchgrade.engine.store import RunRecord, Store
+from searchgrade.engine.statistics.paired import PairedDifference, interval_words, p_words
+from searchgrade.engine.statistics.pairing import compare_runs as compare
+from searchgrade.engine.store import Store
 
 #: Queries listed in an alert as those that dropped most.
 WORST_QUERIES = 3
-RESAMPLES = 10_000
 
 
 @dataclass
@@ -44,11 +39,11 @@ class StrategyChange:
     change: float
     ci_low: float
     ci_high: float
-    #: Adjusted p-value of the direction found ("drop" or "gain"), else the smaller of the two.
+    #: Adjusted p-value of the change (below alpha exactly when its interval excludes 0).
     p_value: float
     n: int
     m: int
-    #: "drop", "gain" or None (not distinguishable from no change beyond the margin).
+    #: "drop", "gain" or None (noise, or a significant change within the margin).
     verdict: str | None
     #: The queries whose value fell most: (text, before, after).
     dropped: list[tuple[str, float, float]] = field(default_factory=list)
@@ -58,9 +53,14 @@ class StrategyChange:
                                                self.m), decimals=3)
 
     def line(self) -> str:
-        """ "ann dcg@10: 4.210 -> 3.120 (change -1.090, 95% CI -1.4 to -0.8, adjusted for 2 comparisons;
-        adjusted p = 0.001)"."""
-        return (f"{self.strategy} {self.metric}: {self.before:.3f} -> {self.after:.3f} (change "
+        """ "ANN (dense) DCG@10: 4.210 -> 3.120 (change -1.090, 95% CI -1.4 to -0.8, adjusted for 2
+        comparisons; adjusted p = 0.001)": the strategy and the metric by their names on the pages."""
+        from searchgrade.engine.metrics import metric_record, parse_metric
+        from searchgrade.engine.run.strategies import label
+
+        spec = parse_metric(self.metric)
+        metric = f"{metric_record(spec.key).label}" + (f"@{spec.k}" if spec.k else "")
+        return (f"{label(self.strategy)} {metric}: {self.before:.3f} -> {self.after:.3f} (change "
                 f"{self.change:+.3f}, {self.interval()}; adjusted {p_words(self.p_value)})")
 
     def to_json(self) -> dict[str, Any]:
@@ -73,48 +73,25 @@ class StrategyChange:
         return cls(**d)
 
 
-def _values(store: Store, run: RunRecord, metric: str, k: int) -> pd.DataFrame:
-    values = per_query_values(store, run, metric, k)
-    texts = pd.DataFrame(store.queries(run.run_id), columns=["query_id", "text", "query_type", "source_doc_id"])
-    unique = ~texts["text"].duplicated(keep=False)
-    texts["key"] = texts["text"].where(unique, texts["query_id"] + "\x1f" + texts["text"])
-    return values.merge(texts[["query_id", "key", "text"]], on="query_id")[["strategy", "key", "text", "value"]]
-
-
 def compare_runs(store: Store, before_id: str, after_id: str, metric: str, margin: float) -> list[StrategyChange]:
     """Each shared strategy's change from ``before`` to ``after`` with its verdict (module docstring).
 
     Both runs must be complete; strategies without a shared query are left out.
+
+    Raises:
+        SearchGradeError: the metric cannot compare these runs (engine/statistics/pairing.py's checks).
     """
-    spec = parse_metric(metric)
-    before, after = store.get_run(before_id), store.get_run(after_id)
-    k = spec.resolve_k(after.k, after.depth)
-    a = _values(store, before, spec.key, min(k, before.depth))
-    b = _values(store, after, spec.key, min(k, after.depth))
-    pairs = a.merge(b.drop(columns="text"), on=["strategy", "key"], suffixes=("_before", "_after")).dropna()
-    strategies = [s for s in strategy_order(set(pairs["strategy"]))]
-    groups = [(s, pairs[pairs["strategy"] == s].sort_values("key")) for s in strategies]
-    if not groups:
-        return []
-    sign = 1.0 if higher_is_better(spec.name) else -1.0
-    after_vs = [(sign * g["value_after"].to_numpy(), sign * g["value_before"].to_numpy()) for _, g in groups]
-    before_vs = [(y, x) for x, y in after_vs]
-    drops = margin_tests(after_vs, margin, n_resamples=RESAMPLES, seed=0)
-    gains = margin_tests(before_vs, margin, n_resamples=RESAMPLES, seed=0)
-    label = f"{spec.key}@{k}"
+    result = compare(store, before_id, after_id, metric, margin=margin, where="suite metric")
+    paired = result.paired
     out = []
-    for (strategy, g), drop, gain in zip(groups, drops, gains, strict=True):
-        d = drop.difference
-        low, high = (sorted((sign * d.ci_low + 0.0, sign * d.ci_high + 0.0)) if d.estimable
-                     else (d.ci_low, d.ci_high))
-        verdict = "drop" if drop.worse else "gain" if gain.worse else None
-        p = drop.p_value if verdict == "drop" else gain.p_value if verdict == "gain" else min(drop.p_value,
-                                                                                                gain.p_value)
-        delta = sign * (g["value_after"] - g["value_before"])
-        worst = g.assign(delta=delta.to_numpy()).sort_values(["delta", "key"]).head(WORST_QUERIES)
-        dropped = [(str(r.text), float(r.value_before), float(r.value_after))
-                   for r in worst.itertuples() if r.delta < 0]
-        out.append(StrategyChange(strategy, label, float(g["value_before"].mean()), float(g["value_after"].mean()),
-                                  sign * d.diff + 0.0, float(low), float(high), float(p), d.n, d.m, verdict,
-                                  dropped))
+    for change in result.changes:
+        rows, before, after = paired.pair(change.strategy)
+        sign = 1.0 if change.higher_is_better else -1.0
+        delta = sign * (after - before)
+        # The queries that fell most, the largest fall first (ties by query id: the pairing's order).
+        worst = np.argsort(delta, kind="stable")[:WORST_QUERIES]
+        dropped = [(str(paired.texts[rows[i]]), float(before[i]), float(after[i])) for i in worst if delta[i] < 0]
+        d = change.difference
+        out.append(StrategyChange(change.strategy, result.label, change.before, change.after, d.diff + 0.0,
+                                  d.ci_low, d.ci_high, d.p_value, d.n, d.m, change.verdict, dropped))
     return out

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from searchgrade.core.records import SearchGradeError
-from searchgrade.engine.metrics import METRICS, parse_metric
+from searchgrade.engine.metrics import METRICS, check_quality, parse_metric
 from searchgrade.engine.store.tuning import study_key
 from searchgrade.engine.tuning.setup import Tuning, prepare_tuning
 from searchgrade.engine.tuning.split import split_queries
@@ -43,6 +43,10 @@ def run_study(store: Any, run_id: str, data_dir: Path, *, strategy: str | None =
     spec = parse_metric(metric)
     if spec.name not in METRICS or spec.p is not None:
         raise SearchGradeError(f"--metric {metric}: the tuner maximises a metric without parameters, e.g. ndcg@10")
+    record = check_quality(spec.key, "--metric")
+    if not record.higher_is_better:
+        raise SearchGradeError(f"--metric {metric}: the tuner maximises, and lower is better for "
+                               f"{record.label.lower()}: tune its twin (share relevant: pct_relevant) or e.g. ndcg@10")
     run = store.get_run(run_id)
     spec.check_threshold(run.threshold)
     tuning = prepare_tuning(store, run.run_id, data_dir, strategy=strategy, space_file=space_file,

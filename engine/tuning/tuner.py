@@ -9,7 +9,8 @@ to a new study and only the rest are run.
 
 Then, per fold, the best configuration and the starting one (the run's) answer the held-out
 queries, and the comparison is the paired procedure of engine/statistics/paired.py over those
-queries (tuned - start): its interval and p-value decide; a gain whose interval includes 0 is
+queries (tuned - start), with its resample policy (engine/statistics/pairing.py: 10,000 resamples,
+seed 0, the queries in id order): its interval and p-value decide; a gain whose interval includes 0 is
 "not significant" and the starting configuration stays the recommendation. Means carry
 percentile-bootstrap intervals (engine/statistics/bootstrap.py), latency its median and p95.
 
@@ -30,7 +31,8 @@ import numpy as np
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import METRICS, MetricSpec
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci
-from searchgrade.engine.statistics.paired import interval_words, p_words, paired_difference
+from searchgrade.engine.statistics.paired import interval_words, p_words
+from searchgrade.engine.statistics.pairing import differences
 from searchgrade.engine.tuning.grades import Grades
 from searchgrade.engine.tuning.space import Param, Space
 from searchgrade.engine.tuning.split import Split
@@ -225,7 +227,9 @@ def tune(target: Target, grades: Grades, split: Split, space: Space, metric: Met
     order = sorted(start_values)
     a = [tuned_values[q] for q in order]
     b = [start_values[q] for q in order]
-    diff = paired_difference(a, b, seed=seed)
+    # The one resample policy of every comparison (engine/statistics/pairing.py): 10,000 resamples,
+    # seed 0, whatever --seed (which seeds the split and the sampler), over the queries in id order.
+    [diff] = differences([(a, b)])
     if split.method == "k-fold":
         records = optimise(target, grades, split.tuning, space, metric, k, threshold, fold=ALL_QUERIES,
                            trials=trials, time_budget_s=time_budget_s, seed=seed,

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchgrade.engine.run.settings_words import setting_name, setting_value
 from searchgrade.engine.tuning.apply import tuned_run_parts
 from searchgrade.engine.tuning.judging import DEFAULT_JUDGE_BUDGET  # the Tune section's judge budget, as the CLI's
 
-__all__ = ["DEFAULT_JUDGE_BUDGET", "UNTUNABLE", "TuneView", "comparison_words", "pareto_flags", "tune_view",
-           "tuned_run_parts"]
+__all__ = ["DEFAULT_JUDGE_BUDGET", "UNTUNABLE", "TuneView", "comparison_words", "configuration_words",
+           "pareto_flags", "trial_table", "tune_view", "tuned_run_parts"]
 
 #: Left out of the section's choices: ANN is exact search below 200,000 documents (nothing to tune);
 #: an IVF index's nprobe is tuned from the command line (`searchgrade tune RUN --strategy ann`).
@@ -82,3 +83,22 @@ def comparison_words(report: dict[str, Any]) -> list[str]:
         f"The tuner read held-out grades {report['heldout_grade_reads']} times while tuning.",
         *judged,
     ]
+
+
+def configuration_words(params: dict[str, Any]) -> str:
+    """A configuration of tuned parameters in the words every page uses for settings
+    (engine/run/settings_words.py): "BM25 k1 0.9, BM25 b 0.4"."""
+    return ", ".join(f"{setting_name(k)} {setting_value(k, v)}" for k, v in params.items()) or "the run's own"
+
+
+def trial_table(trials: list[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """The trials as the page shows them: named columns, the metric by its label ("DCG@10"), each
+    parameter by its name in words."""
+    out = []
+    for t in trials:
+        row = {"Fold": "all queries" if t["fold"] < 0 else t["fold"], "Trial": t["trial"], metric: t["value"],
+               "Judged": t["judged"], "p95 latency (ms)": t["p95_ms"], "Backend calls": t["calls"],
+               "Pareto front": "yes" if t["pareto"] else ""}
+        row.update({setting_name(k.removeprefix("param ")): v for k, v in t.items() if k.startswith("param ")})
+        out.append(row)
+    return out

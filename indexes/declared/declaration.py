@@ -157,6 +157,19 @@ def is_secret_header(name: str) -> bool:
     return any(word in lowered for word in SECRET_HEADER_WORDS)
 
 
+def check_columns(where: str, table: str, options: Mapping[str, Any], keys: Sequence[str],
+                  columns: Sequence[str]) -> None:
+    """Each of ``keys`` (``id_column``, ...) names one of the table's ``columns``.
+
+    Raises:
+        SearchGradeError: the first that does not, with the columns there are.
+    """
+    for key in keys:
+        if options[key] not in columns:
+            raise SearchGradeError(f"{where}: {key} {options[key]!r} is not a column of {table}: its columns "
+                                   f"are {', '.join(columns)}; set {key} = \"...\"")
+
+
 def embedded_by(model: str, backend: str) -> dict[str, str]:
     """What embedded vectors, as an exported collection or table records it (the backend with its
     export recipe, indexes.embeddings.backends.backend_identity)."""

@@ -35,6 +35,7 @@ from searchgrade.indexes.base import FailedAttempt, Found
 from searchgrade.indexes.declared.declaration import (
     Key,
     StrategySpec,
+    check_columns,
     check_secret_free,
     embeddings_differ,
     outbound_policy,
@@ -197,10 +198,7 @@ def build_node(spec: StrategySpec, ctx: Any) -> LanceNode:
     columns = table.schema.names
     needed = ["id_column"] + (["vector_column"] if o["search"] in ("dense", "hybrid") else []) + (
         ["text_column"] if o["search"] in ("fulltext", "hybrid") else [])
-    for key in needed:
-        if o[key] not in columns:
-            raise SearchGradeError(f"{where}: {key} {o[key]!r} is not a column of LanceDB table {o['table']!r}: "
-                                   f"its columns are {', '.join(columns)}; set {key} = \"...\"")
+    check_columns(where, f"LanceDB table {o['table']!r}", o, needed, columns)
     embedder = None
     if o["search"] in ("dense", "hybrid"):
         model = o.get("embedding_model") or ctx.settings.embedding_model

@@ -94,6 +94,7 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     grow with the number of queries."""
     from searchgrade.engine.run.stored_metrics import check_cutoff
     from searchgrade.viewmodels.holes import holes_panel
+    from searchgrade.viewmodels.metric_help import metric_json
     from searchgrade.viewmodels.results import failed_counts
     from searchgrade.viewmodels.significance import comparison_record, results_family, significance
 
@@ -121,6 +122,9 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
                                "queries": store.query_count(run.run_id)}
         out["k"] = k
         out["strategies"] = _metrics(store, run, k)
+        # What each figure is, from its metric's record: definition, range, direction, ir_measures name.
+        out["metrics"] = {f"{m}@{k}": metric_json(m, k, run) for m in SUMMARY_METRICS
+                          if any(f"{m}@{k}" in row for row in out["strategies"])}
         out["comparisons"] = {
             "metric": metric_label(PRIMARY_METRIC, hk),
             "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()],
@@ -152,7 +156,9 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
     ``run_a`` alone, a run of a suite, is compared with the suite's previous complete run (it is
     then run B), on the suite's metric unless ``metric`` is given.
     """
+    from searchgrade.engine.statistics.pairing import RESAMPLES, SEED
     from searchgrade.viewmodels.compare import compare_runs as compare
+    from searchgrade.viewmodels.metric_help import metric_json
 
     of_suite = None
     if run_b is None:
@@ -165,7 +171,8 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
     out: dict[str, Any] = {"run_a": run_brief(c.run_a, names.get(c.run_a.run_id)),
                            "run_b": run_brief(c.run_b, names.get(c.run_b.run_id)),
                            "metric": metric_label(name, k), "paired_on": c.paired_on, "shared_queries": c.n_shared,
-                           "notes": c.notes}
+                           "notes": c.notes, "metric_info": metric_json(name, k, c.run_b),
+                           "resamples": {"paired": RESAMPLES, "seed": SEED}}
     if of_suite is not None:
         out["baseline"] = f"run_a is suite {of_suite.suite.name}'s previous complete run before run_b"
     if c.refusal is not None:
@@ -261,8 +268,9 @@ def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit
 
 def gate(store: Store, baseline: str | None, candidate: str, metric: str | None = None, margin: float | None = None,
          alpha: float = 0.05, strategies: list[str] | None = None) -> dict[str, Any]:
-    """`searchgrade gate` on two runs: FAIL when a strategy's change, its CI adjusted for the
-    strategies checked, lies entirely beyond -margin.
+    """`searchgrade gate` on two runs: FAIL when a strategy's change is significantly worse (its CI,
+    adjusted for the strategies checked, lies entirely below 0) and the drop is larger than the
+    margin (engine/gate.py).
 
     ``baseline`` None: the candidate is a run of a suite, gated against the suite's previous
     complete run on the suite's metric and margin unless ``metric`` / ``margin`` are given;
@@ -289,5 +297,6 @@ def gate(store: Store, baseline: str | None, candidate: str, metric: str | None 
             "strategies": [{"strategy": line.strategy, "baseline": line.baseline, "candidate": line.candidate,
                             "change": line.change, "ci_low": line.ci_low, "ci_high": line.ci_high,
                             "p_value_adjusted": line.p_value, "queries": line.n, "comparisons": line.comparisons,
-                            "failed": line.failed, "line": result.describe(line)} for line in result.lines],
+                            "failed": line.failed, "reading": line.reading, "line": result.describe(line)}
+                           for line in result.lines],
             "notes": result.notes}

@@ -23,10 +23,10 @@ MAX_CSV_BYTES = 20 * 1024 * 1024
 
 def metrics_csv(store: Store, run_id: str) -> str:
     """The run's per-query metrics CSV, as `searchgrade export RUN --format csv` writes it."""
-    from searchgrade.engine.export import export_run
+    from searchgrade.engine.export import export_metrics
 
     with tempfile.TemporaryDirectory(prefix="searchgrade-mcp-") as folder:
-        (path,) = export_run(store, run_id, "csv", folder)
+        path = export_metrics(store, run_id, "csv", folder)
         size = path.stat().st_size
         if size > MAX_CSV_BYTES:
             raise SearchGradeError(f"run {run_id}'s metrics CSV is {size / 1024**2:.0f} MB, above the "

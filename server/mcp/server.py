@@ -141,14 +141,17 @@ def build_server(settings: McpSettings) -> Any:
              alpha: float = 0.05, strategies: list[str] | None = None) -> str:
         """The regression gate (`searchgrade gate`): is the candidate run significantly worse?
 
+        A strategy fails when its change is significantly worse (its 95% CI, adjusted for the
+        strategies checked, lies entirely below 0) and the drop is larger than the margin.
+
         Args:
             candidate: Candidate run id.
             baseline: Baseline run id, or "latest-complete" (the newest complete run of the
                 candidate's collection before it); omitted, the candidate must be a run of a
                 suite and the baseline is the suite's previous complete run.
             metric: metric@k (default ndcg@10; without baseline, the suite's metric).
-            margin: How much worse is tolerated, in the metric's units (default 0.01; without
-                baseline, the suite's margin).
+            margin: The smallest significant drop that fails, in the metric's units (default 0.01;
+                0 fails every significant drop; without baseline, the suite's margin).
             alpha: Family-wise level over the strategies checked.
             strategies: Strategies to check (default: every strategy both runs have).
 

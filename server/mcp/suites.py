@@ -113,9 +113,10 @@ def verdict_json(store: Store, found: SuiteRun) -> dict[str, Any]:
             "status": entry["status"], "verdict": verdict_word(entry), "error": entry["error"],
             "strategies": changes_json(entry), "config_changes": changed, "config_changes_left_out": changed_left,
             "note": entry["note"],
-            "rule": (f"paired per query over the queries both runs hold ({suite.metric}); a drop (alerted) or "
-                     f"gain when the 95% CI of after - before, adjusted for the strategies compared, lies "
-                     f"entirely beyond -{suite.margin:g} or +{suite.margin:g} (engine/suites/regression.py)")}
+            "rule": (f"paired per query over the queries both runs hold ({suite.metric}); a drop (alerted) when "
+                     f"the 95% CI of after - before, adjusted for the strategies compared, lies entirely on the "
+                     f"worse side of 0 and the change is worse than the margin ({suite.margin:g}); a gain likewise on "
+                     "the better side (engine/statistics/pairing.py)")}
 
 
 def suite_brief(store: Store, suite: SuiteRecord) -> dict[str, Any]:

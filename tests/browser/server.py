@@ -54,12 +54,13 @@ def wait_until_up(url: str, server: subprocess.Popen, log: Path, timeout_s: floa
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
-    """The process environment for the app or the CLI under test: this tree first on the path, the
-    data directory ``home``, none of the machine's deployment settings, then ``extra``."""
+    """The process environment for the app or the CLI under test: this tree first on the path (then
+    the test process's own PYTHONPATH), the data directory ``home``, none of the machine's
+    deployment settings, then ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_ENVIRONMENT}
-    # The PYTHONPATH the tests run under stays after this tree: where it points `searchgrade` at a
-    # working copy (a folder whose searchgrade links to it), the app runs that copy's code too.
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    # The tree under test first, then what the test process itself imports from (a worktree's
+    # package folder), so the app runs the code the tests import, not another checkout's.
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     return dict(env, PYTHONPATH=path, SEARCHGRADE_HOME=str(home), **extra)
 
 

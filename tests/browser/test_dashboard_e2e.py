@@ -204,8 +204,9 @@ def test_every_interval_and_its_verdict_agree_and_recommended_means_a_winner(das
     write_run(store, spec("verdicts", "verdicts run", hybrid_like_ann=True))
     page = _open(browser, url, "results")
     page.get_by_text("Best DCG@10").wait_for()
+    # The tiles come first; the sentences with their intervals are drawn further down the same run.
+    verdicts = _until(lambda: _verdicts(page), lambda v: len(v) >= 2, timeout_s=30)
     text = _text(page)
-    verdicts = _verdicts(page)
     # ANN against hybrid (equal on every query) and against full-text (beaten on every query).
     assert len(verdicts) >= 2 and {significant for *_, significant in verdicts} == {True, False}
     for low, high, significant in verdicts:

@@ -63,8 +63,10 @@ def test_show_table_and_runs_list_the_run(tmp_path, tiny_beir, capsys):
     assert "ANN index: exact search (every document vector compared): nothing lost" in table
     assert "paired differences on DCG@10 (as on the Results page):" in table
     assert "95% CI" in table and "adjusted for 2 comparisons" in table and "Holm" not in table
+    assert "These figures make 2 comparisons" in table and "The page makes" not in table  # a terminal
     assert main(["runs", "--data-dir", str(tmp_path / "d")]) == 0
-    assert run_id in capsys.readouterr().out
+    listed = capsys.readouterr().out.splitlines()
+    assert "collection" in listed[0] and any(run_id in line and " tiny " in line for line in listed[1:])
 
 
 def test_searchgrade_home_is_honoured(tmp_path, tiny_beir, monkeypatch, capsys):

@@ -106,9 +106,39 @@ def test_a_worker_beside_an_app_stops_when_the_app_is_gone(tmp_path):
     assert done.returncode == 0 and "worker stopped" in done.stderr
 
 
-def test_a_worker_killed_mid_run_leaves_the_run_interrupted_and_the_next_worker_resumes_it(scheduled, monkeypatch):
+@pytest.fixture
+def slow_scheduled(tmp_path):
+    """A suite over the tiny collection through a declared search server that takes 1 s per query,
+    one query at a time, scheduled every 2 s: its run lasts seconds, so a worker can be killed in
+    the middle of it whatever the machine's load (a full-text-only run can finish between the read
+    that sees it running and the kill)."""
+    from tests.indexes.declared.conftest import SearchServer
+
+    folder = write_beir(tmp_path / "tiny")
+    server = SearchServer(folder, tmp_path / "server-data")
+    try:
+        server.control(latency_ms=1000)
+        data, strategies = tmp_path / "d", tmp_path / "strategies.toml"
+        strategies.write_text(
+            f'[strategy.es]\nkind = "elasticsearch"\nhost = "{server.url}"\nindex = "tiny"\n'
+            'query = \'{"match": {"text": {{query}}}}\'\nretries = 0\nconcurrency = 1\n', encoding="utf-8")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["evaluate", str(folder), "--qrels", "--strategies", "es", "--strategies-file",
+                         str(strategies), "--data-dir", str(data)]) == 0
+            run_id = out.getvalue().strip().splitlines()[-1]
+            assert main(["suite", "create", "tick", "--from", run_id, "--data-dir", str(data)]) == 0
+            assert main(["suite", "schedule", "tick", "--every", "2s", "--data-dir", str(data)]) == 0
+        yield data
+    finally:
+        server.stop()
+
+
+def test_a_worker_killed_mid_run_leaves_the_run_interrupted_and_the_next_worker_resumes_it(slow_scheduled,
+                                                                                          monkeypatch):
     import signal
 
+    scheduled = slow_scheduled
     store = Store(scheduled)
     monkeypatch.setenv("SEARCHGRADE_HEARTBEAT_TIMEOUT_S", "3")
     worker = subprocess.Popen([sys.executable, "-m", "searchgrade.cli", "worker", "--data-dir", str(scheduled)],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -476,12 +475,9 @@ def test_default_threshold_is_two_from_a_scale_of_three(max_grade: int, threshol
 # ---------------------------------------------------------------- real collections
 
 
-def test_scifact_loads_quickly_with_all_binary_judgments() -> None:
-    start = time.perf_counter()
+def test_scifact_loads_with_all_binary_judgments() -> None:
+    # How long it takes is bench/bench_indexes.py's figure, not a test's.
     collection = load_collection(SCIFACT)
-    elapsed = time.perf_counter() - start
-
-    assert elapsed < 2.0
     assert collection.name == "scifact"
     assert len(collection.documents) == 5183
     assert len(collection.queries) == 300

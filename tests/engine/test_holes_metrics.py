@@ -11,8 +11,7 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import (
     METRIC_NAMES,
     METRICS,
-    UNJUDGED_AWARE,
-    WHOLE_LIST,
+    REGISTRY,
     MetricSpec,
     compute_metrics,
     higher_is_better,
@@ -149,7 +148,7 @@ def test_unjudged_aware_metrics_are_exactly_those_where_a_hole_differs_from_zero
         grades = [rng.choice([None, *pool]) for _ in range(rng.randint(1, 12))]
         zeros = [0 if g is None else g for g in grades]
         differs |= METRICS[name](grades, pool, 5, 2) != pytest.approx(METRICS[name](zeros, pool, 5, 2))
-    assert differs == (name in UNJUDGED_AWARE)
+    assert differs == REGISTRY[name].unjudged
 
 
 def test_rbp_residual_is_the_one_new_metric_where_less_is_better():
@@ -190,7 +189,7 @@ def test_a_bare_whole_list_metric_means_the_runs_depth():
     assert parse_metric("bpref").resolve_k(10, depth=100) == 100
     assert parse_metric("bpref@10").resolve_k(10, depth=100) == 10
     assert parse_metric("ndcg_judged").resolve_k(10, depth=100) == 10
-    assert {"bpref", "rbp", "rbp_residual", "infap", "r_precision"} == WHOLE_LIST
+    assert {"bpref", "rbp", "rbp_residual", "infap", "r_precision"} == {m for m in REGISTRY if REGISTRY[m].whole_list}
 
 
 @pytest.mark.parametrize(("text", "says"), [

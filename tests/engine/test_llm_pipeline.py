@@ -115,7 +115,7 @@ def test_invalid_json_to_a_third_of_calls_completes_with_failures_counted_never_
         n_failed = len(top) - len(valid)
         if n_failed < 10:
             assert means[qid] == pytest.approx(sum(valid) / (10 - n_failed))
-        assert judged[qid] == pytest.approx(len(valid) / len(top))
+        assert judged[qid] == pytest.approx(len(valid) / 10)  # over the k places, as P@k
     # Failures are not cached: an unchanged rerun asks again for exactly those pairs.
     again = Recorder()
     with FakeOpenAIServer(again) as server:
@@ -210,8 +210,13 @@ def test_qrels_with_llm_keeps_human_grades_and_reports_agreement(tmp_path):
     llm_grades = [g for g in grades.values() if g["source"] == "llm"]
     assert {(g["query_id"], g["doc_id"]) for g in llm_grades} == retrieved - set(human)
     assert {g["grade"] for g in llm_grades} <= {0, 1}
+    # Every result returned is judged: judged@10 is what each strategy returned, over the 10 places.
+    returned: dict[tuple[str, str], int] = {}
+    for r in store.results_with_grades(filled):
+        if r["rank"] <= 10:
+            returned[(r["strategy"], r["query_id"])] = returned.get((r["strategy"], r["query_id"]), 0) + 1
     judged = store.metric_values(filled, "judged", 10)
-    assert all(r["value"] == 1.0 for r in judged)
+    assert judged and all(r["value"] == returned.get((r["strategy"], r["query_id"]), 0) / 10 for r in judged)
 
 
 def test_judge_unjudged_refuses_qrels_on_another_scale(tmp_path, tiny):

@@ -11,7 +11,7 @@ from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.metrics import (
     METRIC_NAMES,
     METRICS,
-    UNJUDGED_AWARE,
+    REGISTRY,
     MetricSpec,
     compute_metrics,
     parse_metric,
@@ -23,6 +23,7 @@ from searchgrade.engine.metrics.ndcg import ndcg
 from searchgrade.engine.metrics.precision import precision
 from searchgrade.engine.metrics.recall import recall, recall_single_hit
 from searchgrade.engine.metrics.reciprocal_rank import reciprocal_rank
+from searchgrade.engine.metrics.record import IDEAL, TOP_GRADE, ideal_gain_bound
 from searchgrade.engine.metrics.relevance import (
     mean_relevance,
     pct_highly_relevant,
@@ -203,15 +204,17 @@ def test_relevant_and_not_relevant_shares_add_up_to_one():
         assert total == pytest.approx(1.0)
 
 
-def test_judged_is_the_share_of_returned_top_k_results_with_a_known_grade():
-    assert judged([3, None, 0, None], [], 10, 2) == pytest.approx(0.5)
+def test_judged_is_the_share_of_the_k_places_holding_a_known_grade():
+    # Divided by k, as P@k: a place no result holds is not judged (it was 2/4 and 2/2 before).
+    assert judged([3, None, 0, None], [], 10, 2) == pytest.approx(0.2)
     assert judged([3, None, 0, None], [], 3, 2) == pytest.approx(2 / 3)
-    assert judged([0, 0], [], 10, 2) == pytest.approx(1.0)
+    assert judged([0, 0], [], 10, 2) == pytest.approx(0.2)
+    assert judged([0] * 12, [], 10, 2) == 1.0
 
 
 def test_judged_distinguishes_an_unknown_grade_from_grade_zero():
     assert judged([None], [], 10, 2) == 0.0
-    assert judged([0], [], 10, 2) == 1.0
+    assert judged([0], [], 1, 2) == 1.0
 
 
 # Edge cases over every metric
@@ -223,7 +226,7 @@ def test_every_metric_is_at_its_worst_without_results(name):
     assert METRICS[name]([], [3, 2, 1], 10, 2) == (1.0 if name == "pct_not_relevant" else 0.0)
 
 
-@pytest.mark.parametrize("name", [name for name in METRIC_NAMES if name not in UNJUDGED_AWARE])
+@pytest.mark.parametrize("name", [name for name in METRIC_NAMES if not REGISTRY[name].unjudged])
 def test_every_metric_but_judged_counts_an_unknown_grade_as_zero(name):
     for grades in ([None, None, None], [3, None, 2, None, 1]):
         as_zero = [0 if g is None else g for g in grades]
@@ -240,15 +243,16 @@ def test_every_metric_ignores_results_below_k(name):
 
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
-def test_every_metric_stays_within_its_range(name):
-    upper = 13.63 if name == "dcg" else 3.0 if name == "mean_relevance" else 1.0
+def test_every_metric_stays_within_the_range_its_record_states(name):
+    record = REGISTRY[name]
+    upper = {IDEAL: ideal_gain_bound(3, 10), TOP_GRADE: 3.0}.get(record.high, record.high)
     rng = random.Random(5)
     for _ in range(200):
         pool = [rng.randint(0, 3) for _ in range(rng.randint(0, 12))]
         grades = rng.sample(pool, rng.randint(0, len(pool))) + [None] * rng.randint(0, 2)
         rng.shuffle(grades)
         value = METRICS[name](grades, pool, 10, 2)
-        assert 0.0 <= value <= upper + 0.005
+        assert record.low <= value <= upper + 1e-9
 
 
 @pytest.mark.parametrize("name", METRIC_NAMES)

@@ -2,6 +2,12 @@
 
 ir_measures takes a run as scores; we give each result score n - rank + 1 (strictly decreasing)
 so that its ranking is exactly ours, with no ties for it to break by doc id.
+
+judged@k is checked against what ir_measures' Judged@k is defined as, "P@k with a rel lower than
+any judgment": trec_eval's P@k over the qrels with every grade raised by one, at rel=1. (ir_measures
+0.4's own Judged provider divides by the results returned when a list is shorter than k; judged@k
+divides by k, as P@k and every other figure over the k places do. The two agree wherever the list
+reaches k: also checked.)
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ K = 10
 
 def _reference_measures(threshold: int) -> dict[str, object]:
     """Our metric name -> the ir_measures measure it must equal at this relevance threshold."""
-    from ir_measures import AP, RR, Judged, P, R, Success, nDCG
+    from ir_measures import AP, RR, P, R, Success, nDCG
 
     return {
         "ndcg": nDCG @ K,
@@ -29,7 +35,6 @@ def _reference_measures(threshold: int) -> dict[str, object]:
         "recall_single_hit": Success(rel=threshold) @ K,
         "mrr": RR(rel=threshold) @ K,
         "map": AP(rel=threshold) @ K,
-        "judged": Judged @ K,
     }
 
 
@@ -43,12 +48,20 @@ def _assert_agreement(
     runs: dict[str, list[str]], qrels: dict[str, dict[str, int]], threshold: int
 ) -> int:
     """Compares every query's values; returns how many (query, measure) pairs were compared."""
+    from ir_measures import Judged, P
+
     references = _reference_measures(threshold)
     scored = _scored(runs)
     expected = {
         (row.query_id, str(row.measure)): row.value
         for row in ir_measures.iter_calc(list(references.values()), qrels, scored)
     }
+    # Judged@k as ir_measures defines it: P@k at a rel below every judgment (every grade + 1, rel=1).
+    raised = {qid: {doc: grade + 1 for doc, grade in judged.items()} for qid, judged in qrels.items()}
+    references["judged"] = "judged"  # its own key: P(rel=1)@k over the raised grades
+    expected.update({(row.query_id, "judged"): row.value
+                     for row in ir_measures.iter_calc([P(rel=1) @ K], raised, scored)})
+    provider = {row.query_id: row.value for row in ir_measures.iter_calc([Judged @ K], qrels, scored)}
     compared = 0
     for qid, docs in runs.items():
         if not docs or qid not in qrels:
@@ -59,6 +72,8 @@ def _assert_agreement(
             ours = METRICS[name](grades, pool, K, threshold)
             assert ours == pytest.approx(expected[(qid, str(measure))], abs=1e-6), (qid, name)
             compared += 1
+        if len(docs) >= K:  # ir_measures' own Judged@k divides by k too when the list reaches it
+            assert METRICS["judged"](grades, pool, K, threshold) == pytest.approx(provider[qid], abs=1e-9)
     return compared
 
 

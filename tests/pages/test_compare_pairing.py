@@ -15,7 +15,7 @@ def test_compare_of_runs_without_a_shared_query_says_why_and_what_to_do(store):
     spec.rankings = {s: {"x1": r["q1"], "x2": r["q2"]} for s, r in spec.rankings.items()}
     write_run(store, spec)
     at = open_page("views/compare.py")
-    at.number_input(key="compare_k").set_value(3).run()
+    at.selectbox(key="compare_k").set_value(3).run()
     assert not at.exception
     assert "share no query id" in at.warning[0].value
     assert not at.dataframe and not at.get("plotly_chart")

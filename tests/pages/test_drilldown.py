@@ -19,7 +19,11 @@ def test_drilldown_shows_query_source_and_each_strategys_results(tiny_run):
     assert tabs == ["ANN (dense)", "Full-text (BM25)", "ANN + reranker"]
     ann = next(df.value for df in at.dataframe if "Rank" in df.value.columns)
     assert ann["Doc id"].tolist() == ["d4", "d6", "d2"]
-    assert ann["Grade"].tolist()[0] == 2 and ann["Grade"].isna().tolist() == [False, True, False]
+    # No grade is a dash, not "None" (Grade from says why).
+    assert ann["Grade"].tolist() == ["2", "–", "3"]
+    # Each strategy's DCG read against the query's ideal (q2: grades 3, 2, 2 known; ann [2, -, 3]).
+    assert any("DCG@3 3.500 of the query's ideal" in c.value.replace("\\", "") for c in at.caption), \
+        [c.value for c in at.caption]
     # One grade column and where it came from; no empty reason column on a run with no judge.
     assert ann["Grade from"].tolist() == ["human label", "unjudged (counts as 0)", "human label"]
     assert "Judge's reason" not in ann.columns and "Judgment" not in ann.columns

@@ -85,7 +85,7 @@ def test_trends_metric_dropdown_switches_the_metric(store):
 def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
     a, b = _two_runs(store)
     at = open_page("views/compare.py")
-    at.number_input(key="compare_k").set_value(3).run()
+    at.selectbox(key="compare_k").set_value(3).run()
     assert not at.exception
     deltas = next(df.value for df in at.dataframe if "Run A" in df.value.columns and "Verdict" in df.value.columns)
     row = deltas.set_index("Strategy").loc["Full-text (BM25)"]
@@ -111,7 +111,7 @@ def test_compare_opens_on_one_collection_lists_one_sided_strategies_and_the_sett
     assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (b, c)
     at.selectbox(key="compare_a").set_value(a).run()
     at.selectbox(key="compare_b").set_value(b).run()
-    at.number_input(key="compare_k").set_value(3).run()
+    at.selectbox(key="compare_k").set_value(3).run()
     assert not at.exception
     spec = chart(at, "compare")
     low, high = spec["layout"]["yaxis"]["range"]
@@ -127,7 +127,7 @@ def test_compare_of_runs_with_no_changed_query_says_so_and_shows_what_differs(st
     b = write_run(store, spec)
     at = open_page("views/compare.py")
     assert (at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value) == (a, b)
-    at.number_input(key="compare_k").set_value(2).run()
+    at.selectbox(key="compare_k").set_value(2).run()
     assert not at.exception
     assert any(i.value.startswith("No query changed") for i in at.info)
     warnings = [w.value.replace("\\", "") for w in at.warning]
@@ -144,7 +144,7 @@ def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_change
     assert at.selectbox(key="trends_suite").options == ["None: every run", "nightly"]
     at.selectbox(key="trends_suite").set_value("nightly").run()
     spec = chart(at, "suite_trend")
-    assert spec["layout"]["meta"] == {"chart": "suite_trend", "suite": "nightly", "metric": "dcg@3"}
+    assert spec["layout"]["meta"] == {"chart": "suite_trend", "suite": "nightly", "metric": "DCG@3"}
     lines = {t["name"]: t for t in spec["data"] if t.get("mode") == "lines+markers"}
     assert set(lines) == {"ANN (dense)", "Full-text (BM25)", "ANN + reranker"}
     drop = next(t for t in spec["data"] if t["name"] == "Full-text (BM25): significant drop")
@@ -156,7 +156,7 @@ def test_trends_of_a_suite_draws_its_paired_series_with_the_drop_and_what_change
     assert at.selectbox(key="trends_suite_k").value == 3 and at.selectbox(key="trends_suite_k").disabled
     runs = next(df.value for df in at.dataframe if "what changed" in df.value.columns)
     assert runs.loc[0, "what changed"] == "index.rerank_depth: 50 -> 100" and runs.loc[0, "note"] == "synonyms v3 deployed"
-    assert runs.loc[0, "significant changes"].startswith("drop: fulltext dcg@3")
+    assert runs.loc[0, "significant changes"].startswith("drop: Full-text (BM25) DCG@3")
     # Back to every run of the collection: the unpaired trend, which points at the suite.
     at.selectbox(key="trends_suite").set_value("None: every run").run()
     assert chart(at, "trend")

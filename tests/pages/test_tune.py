@@ -35,8 +35,8 @@ def fake_study(monkeypatch):
     calls = []
 
     def run_study(store, run_id, data_dir, *, strategy=None, trials=50, time_budget_s=None, on_trial=None,
-                  on_ready=None, judge_budget=None, **_):
-        calls.append((strategy, trials, time_budget_s, judge_budget))
+                  on_ready=None, judge_budget=None, metric=None, **_):
+        calls.append((strategy, trials, time_budget_s, judge_budget, metric))
         target, grades, split, _ = fixture([False])
         on_ready(None, split)
         store.open_tuning_study("s1", run_id, strategy, "ndcg@3", [], 0, split.to_json())
@@ -81,10 +81,14 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     assert "results_tune_judge_budget" not in [n.key for n in at.number_input]
     assert "ANN (dense)" not in at.selectbox(key="results_tune_strategy").options  # exact search: nothing to tune
     assert at.selectbox(key="results_tune_strategy").options == ["ANN + reranker", "Full-text (BM25)"]
+    # The page's metric by default (the section alone: the headline, DCG at the run's k), or another.
+    assert at.selectbox(key="results_tune_metric").value == "dcg"
+    assert "pct_not_relevant" not in at.selectbox(key="results_tune_metric").options  # lower is better
     at.selectbox(key="results_tune_strategy").set_value("fulltext")
+    at.selectbox(key="results_tune_metric").set_value("ndcg")
     at.number_input(key="results_tune_trials").set_value(15)
     _click_tune(at)
-    assert calls == [("fulltext", 15, None, None)] and jobs.active_job().kind == "tune"
+    assert calls == [("fulltext", 15, None, None, "ndcg@3")] and jobs.active_job().kind == "tune"
     assert "Tuning continues if you close or refresh this tab" in _text(at)
     release.set()
     deadline = time.time() + 30
@@ -97,8 +101,15 @@ def test_tuning_from_results_shows_progress_then_the_held_out_comparison(tiny_ru
     assert "significant; use the tuned configuration" in words
     assert "The tuner read held-out grades 0 times while tuning." in words
     trials = at.dataframe[0].value
-    assert len(trials) == 15 and trials["pareto"].any()
+    assert len(trials) == 15 and (trials["Pareto front"] == "yes").any()
+    assert {"Trial", "NDCG@3", "p95 latency (ms)"} <= set(trials.columns), trials.columns
     assert any("--fusion 'convex(w=0.1" in c.value for c in at.code)
+    # The form keeps what was typed (it snapped back to its defaults after a tuning), and the
+    # configurations are said in words, not JSON.
+    assert at.selectbox(key="results_tune_strategy").value == "fulltext"
+    assert at.selectbox(key="results_tune_metric").value == "ndcg"
+    assert at.number_input(key="results_tune_trials").value == 15
+    assert "Start: Fusion method" in words and "{" not in words.split("Start:")[1]
 
 
 def test_an_llm_run_is_tuned_with_the_judge_budget_typed(store, fake_study):

@@ -12,7 +12,7 @@ from searchgrade.engine.store import Store
 from searchgrade.viewmodels.ann_index import ann_index_text
 from searchgrade.viewmodels.common import WITH, WITHOUT, metric_names, stored_cutoffs
 from searchgrade.viewmodels.compare import compare_runs
-from searchgrade.viewmodels.downloads import per_query_csv, trec_zip
+from searchgrade.viewmodels.downloads import per_query_csv, results_csv, trec_zip
 from searchgrade.viewmodels.drilldown import query_detail
 from searchgrade.viewmodels.evaluate import CollectionOverview, mode_status
 from searchgrade.viewmodels.llm_panel import kappa_reading
@@ -199,10 +199,14 @@ def test_trend_lists_complete_runs_oldest_first(store, run_id):
 
 def test_downloads_are_the_exported_csv_and_trec_files(store, run_id):
     csv = per_query_csv(store, run_id).decode()
-    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value"
+    # The metric's ir_measures name beside each value ("" where ir_measures has none).
+    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value,measure"
+    assert f"{run_id},ann,q1,ndcg,3," in csv and ",nDCG@3\n" in csv and ",P(rel=2)@3\n" in csv
+    results = results_csv(store, run_id).decode().splitlines()
+    assert results[:2] == ["run_id,strategy,query_id,rank,doc_id,score,grade", f"{run_id},ann,q1,1,d3,1.0,0"]
     with zipfile.ZipFile(io.BytesIO(trec_zip(store, run_id))) as zf:
         assert sorted(zf.namelist()) == ["ann.trec", "ann_rerank.trec", "fulltext.trec"]
-        assert zf.read("ann.trec").decode().splitlines()[0] == f"q1 Q0 d3 1 1.000000 {run_id}"
+        assert zf.read("ann.trec").decode().splitlines()[0] == f"q1 Q0 d3 1 1.0 {run_id}"
 
 
 def test_run_choices_are_newest_first_with_name_date_and_collection(store, run_id):

@@ -21,9 +21,10 @@ from searchgrade.engine.metrics import METRIC_NAMES
 from searchgrade.engine.run.scoring import per_query_metrics, source_found_metrics
 from searchgrade.engine.statistics.bootstrap import bootstrap_ci, bootstrap_cis
 from searchgrade.engine.statistics.paired import paired_difference, paired_differences
+from searchgrade.engine.statistics.pairing import RESAMPLES
 from searchgrade.engine.store import Store
 from searchgrade.engine.store.relevance_recompute import RELEVANCE_METRICS, relevance_values
-from searchgrade.viewmodels.common import PAIRED_RESAMPLES, RECOMPUTE_RESAMPLES
+from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES
 from searchgrade.viewmodels.recompute import Figures, recompute_values
 from searchgrade.viewmodels.results import best_and_worst_queries, results_view
 from searchgrade.viewmodels.significance import paired_comparisons
@@ -96,9 +97,11 @@ def test_vectorised_recompute_equals_the_per_query_python(awkward, k):
 
 
 def test_recompute_at_a_stored_cut_off_equals_the_stored_values(awkward):
-    store, run, _ = awkward
+    store, run, spec = awkward
     stored = pd.DataFrame(store.metric_values(run.run_id, k=10)).pivot(
         index=["strategy", "query_id"], columns="metric", values="value")
+    # One row per (strategy, query), every metric stored: the comparison below covers them all.
+    assert len(stored) == len(STRATEGIES) * len(spec.queries) and set(METRIC_NAMES) <= set(stored.columns)
     fast = recompute_values(store, run, METRIC_NAMES, 10).set_index(["strategy", "query_id"])
     fast = fast.reindex(stored.index)
     for metric in METRIC_NAMES:
@@ -128,7 +131,7 @@ def test_paired_tests_of_a_page_equal_one_paired_test_each(awkward):
     tested = paired_comparisons(wide, pairs)
     for (a, b), result in tested.items():
         pair = wide[[a, b]].dropna()
-        expected = paired_difference(pair[a].to_numpy(), pair[b].to_numpy(), m=6, n_resamples=PAIRED_RESAMPLES,
+        expected = paired_difference(pair[a].to_numpy(), pair[b].to_numpy(), m=6, n_resamples=RESAMPLES,
                                      seed=0)
         assert tuple(result) == pytest.approx(tuple(expected), abs=TOLERANCE)
         assert result.m == 6

@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from searchgrade.core.records import Query
-from searchgrade.engine.metrics import HIGHER_IS_BETTER, METRICS
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.core.records import Query, SearchGradeError
+from searchgrade.engine.metrics import HIGHER_IS_BETTER, METRICS, REGISTRY, higher_is_better
 from searchgrade.engine.run.strategies import label, reranked_of
 from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import best_row
@@ -43,11 +42,11 @@ def random_run(tmp_path_factory):
 
 
 def test_every_metric_has_a_direction_and_share_not_relevant_is_lower_better():
-    assert set(HIGHER_IS_BETTER) == set(METRICS)
+    assert set(HIGHER_IS_BETTER) == set(REGISTRY) == {*METRICS, "source_found"}
     # The RBP residual: how much RBP could still rise were the holes relevant (less is surer).
     assert [m for m, higher in HIGHER_IS_BETTER.items() if not higher] == ["pct_not_relevant", "rbp_residual"]
     assert higher_is_better("source_found")
-    with pytest.raises(ValueError, match="unknown metric 'dgc'"):
+    with pytest.raises(SearchGradeError, match="unknown metric .dgc."):
         higher_is_better("dgc")
 
 
@@ -76,6 +75,8 @@ def test_a_reranker_that_lowers_share_not_relevant_improves_queries(random_run):
     store, run_id = random_run
     view = results_view(store, run_id, "pct_not_relevant", 10)
     table = view.reranker_table.set_index("strategy")
+    # Every retrieval strategy of the run has its reranked twin there: one row each to check.
+    assert sorted(table.index) == ["ann", "fulltext", "hybrid"]
     wide = (pd.DataFrame(store.metric_values(run_id, metric="pct_not_relevant", k=10))
             .pivot(index="query_id", columns="strategy", values="value"))
     for base, row in table.iterrows():

@@ -33,7 +33,7 @@ def _run_with_a_heartbeat(data_dir, ready):
         time.sleep(120)
 
 
-def test_a_killed_process_leaves_a_run_seen_interrupted_within_the_timeout(tmp_path, monkeypatch):
+def test_a_killed_process_leaves_a_run_seen_interrupted_once_its_heartbeat_is_stale(tmp_path, monkeypatch):
     monkeypatch.setenv("SEARCHGRADE_HEARTBEAT_TIMEOUT_S", "2")
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Queue()
@@ -54,8 +54,8 @@ def test_a_killed_process_leaves_a_run_seen_interrupted_within_the_timeout(tmp_p
         assert time.monotonic() - killed < 10, "still running 10 s after the kill"
         time.sleep(0.2)
     run = store.get_run(run_id)
-    assert run.status == "interrupted" and "no heartbeat" in run.error
-    assert time.monotonic() - killed < 2 + 2  # the timeout, and a beat that may have just happened
+    # Marked by the rule (no heartbeat for longer than the timeout), however busy the machine was.
+    assert run.status == "interrupted" and "no heartbeat for more than 2 s" in run.error
 
 
 def test_a_run_is_reopened_by_one_process_only(tmp_path):

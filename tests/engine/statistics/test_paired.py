@@ -13,13 +13,13 @@ from searchgrade.engine.statistics.paired import (
     PairedDifference,
     adjusted_p,
     interval_words,
-    margin_tests,
     min_queries,
     paired_difference,
     paired_differences,
     resamples_for,
     tail_count,
 )
+from searchgrade.engine.statistics.pairing import Change, differences
 
 
 def _random_pair(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -59,9 +59,14 @@ def test_the_verdict_is_the_interval_and_the_p_value_over_many_random_inputs():
             if d.estimable:
                 assert d.ci_low <= d.ci_high
             seen["too few" if not d.estimable else "significant" if d.significant else "not"] += 1
+        # Two runs' verdict (engine/statistics/pairing.py): a drop is a significant fall beyond the margin.
         margin = float(rng.choice([0.0, 0.01, 0.1]))
-        for t in margin_tests(pairs, margin, m=m, n_resamples=int(rng.integers(50, 3000)), seed=case):
-            assert t.worse == (t.p_value < ALPHA) == (t.difference.ci_high < -margin), (case, t)
+        for d in paired_differences(pairs, m=m, n_resamples=int(rng.integers(50, 3000)), seed=case):
+            for higher in (True, False):
+                c = Change("s", 0.0, d.diff, d, higher, margin)
+                worse = d.ci_high < 0 if higher else d.ci_low > 0
+                assert c.drop == (worse and abs(d.diff) > margin) == (c.verdict == "drop"), (case, c)
+                assert not (c.drop and c.gain) and (c.drop or c.gain) <= d.significant
     assert min(seen.values()) > 30, seen  # every branch was exercised
 
 
@@ -176,15 +181,17 @@ def test_a_family_is_resampled_once_and_each_pair_equals_its_own_call():
     assert paired_differences([]) == []
 
 
-def test_the_margin_form_fails_only_below_minus_the_margin():
+def test_a_drop_is_a_significant_fall_beyond_the_margin_and_within_it_is_said_so():
     rng = np.random.default_rng(1)
     base = rng.normal(0.5, 0.1, 80)
-    same, worse, slightly = margin_tests(
-        [(base, base), (base - 0.1 + rng.normal(0, 0.02, 80), base), (base - 0.005, base)], margin=0.01)
-    assert not same.worse and same.p_value == 1.0
-    assert worse.worse and worse.p_value < 0.01 and worse.difference.ci_high < -0.01
-    assert not slightly.worse and slightly.difference.ci_high < 0  # worse, but within the margin
-    assert [t.difference.m for t in (same, worse, slightly)] == [3, 3, 3]
+    same, worse, slightly = differences(
+        [(base, base), (base - 0.1 + rng.normal(0, 0.02, 80), base), (base - 0.005, base)])
+    same, worse, slightly = (Change("s", 0.5, 0.5 + d.diff, d, True, 0.01) for d in (same, worse, slightly))
+    assert same.verdict is None and same.difference.p_value == 1.0
+    assert worse.verdict == "drop" and worse.difference.ci_high < -0.01
+    assert slightly.verdict is None and slightly.worse  # significantly worse, but within the margin
+    assert "within the margin of 0.01" in slightly.reading
+    assert [c.difference.m for c in (same, worse, slightly)] == [3, 3, 3]
 
 
 def test_bad_input_is_refused_with_the_fix():
@@ -198,6 +205,4 @@ def test_bad_input_is_refused_with_the_fix():
         paired_difference([1.0], [1.0], m=0)
     with pytest.raises(ValueError, match="alpha of 1.5"):
         paired_difference([1.0], [1.0], alpha=1.5)
-    with pytest.raises(ValueError, match="margin of -0.1"):
-        margin_tests([([1.0], [1.0])], -0.1)
     assert isinstance(paired_difference([1.0], [1.0]), PairedDifference)

@@ -145,12 +145,12 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, certif
     text = listener.texts()[0]
     change = StrategyChange.from_json(store.suite_entries("prod")[-1]["verdict"][0])
     assert change.verdict == "drop" and change.after < change.before and change.n == 9
-    for words in ("suite 'prod'", "es dcg@10:", f"{change.before:.3f} -> {change.after:.3f}", "95% CI",
+    for words in ("suite 'prod'", "es DCG@10:", f"{change.before:.3f} -> {change.after:.3f}", "95% CI",
                   "adjusted p", "dropped most:", "Note on the run: new ranking model",
                   f"http://searchgrade.example:8501/compare (baseline run {unchanged.strip()}, candidate run "
                   f"{degraded})"):
         assert words in text, words
-    assert "significant drop" in mailbox.messages[0] and "es dcg@10:" in mailbox.messages[0]
+    assert "significant drop" in mailbox.messages[0] and "es DCG@10:" in mailbox.messages[0]
 
     # Down: the search server stopped (connections refused), then started again but answering 500 to
     # every search: one outage, one "could not evaluate" alert.
@@ -206,9 +206,9 @@ def test_one_regression_alert_per_drop_one_outage_alert_per_outage(world, certif
         "{\"text\": {{query}}}", "{\"text\": {\"query\": {{query}}}}"), encoding="utf-8")
     assert _run(capsys, "suite", "update", "prod", "--strategies-file", str(strategies), "--data-dir", data)[0] == 0
     code, _, err = _run(capsys, "suite", "run", "prod", "--data-dir", data)
-    assert code == 0 and "changed since the previous run: declared.es." in err
+    assert code == 0 and "changed since the previous run: Strategy es: " in err
     changed = store.suite_entries("prod")[-1]["changes"]
-    assert any(line.startswith("declared.es.") and "{{query}}" in line for line in changed), changed
+    assert any(line.startswith("Strategy es: ") and "{{query}}" in line for line in changed), changed
 
 
 def test_a_webhook_typed_in_an_exposed_app_is_sent_only_under_the_outbound_guard(world):

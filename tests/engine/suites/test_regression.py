@@ -1,5 +1,5 @@
-"""The paired comparison of two runs of a suite: a drop, a gain, or no verdict, each direction by the
-margin form of the one paired procedure, a metric where lower is better turned the right way."""
+"""The paired comparison of two runs of a suite: a drop, a gain, or no verdict, by the one way of the app
+(engine/statistics/pairing.py), a metric where lower is better turned the right way."""
 
 from __future__ import annotations
 

@@ -69,6 +69,18 @@ def test_named_parameters_become_placeholders_and_literals_comments_and_casts_st
     assert '"odd:k"' in text
 
 
+@pytest.mark.parametrize(("sql", "bound"), [
+    # A standard literal ends at its quote, a backslash is text (standard_conforming_strings).
+    ("SELECT doc_id FROM docs WHERE path = 'C:\\' AND tsv @@ plainto_tsquery(:query)", "'C:\\' AND"),
+    # The end of a nested comment is the end of the outer one: what is inside it stays as written.
+    ("SELECT doc_id /* a /* b */ :k */ FROM docs WHERE t = :query", "/* a /* b */ :k */ FROM"),
+    ("SELECT doc_id FROM docs WHERE t = U&'d\\0061t :k' AND u = :query", "U&'d\\0061t :k' AND"),
+])
+def test_what_postgres_quotes_is_never_bound(sql, bound):
+    text, used = translate_sql(sql)
+    assert used == {"query"} and bound in text and text.count("%(query)s") == 1
+
+
 @pytest.mark.parametrize(("sql", "expected"), [
     ("SELECT doc_id FROM docs WHERE id = :user", "sql has :user: only :query"),
     ("SELECT doc_id FROM docs WHERE id = $1", "positional parameter"),

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from searchgrade.engine.export import export_run
+from searchgrade.engine.export import export_metrics
 from searchgrade.engine.store import Store
 from searchgrade.engine.suites.definition import suite_from_run
 from tests.server.mcp.session import API_KEY, SEARCHGRADE, TOKEN, Tools, server_env
@@ -199,7 +199,7 @@ def test_bad_requests_get_one_line_saying_what_to_do(seen):
 
 
 def test_the_csv_resource_is_what_searchgrade_export_writes(seen, tmp_path):
-    (path,) = export_run(Store(seen["data_dir"]), seen["runs"][0], "csv", tmp_path)
+    path = export_metrics(Store(seen["data_dir"]), seen["runs"][0], "csv", tmp_path)
     assert seen["csv_resource"] == path.read_text(encoding="utf-8")
     assert next(csv.reader(io.StringIO(seen["csv_resource"])))[0] == "run_id"
     assert {"searchgrade://runs/{run_id}/summary", "searchgrade://runs/{run_id}/metrics.csv"} <= seen["templates"]
