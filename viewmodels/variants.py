@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from searchgrade.engine.run.scoring import higher_is_better
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import label
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import Sentence, best_row, metric_label
