@@ -3,7 +3,8 @@
 Distillation runs the transformer once over every token of its vocabulary and keeps each token's
 output vector (reduced by PCA to ``dims`` dimensions and weighted by token frequency, model2vec's
 recipe): a text's vector is then the mean of its tokens' vectors, a table look-up instead of a
-transformer pass. The packaged all-MiniLM-L6-v2 distils in about 15 s on 2 idle cores.
+transformer pass. The packaged all-MiniLM-L6-v2 distilled in 167 s on our 2-core VM at load 7-9
+(bench/RESULTS.md; about 15 s is quoted for idle cores).
 
 The base model is resolved as ``--embedding-model`` resolves it (``load_embedder``: the packaged
 all-MiniLM-L6-v2, a local folder, the local Hugging Face cache, and the hub only when it answers),
