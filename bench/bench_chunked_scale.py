@@ -13,6 +13,8 @@ One round (each in a new data directory, the collection and model kept in --work
 
 - ``static-chunks``: the static model over chunks of 128 tokens (16 overlap), max aggregation (ann_index
   "auto" counts the chunks: an inverted file above 200,000);
+- ``static-chunks-exact``: the same chunks searched exactly (``ann_index = "flat"``): the same
+  chunking and vectors (nothing cut or embedded again), what the inverted file's approximation costs;
 - ``static``: the same model over whole documents, for scale;
 - ``fulltext``: the built-in BM25.
 
@@ -45,7 +47,7 @@ from bench.bench_judged_scale import distractor_sentences  # noqa: E402
 from bench.machine import load, machine  # noqa: E402
 
 SCIFACT = ROOT / "demo" / "scifact"
-STRATEGIES = "static-chunks,static,fulltext"
+STRATEGIES = "static-chunks,static-chunks-exact,static,fulltext"
 CHUNKING = '{ method = "tokens", size = 128, overlap = 16 }'
 
 
@@ -128,8 +130,9 @@ def main() -> None:
         searchgrade("embeddings", "distill", "all-MiniLM-L6-v2", "--out", str(static), "--dims", "256")
     strategies = args.workdir / "strategies.toml"
     strategies.write_text(f'[strategy.static-chunks]\nkind = "ann"\nembedding_model = "{static}"\nchunking = {CHUNKING}\n'
-                          f'aggregate = "max"\n\n[strategy.static]\nkind = "ann"\nembedding_model = "{static}"\n',
-                          encoding="utf-8")
+                          f'aggregate = "max"\n\n[strategy.static-chunks-exact]\nkind = "ann"\nembedding_model = '
+                          f'"{static}"\nchunking = {CHUNKING}\naggregate = "max"\nann_index = "flat"\n\n'
+                          f'[strategy.static]\nkind = "ann"\nembedding_model = "{static}"\n', encoding="utf-8")
     data = Path(tempfile.mkdtemp(prefix="sg-chunked-"))
     try:
         for round_ in range(1, args.rounds + 1):

@@ -1,4 +1,5 @@
-"""The indexes variants search, each made once per build and shared by every strategy that uses it.
+"""The indexes strategies search (the built-ins' and the variants'), each made once per build and
+shared by every strategy that uses it; ``build_ann`` and ``build_fulltext`` make or reload one.
 
 A component is an ANN or BM25 index over the collection's documents, or over their chunks, for one
 setting of what shapes it (the model and backend, the index type, the chunking). Two strategies
