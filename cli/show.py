@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
-from searchgrade.viewmodels.ann_index import ann_index_text
+from searchgrade.viewmodels.ann_index import ann_index_text, variant_index_lines
 from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
@@ -93,6 +93,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     ann_index = ann_index_text(run.stats)
     if ann_index:
         print(f"  {ann_index}", file=out)
+    for line in variant_index_lines(run.stats):
+        print(f"  {line}", file=out)
     use = trained_reranker_use(run)
     if use is not None:
         print(f"  {use.line}", file=out)

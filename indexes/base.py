@@ -246,6 +246,9 @@ class BuiltIndexes:
     ann: Any = None
     #: strategy -> its index's cost figures (indexes/variants/costs.py ``strategy_costs``).
     costs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: variant strategy -> the ANN searcher of its own index (over documents or chunks), for
+    #: measuring what an approximate one loses (``measure_variant_recall``).
+    variant_ann: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager

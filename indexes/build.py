@@ -315,6 +315,24 @@ def measure_ann_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 
     return {"index": built.ann.kind, "k": k, "queries": 0, "recall": None}
 
 
+def measure_variant_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 0,
+                           sample: int = 200, k: int = 10) -> dict[str, dict[str, object]]:
+    """What each ANN variant's approximate index loses against exact search over the same items
+    (documents or chunks), as ``measure_ann_recall`` measures the built-in's: variant -> {"index",
+    "k", "queries", "recall", "items"}; variants searched exactly are left out. An index two
+    variants share is measured once."""
+    out: dict[str, dict[str, object]] = {}
+    measured: dict[int, dict[str, object] | None] = {}
+    with timed(built.timings, "ann_recall"):
+        for name, searcher in built.variant_ann.items():
+            if id(searcher) not in measured:
+                found = searcher.recall_at_k(queries, k=k, sample=sample, seed=seed)
+                measured[id(searcher)] = None if found is None else {**found, "items": len(searcher.doc_ids)}
+            if measured[id(searcher)] is not None:
+                out[name] = measured[id(searcher)]
+    return out
+
+
 def document_vectors(collection: Collection, settings: IndexSettings, data_dir: Path,
                      progress: ProgressFn | None = None) -> Any:
     """The collection's document vectors for ``settings.embedding_model``, in document order:

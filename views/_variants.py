@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from searchgrade.viewmodels import variants as variants_model
+from searchgrade.viewmodels.ann_index import variant_index_lines
 from searchgrade.viewmodels.results_view import ResultsView
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import chart_text, home, plain, store_for
@@ -59,6 +60,8 @@ def quality_cost_section(view: ResultsView) -> None:
         "is at least as good and as cheap), joined by the dotted line; a hollow one is dominated"
         + (f": {', '.join(dominated)}." if dominated else " (none here).")
         + " Dominated is read on the point estimates: the paired tests above say which differences are real."))
+    for line in variant_index_lines(view.run.stats):  # an approximate index costs quality: said beside the chart
+        st.caption(plain(line))
     number = {c: st.column_config.NumberColumn(format="%.3f") for c in (found.name,)}
     number.update({c: st.column_config.NumberColumn(format="%.1f") for c in ("Query p50 (ms)", "Query p95 (ms)")})
     number.update({"Index build (s)": st.column_config.NumberColumn(format="%.2f"),

@@ -47,6 +47,8 @@ def variant_node(spec: StrategySpec, ctx: Any, kind: str, keys: tuple[str, ...])
     # A model that cannot load raises ModelUnavailableError: the build skips the strategy with it.
     component = make(ctx, settings, chunking, BuiltIndexes())
     ctx.own_costs[spec.name] = component.cost
+    if kind == "ann":
+        ctx.built.variant_ann[spec.name] = component.searcher
     if chunking is not None:
         return ChunkedNode(spec.name, component, parse_aggregate(options["aggregate"]), ctx.settings.batch_size)
     if kind == "ann":

@@ -141,3 +141,21 @@ def test_a_strategys_cost_counts_each_index_it_searches_once():
     assert costs["mix"]["items_per_s"] == 140 / 5.0 and costs["mix"]["chunks_per_doc"] is None
     assert costs["twice"] == costs["hybrid"]  # ann counted once
     assert costs["http"]["index_build_s"] is None and costs["http"]["chunks_per_doc"] is None
+
+
+def test_an_approximate_variant_index_is_measured_against_exact_search(abstracts, tmp_path, static_model_dir):
+    from searchgrade.indexes.build import measure_variant_recall
+    from searchgrade.viewmodels.ann_index import variant_index_lines
+
+    chunks = {"method": "tokens", "size": 32, "overlap": 0}
+    built = build(abstracts, tmp_path, {
+        "ivf-chunks": {"kind": "ann", "embedding_model": str(static_model_dir), "chunking": chunks, "ann_index": "ivf"},
+        "flat-chunks": {"kind": "ann", "embedding_model": str(static_model_dir), "chunking": chunks},
+    })
+    measured = measure_variant_recall(built, QUERY_TEXTS, sample=4)
+    assert list(measured) == ["ivf-chunks"]  # the exact one loses nothing: not measured
+    found = measured["ivf-chunks"]
+    assert found["index"] == "ivf" and found["queries"] == 4 and 0 < found["recall"] <= 1
+    assert found["items"] == len(built.nodes["ivf-chunks"].chunks)
+    (line,) = variant_index_lines({"variant_ann_recall": measured})
+    assert line.startswith(f"ANN index of ivf-chunks: inverted-file (IVF) over {found['items']:,} items, approximate")
