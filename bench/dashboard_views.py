@@ -7,8 +7,9 @@ view as the parent asks, and writes its timings and figures to ``--out`` (a pick
 whose object columns are strings, so the parent needs none of this tree's classes).
 
 The view models it calls exist under the same names in every tree since the dashboard's first
-version (viewmodels/: results_view, failed_queries, query_detail, compare_runs, run_choices,
-trend_cutoffs, trend); ``Store.session`` (one open database per page) only where the tree has it.
+version (viewmodels/: results_view, query_detail, compare_runs, run_choices, trend_cutoffs, trend),
+but for the failed-queries table: ``results.failed_queries`` until issue 34, then
+``failures.failure_table``; ``Store.session`` (one open database per page) only where the tree has it.
 """
 
 from __future__ import annotations
@@ -108,10 +109,12 @@ def main() -> int:
 
     if args.runs_db:
         path, run_a, run_b, best = args.runs_db, args.run_a, args.run_b, args.best
+        failed_queries = (results.failed_queries if hasattr(results, "failed_queries")
+                          else module("viewmodels.failures").failure_table)
 
         def results_page(store: Any) -> Any:
             with page(store):
-                return results.results_view(store, run_a, "dcg", 10), results.failed_queries(store, run_a, best)
+                return results.results_view(store, run_a, "dcg", 10), failed_queries(store, run_a, best)
 
         def forget_kept():
             with Store(path).connect() as con:  # as before the run's reads were kept (migrations 7 and 8)
@@ -127,7 +130,7 @@ def main() -> int:
         record("drill-down", lambda: drilldown.query_detail(Store(path), run_a, args.query))
         record("compare", lambda: compare.compare_runs(Store(path), run_a, run_b, "dcg", 10))
         out["figures"] = {k: figures(results.results_view(Store(path), run_a, "dcg", k)) for k in (10, 7)}
-        out["failed"] = plain(results.failed_queries(Store(path), run_a, best))
+        out["failed"] = plain(failed_queries(Store(path), run_a, best))
 
     if args.trends_db:
         def trends_page(store: Any) -> Any:

@@ -24,6 +24,7 @@ from searchgrade.cli import (
     import_vectors,
     index,
     judge_pool,
+    judges,
     labels,
     mcp,
     queries,
@@ -46,6 +47,7 @@ COMMANDS = {
     "queries": queries,  # queries import|sample|list|show
     "clicks": clicks,  # clicks import
     "judge-pool": judge_pool,  # judge-pool
+    "judges": judges,  # judges
     "gate": gate,  # gate
     "export-index": export_index,  # export-index
     "train-reranker": train_reranker,  # train-reranker

@@ -20,17 +20,19 @@ from searchgrade.server import auth
 from searchgrade.server.deploy import is_exposed
 
 
-def _app_script() -> Path:
-    # Found through the package (the module searchgrade.app, not imported: it is Streamlit's script),
-    # so an installed wheel runs its own copy, from any folder.
-    spec = importlib.util.find_spec("searchgrade.app")
+def _script(module: str) -> Path:
+    # Found through the package (not imported: Streamlit runs it), so an installed wheel runs its
+    # own copy, from any folder.
+    spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise SearchGradeError("the app's script (searchgrade/app.py) is not installed; reinstall searchgrade")
+        raise SearchGradeError(f"the app's script ({module}) is not installed; reinstall searchgrade")
     return Path(spec.origin).resolve()
 
 
 #: The Streamlit entry point (app.py, the module searchgrade.app).
-APP = _app_script()
+APP = _script("searchgrade.app")
+#: What `streamlit run` is given: app.py behind the access gate (views/_serve.py, an st.App).
+SERVE = _script("searchgrade.views._serve")
 #: Streamlit's own default for server.maxUploadSize.
 DEFAULT_MAX_UPLOAD_MB = 200
 
@@ -58,9 +60,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def streamlit_command(args: argparse.Namespace) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port),
+    exposed = is_exposed(args.host)
+    # Where st.login's secrets are read: as for app.py (the entry's own folder is views/).
+    secrets = [part for path in auth.secrets_files(APP.parent) for part in ("--secrets.files", str(path))]
+    return [sys.executable, "-m", "streamlit", "run", str(SERVE), "--server.port", str(args.port),
             "--server.address", args.host, "--server.headless", "true",
-            "--server.maxUploadSize", str(args.max_upload_mb),
+            "--server.maxUploadSize", str(args.max_upload_mb), *secrets,
+            # The agent API drives the app without a browser (and without the login); it is off by
+            # default, and off here whatever a config file says. The gate refuses it too.
+            "--server.enableAgentApi", "false",
+            # A traceback names server paths: an exposed app shows an error's type, never its text.
+            "--client.showErrorDetails", "type" if exposed else "full",
             # Streamlit would otherwise watch every module file under the app's folder,
             # .venv included (torch and all): polling thousands of files slows a run ~4x.
             "--server.fileWatcherType", "none",
@@ -81,6 +91,7 @@ def check_login(host: str, no_auth: bool, environ: dict[str, str]) -> str:
     if secret is not None:
         auth.check_password_strength(secret)
         auth.session_seconds(environ)
+        auth.idle_seconds(environ)
     oidc = auth.oidc_status(auth.secrets_files(APP.parent))
     if oidc.present and not oidc.ready and secret is None:
         raise SearchGradeError(f"st.login is configured but cannot work: {oidc.problem}")

@@ -65,6 +65,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pool-depth", metavar="D[,STRATEGY=D]",
                    help="with --llm or --judge-unjudged: judge only the pool, every strategy's top D (a "
                    "strategy may have its own depth), each pair once (default: every kept result)")
+    p.add_argument("--strict", action="store_true",
+                   help="the first strategy failure fails the run (exit 1), for CI that wants all or "
+                   f"nothing; without it a strategy fails alone and the run completes (exit {EXIT_STRATEGIES_FAILED})")
     add_index_options(p)
     p.add_argument("--sweep", metavar="FILE",
                    help="a TOML file of [sweep.NAME] grids (models x chunkings x aggregates): each variant "
@@ -113,6 +116,9 @@ def _runner(args: argparse.Namespace) -> Iterator[StageRunner]:
 
 #: The exit status of a run stopped by Ctrl-C or Cancel in the app (as for SIGINT).
 EXIT_CANCELLED = 130
+#: The exit status of a run that completed with strategies that failed (on some queries or all):
+#: the others' figures are stored and shown; `resume` retries only what failed.
+EXIT_STRATEGIES_FAILED = 3
 
 def run_request(args: argparse.Namespace) -> RunRequest:
     """What `searchgrade evaluate` was asked, as every surface asks it (engine/run/request.py checks it)."""
@@ -125,8 +131,10 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         model=args.model, base_url=args.base_url, concurrency=args.concurrency, timeout_s=args.timeout,
         docs=args.docs, queries_per_doc=args.queries_per_doc, keyword_per_doc=args.keyword_per_doc,
         min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=judge_settings(args),
-        judge_unjudged=args.judge_unjudged, query_set=args.query_set, click_model=args.click_model,
-        min_impressions=args.min_impressions, pool_depth=args.pool_depth,
+        judge_unjudged=args.judge_unjudged, judge_models=tuple(j for j in (args.judge_models or "").split(",") if j),
+        judge_prices=tuple(args.judge_price), judge_aggregate=args.judge_aggregate,
+        query_set=args.query_set, click_model=args.click_model,
+        min_impressions=args.min_impressions, pool_depth=args.pool_depth, strict=args.strict,
     )
 
 
@@ -138,6 +146,9 @@ def judge_settings(args: argparse.Namespace) -> JudgeSettings | None:
     from searchgrade.engine.llm.judge import JudgeSettings
     from searchgrade.engine.llm.prompts import read_judge_prompt
 
+    if not getattr(args, "llm", True):  # judge-pool always judges; evaluate only with --llm
+        # Unread: run_config refuses a judge prompt without --llm, in the words every surface uses.
+        return JudgeSettings(prompt=str(args.judge_prompt))
     name, text = read_judge_prompt(args.judge_prompt)
     return JudgeSettings(prompt=name, prompt_text=text)
 
@@ -163,8 +174,9 @@ def _evaluate(args: argparse.Namespace, config: RunConfig, collection: Any, runn
     bars = Bars()
     created: list[str] = []
     try:
-        # The endpoint typed here is the operator's choice: it may get $OPENAI_API_KEY.
-        with operator_urls([args.base_url]):
+        # The endpoints typed here (the run's, a panel's judges') are the operator's choice: they may
+        # get $OPENAI_API_KEY.
+        with operator_urls([args.base_url, *(j.base_url for j in config.judge_specs())]):
             outcome = run_evaluation(collection, config, store, data_dir(args.data_dir), progress=bars,
                                      on_run_created=created.append, on_usage=bars.set_usage,
                                      on_complete=keep_first_view, runner=runner)
@@ -207,11 +219,12 @@ def _dry_run(args: argparse.Namespace, config: RunConfig) -> int:
 
 
 def _report_outcome(store: Store, outcome: RunOutcome) -> int:
-    """Notes and the metrics table on stderr; the run id alone on stdout's last line."""
+    """Notes and the metrics table on stderr; the run id alone on stdout's last line. Exit 0, or
+    ``EXIT_STRATEGIES_FAILED`` when strategies failed (a skipped reranker is not a failure)."""
     print_notes(outcome.notes, {})  # the table lists skipped strategies itself
     print_table(store, outcome.run_id, None, sys.stderr)
     print(outcome.run_id)
-    return 0
+    return EXIT_STRATEGIES_FAILED if store.failed_query_counts(outcome.run_id) else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -131,7 +131,17 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    help="the judge's prompt, in the format of engine/llm/prompts/judge_v1.txt ({{query}}, "
                    "{{document}}, the 0-3 scale); its hash keys the cache and is shown with the run")
     g.add_argument("--judge-unjudged", action="store_true",
-                   help="with --qrels --llm: also judge the results the qrels miss and use those grades")
+                   help="with --qrels --llm: also judge the results the qrels miss and use those grades (a "
+                   "panel's grade with --judge-models)")
+    g.add_argument("--judge-models", metavar="A,B[,C]",
+                   help="a panel: each judge grades every retrieved pair, NAME a model on the run's endpoint, "
+                   "NAME@URL one on its own; each judge's grade, cache and calls kept; accepted without --model "
+                   "(`searchgrade judges RUN` says which decides as people do)")
+    g.add_argument("--judge-price", action="append", default=[], metavar="MODEL=USD_PER_MTOK",
+                   help="a judge's price in US dollars per million tokens, prompt and completion alike "
+                   "(repeat per judge)")
+    g.add_argument("--judge-aggregate", choices=("median", "mean"),
+                   help="how a panel's grades become one: the lower median (default) or the mean, rounded")
 
 
 def open_store(args: argparse.Namespace) -> Store:

@@ -13,6 +13,7 @@ from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_ord
 from searchgrade.viewmodels.ann_index import ann_index_text, variant_index_lines
 from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
+from searchgrade.viewmodels.failures import failures_json, failures_lines, strategy_failure_lines
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.metric_help import metric_json
 from searchgrade.viewmodels.reranker import trained_reranker_use
@@ -85,6 +86,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         print(f"  error: {run.error}", file=out)
     for line in skipped_messages(run.skipped):  # one line per reason, not one per strategy
         print(f"  skipped: {line}", file=out)
+    for line in strategy_failure_lines(store, run):  # failed alone: the others' figures are complete
+        print(line, file=out)
     for note in run.notes:
         print(f"  note: {note}", file=out)
     embedding = embedding_text(run.config, run.stats)
@@ -131,6 +134,11 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for strategy in strategy_order(cells):
         print(f"{strategy:<16}" + "".join(f"{cells[strategy].get(m, '-'):>{width}}" for m in metrics),
               file=out)
+    queries = store.query_count(run.run_id)
+    over = {r["strategy"]: r["n"] for r in rows if r["metric"] == "dcg"}
+    for strategy in strategy_order(s for s, n in over.items() if n < queries):
+        # A strategy that failed on queries: its figures are over those it answered.
+        print(f"  {strategy}: figures over the {over[strategy]:,} of {queries:,} queries it answered", file=out)
     for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
         print(line, file=out)
     for line in cost_lines(store, run):  # beside quality, what each strategy costs
@@ -138,6 +146,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     for line in sweep_lines(sweep_grids(store, run, k=k)):  # a sweep's grid against its reference
         print(line, file=out)
     print_comparisons(store, run, k, out)
+    for line in failures_lines(store, run):  # why queries fail: kinds and causes per strategy
+        print(line, file=out)
 
 
 def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None:
@@ -169,8 +179,9 @@ def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
     reranker), retries included (over every process that worked on
     the run, resumes included); cache_hits: items answered from the cache; tokens: prompt and
     completion tokens per stage; judge_failures: stored pairs whose judgment failed (grade None).
+    A panel's judges (stages "judge:NAME") count under "judge" together.
     """
-    usage = store.llm_usage(run.run_id)
+    usage = panel_usage_summed(store.llm_usage(run.run_id))
     # rerank: the LLM reranker (engine/llm/reranker.py), listed for the runs that used it
     stages = ("querygen", "judge", *(("rerank",) if "rerank" in usage else ()))
     failures = sum(1 for g in store.grades(run.run_id) if g["grade"] is None and g["source"] == "llm")
@@ -184,6 +195,17 @@ def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
                    for s in stages},
         "judge_failures": failures,
     }
+
+
+def panel_usage_summed(usage: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The accounting with a panel's judges (stages "judge:NAME") added into "judge"."""
+    out = {stage: dict(counters) for stage, counters in usage.items() if not stage.startswith("judge:")}
+    for stage, counters in usage.items():
+        if stage.startswith("judge:"):
+            total = out.setdefault("judge", {})
+            for name, value in counters.items():
+                total[name] = total.get(name, 0) + value
+    return out
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -207,7 +229,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     # ir_measures name; a diagnostic is never ranked).
     about = {m: metric_json(m, None, run) for m in dict.fromkeys(r["metric"] for r in metrics)}
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes, "metric_records": about, "costs": costs_json(store, run),
+               "holes": holes, "metric_records": about, **failures_json(store, run), "costs": costs_json(store, run),
                "sweeps": sweeps_json(sweep_grids(store, run, k=args.k)) if metrics else []},
               sys.stdout, indent=2, default=str)
     print()

@@ -32,6 +32,7 @@ How other code uses it (the Evaluate page's LLM endpoint, declared strategies, s
     policy.check_url("http://169.254.169.254/", "webhook url")   # raises OutboundRefused
     policy.check_secret("HOOK_TOKEN", "hooks.example.com", "headers.Authorization")
     session = policy.session()                # requests.Session: every connection checked
+    transport = policy.httpx_transport(httpx)  # the same for an httpx client (the openai package's)
     sock = policy.create_connection(("smtp.example.com", 587), timeout=10)  # e.g. SMTP._get_socket
 """
 
@@ -134,6 +135,7 @@ class OutboundPolicy:
         allowed_networks: addresses and CIDRs the operator allows.
         secret_hosts: ``env:`` name -> the hosts (or socket folders) it may be sent to.
         files_root: the folder typed paths must lie in, or None.
+        secrets_set: the names of ``secret_hosts`` set (non-empty) in the server's environment.
     """
 
     guard_addresses: bool
@@ -141,6 +143,8 @@ class OutboundPolicy:
     allowed_networks: tuple[Network, ...] = ()
     secret_hosts: Mapping[str, frozenset[str]] = field(default_factory=dict)
     files_root: Path | None = None
+    #: The bound ``env:`` names that are set in the server's environment.
+    secrets_set: frozenset[str] = frozenset()
 
     @classmethod
     def for_browser(cls, exposed: bool, environ: Mapping[str, str] | None = None) -> OutboundPolicy:
@@ -152,8 +156,9 @@ class OutboundPolicy:
         env = os.environ if environ is None else environ
         names, networks = parse_allowed_hosts(env.get(ENV_ALLOWED_HOSTS, ""))
         root = env.get(ENV_COLLECTIONS_ROOT, "").strip()
-        return cls(exposed, names, networks, parse_secret_hosts(env.get(ENV_SECRETS, "")),
-                   Path(root).expanduser() if root else None)
+        secret_hosts = parse_secret_hosts(env.get(ENV_SECRETS, ""))
+        return cls(exposed, names, networks, secret_hosts, Path(root).expanduser() if root else None,
+                   frozenset(name for name in secret_hosts if env.get(name)))
 
     # -- addresses --------------------------------------------------------------------------------
 
@@ -169,10 +174,13 @@ class OutboundPolicy:
         kind = address_kind(ip)
         if kind is None:
             return
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # named as the IPv4 address it is
         at = "" if _host_key(host) == str(ip) else f" ({host} resolves to {ip})"
         metadata = " (the cloud metadata service among them)" if kind == "link-local" else ""
+        article = "an" if kind[0] in "aeiou" else "a"
         raise OutboundRefused(
-            f"{what}: {ip} is a {kind} address{metadata}{at}: a target typed in this app may not "
+            f"{what}: {ip} is {article} {kind} address{metadata}{at}: a target typed in this app may not "
             f"reach loopback, link-local or private networks; the operator allows a host with "
             f"{ENV_ALLOWED_HOSTS}={host} (host names or CIDRs)")
 
@@ -260,23 +268,34 @@ class OutboundPolicy:
         session.mount("https://", adapter)
         return session
 
+    def httpx_transport(self, httpx: Any) -> Any:
+        """An ``httpx`` transport whose every connection goes to a checked address, as ``session()``
+        does for requests; ``httpx`` is the module the client is made with (the openai package's:
+        httpx, or httpx2). Build the client with ``trust_env=False`` (no proxy, no ``.netrc``).
+
+        Raises:
+            SearchGradeError: this httpx cannot be guarded (its connections would go unchecked).
+        """
+        return _guarded_httpx_transport(self, httpx)
+
     # -- secrets and files ------------------------------------------------------------------------
 
     def check_secret(self, env_name: str, host: str, what: str) -> None:
-        """``env:env_name`` may go to ``host`` only when the operator bound it there.
+        """``env:env_name`` may go to ``host`` only when the operator bound it there and set it.
+
+        Unbound, bound elsewhere and bound but unset read the same: a person at the browser learns
+        neither which variables the server has nor where its secrets go.
 
         Raises:
-            OutboundRefused: it is bound to no host, or to others.
+            OutboundRefused: it is not available for ``host``.
         """
-        bound = self.secret_hosts.get(env_name, frozenset())
         key = host.rstrip("/") if host.startswith("/") else _host_key(host)
-        if key in bound:
+        if key in self.secret_hosts.get(env_name, frozenset()) and env_name in self.secrets_set:
             return
-        elsewhere = f" (it is bound to {', '.join(sorted(bound))})" if bound else ""
         raise OutboundRefused(
-            f"{what}: env:{env_name} may not be sent to {host or 'this target'} from a declaration "
-            f"typed in the app{elsewhere}: the operator binds a secret to its host with "
-            f"{ENV_SECRETS}={env_name}={host or 'HOST'}")
+            f"{what}: env:{env_name} is not available to declarations typed in the app for "
+            f"{host or 'this target'}: the operator sets {env_name} on the server and binds it to its "
+            f"host with {ENV_SECRETS}={env_name}={host or 'HOST'}")
 
     def check_path(self, text: str, what: str) -> Path:
         """A typed local path, inside the collections root (relative paths are taken inside it).
@@ -343,6 +362,33 @@ def _guarded_adapter(policy: OutboundPolicy) -> Any:
             raise OutboundRefused("a proxy is never used for a target typed in the app")
 
     return GuardedAdapter()
+
+
+def _guarded_httpx_transport(policy: OutboundPolicy, httpx: Any) -> Any:
+    """``httpx.HTTPTransport`` whose connection pool opens its sockets to addresses ``policy`` checked."""
+    import importlib
+
+    transport = httpx.HTTPTransport(trust_env=False)
+    pool = getattr(transport, "_pool", None)  # httpcore's ConnectionPool: its backend opens every socket
+    if pool is None or not hasattr(pool, "_network_backend"):
+        raise SearchGradeError(f"{httpx.__name__} {getattr(httpx, '__version__', '')} has no connection pool "
+                               "this app can guard: a typed endpoint cannot be reached safely; install the "
+                               "httpx version the openai package was tested with")
+    httpcore = importlib.import_module(type(pool).__module__.split(".")[0])
+
+    class GuardedBackend(httpcore.SyncBackend):  # type: ignore[misc, name-defined]
+        def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                        local_address: str | None = None, socket_options: Any = None) -> Any:
+            error: Exception | None = None
+            for address in policy.check_host(host, port, host):  # the name resolved once, checked
+                try:
+                    return super().connect_tcp(address, port, timeout, local_address, socket_options)
+                except httpcore.ConnectError as exc:
+                    error = exc
+            raise error or httpcore.ConnectError(f"no address for {host}")
+
+    pool._network_backend = GuardedBackend()
+    return transport
 
 
 def policy_for(declared_in: str, environ: Mapping[str, str] | None = None) -> OutboundPolicy | None:

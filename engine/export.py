@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 from searchgrade.core.records import SearchGradeError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from searchgrade.engine.store import Store
 
 EXPORT_FORMATS = ("trec", "csv", "parquet")
@@ -70,8 +72,10 @@ def export_run(store: Store, run_id: str, fmt: str, out_dir: str | Path) -> list
 
     trec: one file per strategy, `<strategy>.trec`, lines `qid Q0 docid rank score tag` with the run
     id as tag. csv / parquet: `<run_id>-metrics.<ext>` (one row per strategy, query, metric and k,
-    with the metric's ir_measures name) and `<run_id>-results.<ext>` (one row per result: strategy,
-    query, rank, doc id, score, grade). Every score is the export score (see the module).
+    with the metric's ir_measures name, the strategy's top 1 for the query, ``top1``: relevant,
+    judged_not_relevant, unjudged or judge_failed, and for a failed query its ``cause``,
+    engine/failures/causes.py) and `<run_id>-results.<ext>` (one row per result: strategy, query,
+    rank, doc id, score, grade). Every score is the export score (see the module).
     """
     if fmt not in EXPORT_FORMATS:
         raise SearchGradeError(f"--format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
@@ -128,6 +132,7 @@ def export_metrics(store: Store, run_id: str, fmt: str, out_dir: str | Path) -> 
     frame.insert(0, "run_id", run.run_id)
     frame["measure"] = [metric_record(m).measure(int(k), run.threshold) or ""
                         for m, k in zip(frame["metric"], frame["k"], strict=True)]
+    frame = frame.merge(_failure_columns(store, run.run_id), on=["strategy", "query_id"], how="left")
     return _write(frame, out / f"{run.run_id}-metrics.{fmt}", fmt)
 
 
@@ -151,3 +156,16 @@ def _write(frame: object, path: Path, fmt: str) -> Path:
         frame.to_parquet(tmp, index=False)  # type: ignore[attr-defined]
     tmp.replace(path)
     return path
+
+
+def _failure_columns(store: Store, run_id: str) -> pd.DataFrame:
+    """strategy, query_id, top1 (what the strategy's top 1 for the query is) and cause (a failed
+    query's, engine/failures/)."""
+    import pandas as pd
+
+    from searchgrade.engine.failures.diagnosis import diagnose_run
+
+    run = store.get_run(run_id)
+    top1 = pd.DataFrame(store.top1_kinds(run.run_id, run.threshold), columns=["strategy", "query_id", "top1"])
+    causes = diagnose_run(store, run).rows[["strategy", "query_id", "cause"]]
+    return top1.merge(causes, on=["strategy", "query_id"], how="left")

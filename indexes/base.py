@@ -12,6 +12,7 @@ flight up to a concurrency.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -101,11 +102,45 @@ class Found(NamedTuple):
 
 class FailedAttempt(NamedTuple):
     """What a backend makes of an attempt that raised: one line (no "after N attempts": that is
-    added), whether another attempt may succeed, and the seconds to wait before it."""
+    added), whether another attempt may succeed, the seconds to wait before it, and whether the
+    attempt reached no server at all (``refused``: the connection was refused, or no address
+    answered; ``Refusals`` counts those in a row)."""
 
     error: str
     retry: bool = False
     wait_s: float = 0.0
+    refused: bool = False
+
+
+#: Connections an endpoint refuses in a row after which it counts as down (``Refusals``).
+REFUSALS_TO_STOP = 3
+
+
+class Refusals:
+    """Connections an endpoint refused in a row, over every query a node answers (across its
+    chunks and threads). After ``limit`` of them the endpoint counts as down: the node's later
+    queries fail at once, not asked, instead of each spending its retries and their waits on a
+    server that is not there. Any other outcome (an answer, an HTTP error, a timeout) starts the
+    count again."""
+
+    def __init__(self, limit: int = REFUSALS_TO_STOP) -> None:
+        self.limit = limit
+        self.count = 0
+        #: The line every query not asked fails with, once the endpoint counts as down.
+        self.down: str | None = None
+        self._lock = threading.Lock()
+
+    def reached(self) -> None:
+        with self._lock:
+            self.count = 0
+
+    def refused(self, error: str) -> str | None:
+        """Count one refusal (``error``: its line); the line to fail with once the endpoint is down."""
+        with self._lock:
+            self.count += 1
+            if self.count >= self.limit and self.down is None:
+                self.down = f"not asked: {self.limit} connections in a row were refused ({error})"
+            return self.down
 
 
 #: explain(exception, attempt number) -> FailedAttempt; None for an exception that is not the
@@ -118,18 +153,21 @@ Q = TypeVar("Q")
 @overload
 def answer_each(queries: Sequence[Q], search: Callable[[Q], Found], *, batch_size: None = None,
                 retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
-                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]: ...
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade",
+                refusals: Refusals | None = None) -> list[Outcome]: ...
 
 
 @overload
 def answer_each(queries: Sequence[Q], search: Callable[[list[Q]], Sequence[Found]], *, batch_size: int,
                 retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
-                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]: ...
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade",
+                refusals: Refusals | None = None) -> list[Outcome]: ...
 
 
 def answer_each(queries: Sequence[Q], search: Callable[[Any], Any], *, batch_size: int | None = None,
                 retries: int = 0, concurrency: int = 1, explain: Explain | None = None,
-                shares: Sequence[float] | None = None, thread_name: str = "searchgrade") -> list[Outcome]:
+                shares: Sequence[float] | None = None, thread_name: str = "searchgrade",
+                refusals: Refusals | None = None) -> list[Outcome]:
     """One outcome per query, in order: ``search`` called on each query, each call timed on its own.
 
     A query's seconds are its successful attempt (a wait between attempts is not counted) plus its
@@ -145,6 +183,8 @@ def answer_each(queries: Sequence[Q], search: Callable[[Any], Any], *, batch_siz
         explain: turns a backend's exception into a Failure's line; without it every exception
             is raised (a built-in strategy has no backend to fail).
         shares: seconds added to each query's answer, one per query.
+        refusals: the node's count of refused connections in a row (``Refusals``): once its
+            endpoint counts as down, the queries left fail without being asked.
     """
     n = len(queries)
     if shares is not None and len(shares) != n:
@@ -155,6 +195,8 @@ def answer_each(queries: Sequence[Q], search: Callable[[Any], Any], *, batch_siz
     def answer_group(group: range) -> list[Outcome]:
         attempt = 0
         while True:
+            if refusals is not None and refusals.down is not None:
+                return [Failure(refusals.down, attempt) for _ in group]
             attempt += 1
             start = time.perf_counter()
             try:
@@ -166,12 +208,20 @@ def answer_each(queries: Sequence[Q], search: Callable[[Any], Any], *, batch_siz
                 failed = explain(exc, attempt) if explain is not None else None
                 if failed is None:
                     raise
+                if refusals is not None:
+                    if not failed.refused:
+                        refusals.reached()
+                    elif refusals.refused(failed.error) is not None:
+                        return [Failure(f"{failed.error} ({refusals.limit} connections refused in a row: "
+                                        "the server counts as down)", attempt) for _ in group]
                 if failed.retry and attempt <= retries:
                     if failed.wait_s > 0:
                         time.sleep(failed.wait_s)
                     continue
                 suffix = f" (after {attempt} attempts)" if attempt > 1 else ""
                 return [Failure(f"{failed.error}{suffix}", attempt) for _ in group]
+            if refusals is not None:
+                refusals.reached()
             seconds = (time.perf_counter() - start) / len(group)
             return [Answer(f.docs, seconds + (shares[i] if shares is not None else 0.0), f.documents)
                     for i, f in zip(group, found, strict=True)]

@@ -19,9 +19,10 @@ inputs: what the strategy would cost on its own, whatever was shared to compute 
 Failures. An external backend can fail on one query (``Failure``): that query is then failed
 for the node and for every node built on it (a reranker has nothing to rerank), and never
 scored as an empty list. Queries are run in chunks; the first chunk holds one query, so a
-``check`` callback can stop a run on the first answer (an unreachable server, a wrong id
-mapping) before hundreds of calls. Chunks are independent, so a caller (Ray, say) can run the
-executor on slices of the queries and concatenate.
+``check`` callback can stop a strategy on its first answer (a wrong id mapping) before hundreds
+of calls: a stopped node is not asked again, each later query failing for it (and for the nodes
+built on it) with the reason, while every other strategy goes on. Chunks are independent, so a
+caller (Ray, say) can run the executor on slices of the queries and concatenate.
 """
 
 from __future__ import annotations
@@ -47,15 +48,19 @@ class Execution:
         failures: strategy -> query id -> Failure.
         documents: strategy -> doc id -> Document, as the strategy's replies described them.
         seconds: node -> seconds of own work summed over the queries (shared work counted once).
+        stopped: node -> why a check stopped it (it was not asked again).
     """
 
     hits: dict[str, list[SearchHits | None]] = field(default_factory=dict)
     failures: dict[str, dict[str, Failure]] = field(default_factory=dict)
     documents: dict[str, dict[str, Document]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    stopped: dict[str, str] = field(default_factory=dict)
 
     def extend(self, other: Execution) -> None:
         """Append another execution over later queries (same strategies)."""
+        for name, why in other.stopped.items():
+            self.stopped.setdefault(name, why)
         for name, hits in other.hits.items():
             self.hits.setdefault(name, []).extend(hits)
         for name, failed in other.failures.items():
@@ -81,8 +86,9 @@ def chunk_bounds(n: int, chunk_size: int = CHUNK_SIZE) -> list[tuple[int, int]]:
     return bounds
 
 
-#: check(first_query_index, execution_so_far) may raise to stop the run after a chunk.
-Check = Callable[[Execution], None]
+#: check(execution so far), after each chunk: the nodes to stop, each with why (a node stopped is
+#: not asked again); it may also raise to stop the run.
+Check = Callable[[Execution], "Mapping[str, str] | None"]
 Progress = Callable[[str, int, int], None]
 
 
@@ -144,26 +150,33 @@ class Executor:
         Args:
             batch: the queries.
             progress: called as progress(stage, queries done, queries).
-            check: called with the execution so far after each chunk; may raise to stop the run.
+            check: called with the execution so far after each chunk: the nodes it returns are
+                stopped (``Execution.stopped``); it may raise to stop the run.
         """
         total = Execution()
         if progress is not None:
             progress(stage, 0, len(batch))
         for start, stop in chunk_bounds(len(batch), self.chunk_size):
-            total.extend(self.run_chunk(batch.slice(start, stop)))
+            total.extend(self.run_chunk(batch.slice(start, stop), total.stopped))
             if check is not None:
-                check(total)
+                total.stopped.update(check(total) or {})
             if progress is not None:
                 progress(stage, stop, len(batch))
         return total
 
-    def run_chunk(self, batch: QueryBatch) -> Execution:
-        """Answer one chunk of queries (each node once per query)."""
+    def run_chunk(self, batch: QueryBatch, stopped: Mapping[str, str] | None = None) -> Execution:
+        """Answer one chunk of queries (each node once per query); a node in ``stopped`` is not
+        asked: each query fails for it with the reason given."""
+        stopped = stopped or {}
         outcomes: dict[str, list[Outcome]] = {}
         seconds: dict[str, float] = {}
         for name in self.order:
             node = self.nodes[name]
             inputs = {dep: outcomes[dep] for dep in node.inputs}
+            if name in stopped:
+                outcomes[name] = [Failure(stopped[name], 0) for _ in range(len(batch))]
+                seconds[name] = 0.0
+                continue
             failed = [self._failed_input(node, inputs, i) for i in range(len(batch))]
             todo = [i for i, f in enumerate(failed) if f is None]
             result: list[Outcome] = list(failed)  # type: ignore[arg-type]

@@ -4,7 +4,9 @@ Two ways to log in, both configured by the operator, never in the browser:
 
 - a password in $SEARCHGRADE_APP_PASSWORD (at least 12 characters), compared in constant time;
   failed attempts are limited per client address and in total (:class:`LoginLimiter`); a login
-  lasts $SEARCHGRADE_APP_SESSION_MINUTES (default 480) and ends with the browser session;
+  lasts $SEARCHGRADE_APP_SESSION_MINUTES (default 480), ends after $SEARCHGRADE_APP_IDLE_MINUTES
+  (default 30) without activity, and ends with the browser session (server/access/: the logins
+  of this process, bound to the browser they were made in);
 - Streamlit's OpenID Connect login (``st.login``), configured by an ``[auth]`` table in a
   ``.streamlit/secrets.toml`` (:func:`oidc_status`).
 
@@ -29,11 +31,15 @@ from searchgrade.core.records import SearchGradeError
 
 ENV_PASSWORD = "SEARCHGRADE_APP_PASSWORD"
 ENV_SESSION_MINUTES = "SEARCHGRADE_APP_SESSION_MINUTES"
+ENV_IDLE_MINUTES = "SEARCHGRADE_APP_IDLE_MINUTES"
 #: Set by `searchgrade app --no-auth`: the operator chose to expose the app without a login.
 ENV_NO_AUTH = "SEARCHGRADE_APP_NO_AUTH"
 
 MIN_PASSWORD_CHARS = 12
 DEFAULT_SESSION_MINUTES = 480.0
+DEFAULT_IDLE_MINUTES = 30.0
+#: The longest session or idle time the variables take (a week).
+MAX_MINUTES = 7 * 24 * 60.0
 
 #: Keys an OIDC provider needs besides the shared ``redirect_uri`` and ``cookie_secret``.
 _PROVIDER_KEYS = ("client_id", "client_secret", "server_metadata_url")
@@ -65,19 +71,29 @@ def password_matches(given: str, expected: str) -> bool:
                                hashlib.sha256(expected.encode()).digest())
 
 
-def session_seconds(environ: Mapping[str, str] | None = None) -> float:
-    """How long a password login lasts."""
-    raw = _env(environ).get(ENV_SESSION_MINUTES, "").strip()
+def _minutes(name: str, default: float, environ: Mapping[str, str] | None) -> float:
+    raw = _env(environ).get(name, "").strip()
     if not raw:
-        return DEFAULT_SESSION_MINUTES * 60
+        return default * 60
     try:
         minutes = float(raw)
     except ValueError:
         minutes = 0.0
-    if not minutes > 0:
-        raise SearchGradeError(f"{ENV_SESSION_MINUTES}={raw!r} is not a positive number of minutes; "
-                               f"unset it for the default of {DEFAULT_SESSION_MINUTES:g}")
+    if not 0 < minutes <= MAX_MINUTES:
+        raise SearchGradeError(f"{name}={raw!r} is not a number of minutes from 0 to {MAX_MINUTES:g} (a "
+                               f"week); unset it for the default of {default:g}")
     return minutes * 60
+
+
+def session_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """How long a login lasts at most, however active."""
+    return _minutes(ENV_SESSION_MINUTES, DEFAULT_SESSION_MINUTES, environ)
+
+
+def idle_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """How long a login lasts without the person doing anything (a page that refreshes itself,
+    a run's progress, is not them)."""
+    return _minutes(ENV_IDLE_MINUTES, DEFAULT_IDLE_MINUTES, environ)
 
 
 # -- OIDC (st.login) ------------------------------------------------------------------------------

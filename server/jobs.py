@@ -32,6 +32,7 @@ from typing import Any
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.run.lifecycle import RunCancelled, RunTakenOver
+from searchgrade.server.outbound import TypedEndpoint
 
 #: Job states; "starting" and "running" are active. A job ends "complete", "failed", "cancelled"
 #: or "interrupted" (another process resumed its run).
@@ -176,14 +177,15 @@ def start_resume(
     data_dir: str | Path,
     *,
     label: str,
-    base_url: str | None = None,
+    endpoint: TypedEndpoint | None = None,
     resume: Callable[..., Any] | None = None,
 ) -> tuple[Job, bool]:
     """Resume a stopped (interrupted, failed or cancelled) run in a worker thread, unless a job is active.
 
     Args:
         run_id: The run to continue.
-        base_url: A new LLM endpoint (None: the one the run stored).
+        endpoint: A new LLM endpoint typed on the page, as server/outbound.py's
+            ``check_llm_endpoint`` checked and marked it (None: the one the run stored).
         resume: engine.run.pipeline.resume_run unless a test passes a fake (called with the
             keywords of :func:`start_job`'s ``run`` but on_run_created).
 
@@ -197,8 +199,9 @@ def start_resume(
     def body(report: _Reporter) -> Any:
         report.created(run_id)
         report.running([])
-        return resume(run_id, store, Path(data_dir), base_url=base_url, progress=report.progress,
-                      on_usage=report.usage, on_complete=keep_first_view)
+        typed = {"base_url": endpoint.base_url, "declared_in": endpoint.declared_in} if endpoint else {}
+        return resume(run_id, store, Path(data_dir), progress=report.progress, on_usage=report.usage,
+                      on_complete=keep_first_view, **typed)
 
     return _start(label, "resume", body, store)
 

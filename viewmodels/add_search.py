@@ -184,9 +184,11 @@ def check_declaration(name: str, table: dict[str, Any], *, exposed: bool, taken:
     return spec
 
 
-def save(store: Store, table: dict[str, Any], spec: StrategySpec, *, replace: bool = False) -> None:
-    """Keep a checked strategy's table as typed (``env:`` names, never their values)."""
-    store.save_strategy(spec.name, table, spec.declared_in, replace=replace)
+def save(store: Store, table: dict[str, Any], spec: StrategySpec, *, replace: bool = False,
+         collection: str | None = None) -> None:
+    """Keep a checked strategy's table as typed (``env:`` names, never their values), added for
+    ``collection`` (the Evaluate page offers it only there)."""
+    store.save_strategy(spec.name, table, spec.declared_in, replace=replace, collection_name=collection)
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,8 @@ class Saved:
     table: dict[str, Any]
     declared_in: str
     error: str  # why it no longer passes the checks, or ""
+    #: The collection it was added for (None: any, saved before collections were recorded).
+    collection: str | None = None
 
 
 def saved(store: Store) -> list[Saved]:
@@ -210,7 +214,8 @@ def saved(store: Store) -> list[Saved]:
             error = ""
         except SearchGradeError as exc:
             error = str(exc)
-        out.append(Saved(name, str(row["table"].get("kind")), row["table"], row["declared_in"], error))
+        out.append(Saved(name, str(row["table"].get("kind")), row["table"], row["declared_in"], error,
+                         row.get("collection_name")))
     return out
 
 

@@ -253,6 +253,19 @@ def load_options(label: str, mapping: ColumnMap | None, *, root: Path | None = N
 # ---------------------------------------------------------------- no server paths on a page
 
 
+def without_server_paths(text: str, data_dir: str | Path, root: Path | None = None) -> str:
+    """A message as a user may read it (a page, an agent): the data folder, the bundled demo and
+    the collections root by name, never their paths on the server."""
+    from searchgrade.engine.paths import DEMO_DIR
+
+    folders = {str(data_dir): "the data folder", str(Path(data_dir).resolve()): "the data folder",
+               str(DEMO_DIR): "demo"}
+    if root is not None:
+        folders[str(root)] = ""
+        folders[str(root.resolve())] = ""
+    return hide_server_paths(text, folders)
+
+
 def hide_server_paths(text: str, replacements: Mapping[str, str]) -> str:
     """The text with server folders replaced (longest first): ``{"/srv/data/uploads/ab12/": ""}``.
 

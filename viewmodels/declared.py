@@ -35,6 +35,8 @@ class Declared:
             is the file's).
         rerankers: the strategies file's ``[reranker.NAME]`` declarations, as a run stores them
             (the Reranker model field takes a NAME; ``X_NAME`` strategies are offered).
+        elsewhere: strategies added in the app for another collection -> that collection: not
+            offered here (their ids are that collection's).
     """
 
     names: tuple[str, ...]
@@ -44,17 +46,22 @@ class Declared:
     error: str = ""
     saved: dict[str, str] = field(default_factory=dict)
     rerankers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    elsewhere: dict[str, str] = field(default_factory=dict)
 
 
-def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | None = None) -> Declared:
+def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | None = None,
+                        collection: str | None = None) -> Declared:
     """The app's strategies: the built-ins, the strategies file's (a bad file: error, no crash) and
-    those added in the app (``saved``; default: the run store's of this app's data directory)."""
+    those added in the app (``saved``; default: the run store's of this app's data directory), of
+    them only those added for ``collection`` (or for any) when it is given."""
     from searchgrade.engine.paths import data_dir
     from searchgrade.engine.run.strategies import saved_declarations
 
     path = ((environ if environ is not None else os.environ).get(ENV_STRATEGIES_FILE) or "").strip()
+    elsewhere: dict[str, str] = {}
     if saved is None:
-        saved = saved_declarations(data_dir())
+        saved = saved_declarations(data_dir(), collection=collection)
+        elsewhere = added_elsewhere(data_dir(), collection) if collection is not None else {}
     error = ""
     try:
         declared = declared_from_file(path or None)
@@ -66,7 +73,18 @@ def declared_strategies(environ: Any = None, saved: dict[str, dict[str, Any]] | 
     kinds = {name: registry.info(name).kind for name in registry.names()
              if registry.info(name).kind != "builtin" and name not in added}
     return Declared(registry.defaults(), {**declared, **added}, kinds, path, error,
-                    {name: str(d["kind"]) for name, d in added.items()}, rerankers)
+                    {name: str(d["kind"]) for name, d in added.items()}, rerankers,
+                    {name: where for name, where in elsewhere.items() if name not in declared})
+
+
+def added_elsewhere(data: Path, collection: str) -> dict[str, str]:
+    """The strategies added in the app for another collection than ``collection`` -> that collection."""
+    from searchgrade.engine.store import DB_FILENAME, Store
+
+    if not (Path(data) / DB_FILENAME).exists():
+        return {}
+    return {name: row["collection_name"] for name, row in Store(data).saved_strategies().items()
+            if row["collection_name"] not in (None, collection)}
 
 
 @dataclass

@@ -31,6 +31,9 @@ class QueryDetail:
     documents: dict[str, dict[str, str]]
     #: strategy -> rank of the source document in its results (None: not retrieved)
     source_ranks: dict[str, int | None] = field(default_factory=dict)
+    #: The strategies this query fails on (its top result not relevant), each with the failure's
+    #: kind and cause as titles and the evidence in words (viewmodels/failures.py).
+    failures: list[dict[str, str]] = field(default_factory=list)
     #: strategy -> its DCG@k on this query beside the query's ideal DCG@k, in words (k: the run's)
     dcg_words: dict[str, str] = field(default_factory=dict)
     #: a chunked strategy -> doc_id -> the chunk it matched the document by (chunk, start_char, end_char)
@@ -165,6 +168,19 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
         documents=docs,
         source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
         if query["source_doc_id"] else {},
+        failures=_failures(store, run.run_id, query_id),
         passages=passages,
         dcg_words={s: _dcg_words([r["Grade"] for r in by_strategy[s]], pool, run.k) for s in strategies},
     )
+
+
+def _failures(store: Store, run_id: str, query_id: str) -> list[dict[str, str]]:
+    """The strategies ``query_id`` fails on: Strategy, Kind, Cause, Evidence (the failed-queries
+    table of every strategy, kept for a complete run)."""
+    from searchgrade.viewmodels.failures import ALL, failure_table
+
+    table = failure_table(store, run_id, ALL)
+    if table.empty:
+        return []
+    mine = table[table["Query id"] == query_id]
+    return mine[["Strategy", "Kind", "Cause", "Evidence"]].to_dict("records")

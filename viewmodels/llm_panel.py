@@ -61,7 +61,7 @@ class LLMPanel:
 def usage_table(usage: dict[str, dict[str, float]]) -> pd.DataFrame:
     """A run's (or a job's) LLM accounting, one row per stage, query generation first."""
     order = [s for s in STAGE_LABELS if s in usage] + sorted(s for s in usage if s not in STAGE_LABELS)
-    rows = [{"Stage": STAGE_LABELS.get(stage, stage),
+    rows = [{"Stage": STAGE_LABELS.get(stage, stage.replace("judge:", "Judge ", 1)),
              **{title: usage[stage].get(name, 0) for name, title in USAGE_COLUMNS.items()}}
             for stage in order]
     frame = pd.DataFrame(rows, columns=["Stage", *USAGE_COLUMNS.values()])

@@ -148,10 +148,10 @@ def query_items(store: Store, run_id: str, query_id: str) -> list[RateItem]:
 
 def failed_items(store: Store, run_id: str, strategy: str) -> list[RateItem]:
     """The failed-queries table's results: every strategy's top 1 of each query whose top 1 from
-    ``strategy`` was graded 0, that strategy's first."""
+    ``strategy`` is not relevant (engine/store/failures.py), that strategy's first."""
     run = store.get_run(run_id)
     rows = [{"strategy": r["strategy"], "query_id": r["query_id"], "rank": 1, "doc_id": r["doc_id"]}
-            for r in store.failed_top1(run.run_id, strategy)]
+            for r in store.failed_top1(run.run_id, strategy, run.threshold)]
     rows.sort(key=lambda r: (r["query_id"], r["strategy"] != strategy))
     return _items(store, run, rows)
 

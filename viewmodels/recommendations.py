@@ -10,6 +10,7 @@ from searchgrade.engine.run.strategies import base_of, label, reranked_of
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import Sentence, best_row, metric_label, plural
+from searchgrade.viewmodels.failures import failure_findings, failure_summary
 from searchgrade.viewmodels.llm_panel import kappa_reading
 from searchgrade.viewmodels.runs import skipped_messages
 from searchgrade.viewmodels.significance import figures_text
@@ -54,6 +55,7 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
     for r in view.reranker_table.to_dict("records"):
         out.append(_reranker_finding(r, name, higher))
     out.extend(_unretrieved(reads, k, run.depth))
+    out.extend(failure_findings(failure_summary(store, run.run_id), run.run_id))
     judged = view.distribution
     judged_col = "% judged"
     if run.label_source == "human" and judged_col in judged and not judged.empty:

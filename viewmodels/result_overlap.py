@@ -77,12 +77,11 @@ def top_overlap(store: Store, run: RunRecord, k: int = OVERLAP_K) -> pd.DataFram
 
 def search_problems(store: Store, run: RunRecord) -> list[str]:
     """One line per strategy that failed on queries or returned ids the collection lacks."""
-    lines = []
-    failed = store.failed_query_counts(run.run_id)
-    for strategy in strategy_order(failed):
-        n = failed[strategy]
-        lines.append(f"{label(strategy)} failed on {n} quer{'y' if n == 1 else 'ies'} (a backend error): "
-                     f"they are left out of its figures; `searchgrade resume {run.run_id}` retries them")
+    from searchgrade.engine.failures.diagnosis import strategy_failures
+
+    lines = [f"{f.text}. Those queries are left out of its figures, the other strategies' are complete; "
+             f"\"Retry what failed\" below (or `searchgrade resume {run.run_id}`) asks them again"
+             for f in strategy_failures(store, run)]
     outside = (run.stats or {}).get("not_in_collection") or {}
     for strategy in strategy_order(outside):
         counts = outside[strategy]

@@ -1,5 +1,5 @@
 """The Results screen: one run at a metric and cut-off, with the headline, per-strategy tables
-and charts, best and worst queries, failed queries and latency."""
+and charts, best and worst queries and latency (why queries fail: viewmodels/failures.py)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,6 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         worst_queries=worst,
         reranker_table=reranker_frame(reads.reranker_rows(metric, k, lambda: reranker_rows(wide(), tested, metric))),
         distribution=relevance_distribution(table, run),
-        failed_counts=failed_counts(store, run, reads),
         significance=significance(selected, metric, k, tested),
         recommendations=[],
         latency=latency(store, run, reads),
@@ -98,15 +97,16 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
 
 def keep_first_view(store: Store, run_id: str) -> None:
     """Compute and keep what a just-completed run's first Results page reads (its headline metric
-    at its k, the failed queries of its best strategy): its paired tests, instead of resampling
-    every query, and its other reads (viewmodels/results_cache.py), instead of joining every result
-    with its grade. This is a head start only: if it fails, one warning line says so and the run
-    stays complete (the page computes the same when opened)."""
+    at its k, why queries fail and the failed queries of the strategy that fails most): its paired
+    tests, instead of resampling every query, and its other reads (viewmodels/results_cache.py),
+    instead of joining every result with its grade. This is a head start only: if it fails, one
+    warning line says so and the run stays complete (the page computes the same when opened)."""
+    from searchgrade.viewmodels.failures import first_failures
+
     try:
         with store.session():
-            view = results_view(store, run_id)
-            if view.headline is not None:
-                failed_queries(store, run_id, view.headline.strategy)
+            results_view(store, run_id)
+            first_failures(store, run_id)
     except Exception as exc:  # noqa: BLE001 - the run is complete and stored; only its first page is not ready
         first = str(exc).splitlines()[0] if str(exc) else ""
         print(f"searchgrade: run {run_id} is complete, but its first Results page could not be prepared "
@@ -318,43 +318,6 @@ def relevance_distribution(table: pd.DataFrame, run: RunRecord) -> pd.DataFrame:
         out[columns[metric]] = [100.0 * values[(s, metric)] if (s, metric) in values else float("nan")
                                 for s in ordered]
     return pd.DataFrame(out, columns=["Strategy", *(columns[m] for m in present)])
-
-
-def failed_counts(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.DataFrame:
-    rows = sorted((reads or RunReads(store, run)).failed_top1_counts(), key=lambda r: display_rank(r["strategy"]))
-    return pd.DataFrame([{"Strategy": label(r["strategy"]), **r} for r in rows],
-                        columns=["Strategy", "strategy", "failed", "unjudged", "judge_failed", "n"])
-
-
-@one_session
-def failed_queries(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
-    """Queries whose top-1 result from `strategy` is graded 0 (or unjudged, counted as 0).
-
-    One row per query: its id, text and type, then each strategy's top-1 result as
-    "[grade] title (doc id)", so a reader sees what came back instead. A top 1 whose judgment
-    failed shows "[judge failed]", never a grade, and does not make its query a failed one.
-    """
-    # A complete run's table is kept the first time it is made (viewmodels/results_cache.py).
-    reads = RunReads(store, store.get_run(run_id))
-    table = reads.failed_queries(strategy, lambda: _failed_table(store, run_id, strategy))
-    reads.save()
-    return pd.DataFrame(table)
-
-
-def _failed_table(store: Store, run_id: str, strategy: str) -> dict[str, list]:
-    """``failed_queries``' table as column name -> values (plain Python values, kept as JSON)."""
-    frame = store.failed_top1_cells(run_id, strategy)
-    if frame.empty:
-        labels = [label(s) for s in strategy_order(store.result_strategies(run_id))]
-        return {name: [] for name in ["Query id", "Query", "Type", *labels]}
-    wide = frame.pivot(index=["query_id", "text", "query_type"], columns="strategy", values="cell")
-    # The strategy whose top 1 failed comes first: it is what the table is about.
-    others = [s for s in strategy_order(wide.columns.tolist()) if s != strategy]
-    wide = wide[[strategy, *others]]
-    wide.columns = [label(s) for s in wide.columns]
-    wide = wide.reset_index().rename(columns={"query_id": "Query id", "text": "Query",
-                                              "query_type": "Type"})
-    return {name: values.tolist() for name, values in wide.fillna("(no results)").items()}
 
 
 def latency(store: Store, run: RunRecord, reads: RunReads | None = None) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """A run's Results reads, computed once and kept while the run is complete.
 
-Most of a cold Results page is SQL over the run's long tables: the position curve, failed top-1
-counts, latency and relevant documents never retrieved join every stored result with its grade
+Most of a cold Results page is SQL over the run's long tables: the position curve, why queries
+fail, latency and relevant documents never retrieved join every stored result with its grade
 (tens of thousands of rows per 1,000 queries); best and worst queries and the per-query-type means
 group every per-query metric. A complete run's results, grades and metrics never change (a
 re-score makes a new run; a resume or a re-grade reopens the run and clears what was kept: see
@@ -21,11 +21,11 @@ from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.significance import PROCEDURE
 
 #: Parts read together, in one query, by the first read of any (small: tens of rows each).
-SMALL = ("position_means", "failed_top1_counts", "latency_summary", "unretrieved_relevant", "query_extremes",
+SMALL = ("position_means", "failure_summary", "latency_summary", "unretrieved_relevant", "query_extremes",
          "metric_by_query_type", "reranker_rows")
 #: Parts read one key at a time: a failed-queries table is a row per failed query (megabytes at
-#: 10,000 queries), and a page shows one strategy's.
-LARGE = ("failed_queries",)
+#: 10,000 queries), its groups a point per query, and a page shows one strategy's.
+LARGE = ("failure_table", "failure_groups", "query_map")
 
 
 class RunReads:
@@ -70,9 +70,6 @@ class RunReads:
         rows = self._get("position_means", "", lambda: self.store.position_means(self.run.run_id, self.run.depth))
         return [r for r in rows if r["rank"] <= k]
 
-    def failed_top1_counts(self) -> list[dict[str, Any]]:
-        return self._get("failed_top1_counts", "", lambda: self.store.failed_top1_counts(self.run.run_id))
-
     def latency_summary(self) -> list[dict[str, Any]]:
         return self._get("latency_summary", "", lambda: self.store.latency_summary(self.run.run_id))
 
@@ -108,7 +105,19 @@ class RunReads:
         # "/twins": rows kept before a declared reranker's row was named by its twin are read afresh.
         return self._get("reranker_rows", f"{metric}@{k}/{PROCEDURE}/twins", compute)
 
-    def failed_queries(self, strategy: str, compute: Callable[[], dict[str, list]]) -> dict[str, list]:
+    def failure_summary(self, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Why queries fail, counted per strategy (``failures.failure_summary``)."""
+        return self._get("failure_summary", "", compute)
+
+    def failure_table(self, strategy: str, compute: Callable[[], dict[str, list]]) -> dict[str, list]:
         """The failed-queries table of a strategy, as column name -> values
-        (``results.failed_queries``)."""
-        return self._get("failed_queries", strategy, compute)
+        (``failures.failure_table``)."""
+        return self._get("failure_table", strategy, compute)
+
+    def failure_groups(self, strategy: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The failed queries of a strategy in groups (``failures.failure_groups``)."""
+        return self._get("failure_groups", strategy, compute)
+
+    def query_map(self, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The run's queries on a 2-D map (``failures.query_map``)."""
+        return self._get("query_map", "", compute)

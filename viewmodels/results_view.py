@@ -57,7 +57,6 @@ class ResultsView:
     worst_queries: pd.DataFrame
     reranker_table: pd.DataFrame
     distribution: pd.DataFrame
-    failed_counts: pd.DataFrame
     significance: list[Sentence]
     recommendations: list[Sentence]
     latency: pd.DataFrame

@@ -60,14 +60,14 @@ def _typed(kind: str) -> tuple[str, dict]:
     return name, model.table_from_form(kind, values)
 
 
-def _save(kind: str, taken: dict[str, str]) -> None:
-    """Check and keep the form's strategy (an on_click callback, so the form can be cleared and the
-    new strategy picked in Strategies before the widgets are drawn)."""
+def _save(kind: str, taken: dict[str, str], collection: str | None) -> None:
+    """Check and keep the form's strategy, added for ``collection`` (an on_click callback, so the
+    form can be cleared and the new strategy picked in Strategies before the widgets are drawn)."""
     editing = st.session_state.get(f"{_PREFIX}_editing")
     try:
         name, table = _typed(kind)
         spec = model.check_declaration(name, table, exposed=app_exposed(), taken=taken)
-        model.save(get_store(), table, spec, replace=editing == spec.name)
+        model.save(get_store(), table, spec, replace=editing == spec.name, collection=collection)
     except SearchGradeError as exc:
         st.session_state[f"{_PREFIX}_result"] = ("error", exc.page_message)
         return
@@ -75,13 +75,15 @@ def _save(kind: str, taken: dict[str, str]) -> None:
     if isinstance(chosen, list) and spec.name not in chosen:
         st.session_state["evaluate_strategies"] = [*chosen, spec.name]
     _clear_form(kind)
+    where = f", offered for {collection} only (it searches that collection's ids)" if collection else ""
     st.session_state[f"{_PREFIX}_result"] = (
-        "success", f"Saved {spec.name}: it is in Strategies above, and `searchgrade evaluate --strategies "
+        "success", f"Saved {spec.name}: it is in Strategies above{where}, and `searchgrade evaluate --strategies "
         f"{spec.name}` runs it from the command line.")
 
 
-def add_your_search(offered: Declared, choice: Choice | None) -> None:
-    """The "Add your search" section of the Evaluate page."""
+def add_your_search(offered: Declared, choice: Choice | None, collection: str | None = None) -> None:
+    """The "Add your search" section of the Evaluate page; what is saved is added for ``collection``
+    (the collection picked above)."""
     st.session_state.setdefault(f"{_PREFIX}_editing", None)
     st.session_state.setdefault(f"{_PREFIX}_result", None)
     saved = model.saved(get_store())
@@ -99,7 +101,7 @@ def add_your_search(offered: Declared, choice: Choice | None) -> None:
             st.caption(plain(f"Hosts in loopback, link-local and private networks are refused unless the "
                              f"operator allows them ({ENV_ALLOWED_HOSTS}); a secret goes only to the host "
                              f"the operator bound it to ({ENV_SECRETS})."))
-        _form(offered, choice, editing)
+        _form(offered, choice, editing, collection)
         _result()
 
 
@@ -111,7 +113,8 @@ def _listing(saved: list[model.Saved], offered: Declared) -> None:
     for item in saved:
         left, edit, drop = st.columns([6, 1, 1])
         hidden = " · hidden: the strategies file declares this name" if item.name in offered.kinds else ""
-        left.markdown(f"**{plain(item.name)}** ({plain(item.kind)}) · added in the app{plain(hidden)}")
+        where = f" for {item.collection}" if item.collection else ""
+        left.markdown(f"**{plain(item.name)}** ({plain(item.kind)}) · added in the app{plain(where + hidden)}")
         if item.error:
             left.caption(public(f"No longer valid: {item.error}"))
         edit.button("Edit", key=f"{_PREFIX}_edit_{item.name}", on_click=_edit, args=(item,))
@@ -124,7 +127,7 @@ def _listing(saved: list[model.Saved], offered: Declared) -> None:
                                mime="application/toml", key=f"{_PREFIX}_download")
 
 
-def _form(offered: Declared, choice: Choice | None, editing: str | None) -> None:
+def _form(offered: Declared, choice: Choice | None, editing: str | None, collection: str | None) -> None:
     kinds = model.form_kinds()
     if st.session_state.get(f"{_PREFIX}_kind") not in kinds:
         st.session_state[f"{_PREFIX}_kind"] = kinds[0]
@@ -147,7 +150,7 @@ def _form(offered: Declared, choice: Choice | None, editing: str | None) -> None
     tested = left.button("Test", key=f"{_PREFIX}_test",
                          help="One sample query (the collection's first) through it, before saving")
     middle.button("Save changes" if editing else "Save", type="primary", key=f"{_PREFIX}_save",
-                  on_click=_save, args=(kind, taken))
+                  on_click=_save, args=(kind, taken, collection))
     if editing:
         right.button("Cancel", key=f"{_PREFIX}_cancel", on_click=_clear_form, args=(kind,))
     if tested:

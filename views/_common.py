@@ -7,10 +7,12 @@ import re
 
 import streamlit as st
 
+from searchgrade.engine import SearchGradeError
 from searchgrade.engine.paths import data_dir
 from searchgrade.engine.store import STOPPED_STATUSES, RunRecord, Store
 from searchgrade.server import jobs
 from searchgrade.server.deploy import is_exposed
+from searchgrade.server.outbound import check_llm_endpoint
 from searchgrade.viewmodels import compare as compare_model
 from searchgrade.viewmodels import drilldown as drilldown_model
 from searchgrade.viewmodels import evaluate as evaluate_model
@@ -78,11 +80,6 @@ def ideal_words(path: str, run_id: str, metric: str, k: int) -> str | None:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def failed_queries(path: str, run_id: str, strategy: str):
-    return results_model.failed_queries(store_for(path), run_id, strategy)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
 def query_choices(path: str, run_id: str):
     return drilldown_model.query_choices(store_for(path), run_id)
 
@@ -118,22 +115,33 @@ def query_set_choices(path: str, collection_name: str, runs_key: tuple[str, ...]
 
 
 def resume_controls(run: RunRecord, key: str) -> None:
-    """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable).
+    """A stopped run's "Resume this run" button (and, for an LLM run, its endpoint, editable); a
+    complete run's "Retry what failed" when strategies failed on queries.
 
     The run continues in the background worker; the page switches to Evaluate to show it.
     """
-    if run.status not in STOPPED_STATUSES:
+    retry = run.status == "complete" and bool(get_store().failed_query_counts(run.run_id))
+    if run.status not in STOPPED_STATUSES and not retry:
         return
     stored = (run.config.get("llm") or {}).get("base_url") or ""
-    st.caption("Resuming continues with the run's stored configuration: its queries are reused, "
+    st.caption("Retrying searches again only the queries the strategies above failed on, once their "
+               "servers are back; everything else the run did is kept." if retry else
+               "Resuming continues with the run's stored configuration: its queries are reused, "
                "completed LLM judgments come from the cache, and only the missing work is done.")
     base_url = stored
     if run.config.get("llm"):
+        # One field per run: an endpoint typed for one run is never the next one's.
         base_url = st.text_input("LLM endpoint base URL (change it if the server moved)", stored,
-                                 key=f"{key}_base_url").strip()
-    if st.button("Resume this run", type="primary", key=f"{key}_button"):
+                                 key=f"{key}_base_url_{run.run_id}").strip()
+    if st.button("Retry what failed" if retry else "Resume this run", type="primary", key=f"{key}_button"):
+        try:
+            # A new endpoint is typed in the browser: the outbound guard's, as on Evaluate.
+            endpoint = check_llm_endpoint(base_url, app_exposed()) if base_url and base_url != stored else None
+        except SearchGradeError as exc:
+            st.error(public(str(exc)))
+            return
         job, started = jobs.start_resume(run.run_id, get_store(), home(), label=run.collection_name,
-                                         base_url=base_url if base_url and base_url != stored else None)
+                                         endpoint=endpoint)
         if not started:
             st.toast("A run is already in progress: showing it instead of resuming this one.")
         st.session_state["evaluate_job_id"] = job.job_id
@@ -198,15 +206,10 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
 def public(text: str) -> str:
     """Text for the page with the server's folders (data directory, demo, collections root) hidden,
     made inert as ``plain`` does: a message names files as the user gave them, never a server path."""
-    from searchgrade.engine.paths import DEMO_DIR, collections_root
-    from searchgrade.viewmodels.collection_form import hide_server_paths
+    from searchgrade.engine.paths import collections_root
+    from searchgrade.viewmodels.collection_form import without_server_paths
 
-    root = collections_root()
-    folders = {home(): "the data folder", str(data_dir()): "the data folder", str(DEMO_DIR): "demo"}
-    if root is not None:
-        folders[str(root)] = ""
-        folders[str(root.resolve())] = ""
-    return plain(hide_server_paths(text, folders))
+    return plain(without_server_paths(text, data_dir(), collections_root()))
 
 
 def plain(text: str) -> str:

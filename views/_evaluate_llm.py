@@ -97,7 +97,24 @@ def llm_options(mode: str, overview: CollectionOverview) -> dict[str, Any]:
         fields["concurrency"] = int(st.number_input("LLM requests in flight", 1, 64, 4,
                                                     key="evaluate_llm_concurrency"))
         fields["judge"] = _judge_prompt()
+        fields.update(_panel())
     return fields
+
+
+def _panel() -> dict[str, Any]:
+    """A panel of judges and their prices, as --judge-models and --judge-price take them."""
+    left, right = st.columns(2)
+    models = left.text_input(
+        "Judges (optional): a panel, each grading every result", key="evaluate_judge_models",
+        placeholder="gpt-4o-mini, qwen2.5@http://gpu:8000/v1",
+        help="Model names on the endpoint above, or NAME@URL on another OpenAI-compatible endpoint "
+        "(held to the same policy as the endpoint). Each judge's grades and calls are kept; Results' "
+        "\"Can I trust the judge?\" says which decides as people do, for the least money. Empty: the model above")
+    prices = right.text_input(
+        "Judge prices (optional), US dollars per million tokens", key="evaluate_judge_prices",
+        placeholder="gpt-4o-mini=0.15, qwen2.5=0", help="MODEL=PRICE for each judge, prompt and completion alike")
+    return {"judge_models": tuple(m.strip() for m in models.split(",") if m.strip()),
+            "judge_prices": tuple(p.strip() for p in prices.split(",") if p.strip())}
 
 
 def _judge_prompt() -> Any:

@@ -39,10 +39,15 @@ def _ci(low: float | None, high: float | None) -> str:
     return "" if low is None or pd.isna(low) else f"{low:.3f} to {high:.3f}"
 
 
-def trust_section(run: RunRecord, metric: str, k: int) -> None:
+def trust_section(run: RunRecord, metric: str, k: int, *, heading: bool = True) -> None:
+    """The judge against people's ratings and the judge-corrected figures; under "Can I trust the
+    judge?" (views/_judges.py) without a heading of its own."""
     if not trust_model.has_judge_grades(run):
         return
-    st.subheader("How far to trust the judge")
+    if heading:
+        st.subheader("How far to trust the judge")
+    else:
+        st.markdown("**The judge against people's ratings, and the figures it corrects**")
     store = store_for(home())
     version = str(store.latest_label_time(run.collection_name))
     panel = trust_panel(home(), run.run_id, metric, k, version)

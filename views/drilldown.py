@@ -65,6 +65,9 @@ if detail.source is not None:
              f"{label(s)}: not retrieved" for s, rank in detail.source_ranks.items()]
     if found:
         st.caption(plain("Source document found by " + " · ".join(found)))
+for failure in detail.failures:
+    st.warning(plain(f"Fails on {failure['Strategy']}: {failure['Kind'].lower()}. Cause: {failure['Cause'].lower()}: "
+                     f"{failure['Evidence']}."), icon=":material/report:")
 if not detail.relevant.empty:
     missed = int((detail.relevant["Retrieved by"] == "none").sum())
     st.markdown("**Known relevant documents** and the rank at which each strategy found them"

@@ -16,7 +16,7 @@ from searchgrade.engine.run.request import RunRequest
 from searchgrade.engine.run.request import run_config as build_run_config
 from searchgrade.engine.run.strategies import label as strategy_label
 from searchgrade.server import jobs
-from searchgrade.server.outbound import check_llm_endpoint
+from searchgrade.server.outbound import check_judge_endpoints, check_llm_endpoint
 from searchgrade.viewmodels.collection_form import Choice
 from searchgrade.viewmodels.declared import Declared, declared_strategies, test_strategy
 from searchgrade.viewmodels.evaluate import (
@@ -42,6 +42,7 @@ from searchgrade.views._common import (
     resume_controls,
 )
 from searchgrade.views._evaluate_llm import llm_endpoint, llm_options
+from searchgrade.views._failures import failed_strategies
 from searchgrade.views._index_settings import index_options
 from searchgrade.views._query_log import query_log_section
 
@@ -120,6 +121,8 @@ def _show_job(job_id: str) -> None:
         done = (f"Reranker {job.reranker} trained from run {run.name}" if job.kind == "train"
                 else f"Run complete: {run.name}")
         st.success(plain(f"{done} ({job.elapsed_s:.0f} s)"))
+        if job.kind != "train":
+            failed_strategies(run)
         _stage_table(job)
     else:
         show = st.warning if job.state == "cancelled" else st.error
@@ -168,7 +171,7 @@ def _form() -> None:
         return
     uses_llm = mode in ("llm", "qrels_llm")
 
-    offered = declared_strategies()
+    offered = declared_strategies(collection=overview.name)
     if offered.error:
         st.error(plain(f"Strategies file {offered.path}: {offered.error}"))
     st.session_state.setdefault("evaluate_reranker", index_defaults()["reranker_model"])
@@ -183,7 +186,7 @@ def _form() -> None:
                           f"{rerank_problem}."))
     elif rerank_problem and reranked_names:
         st.caption(public(f"Reranked strategies are not preselected: {rerank_problem}."))
-    add_your_search(offered, choice)
+    add_your_search(offered, choice, overview.name)
     if offered.kinds:
         _declared_panel(offered, choice)
     one, two, three, four = st.columns(4)
@@ -211,12 +214,17 @@ def _form() -> None:
         """The run the form describes, checked as every surface's request is (raises SearchGradeError)."""
         if isinstance(llm_fields.get("judge"), SearchGradeError):
             raise llm_fields["judge"]  # a bad prompt file: nothing starts
+        llm: dict = {}
         if uses_llm:
-            # An endpoint typed in the browser is held to the outbound policy before anything runs.
-            check_llm_endpoint(base_url or None, app_exposed())
+            # An endpoint typed in the browser is held to the outbound policy before anything runs,
+            # and keeps where it was typed: every connection to it goes through the policy; a
+            # panel's judges' own endpoints (NAME@URL) too.
+            endpoint = check_llm_endpoint(base_url or None, app_exposed())
+            judges_declared_in = check_judge_endpoints(llm_fields.get("judge_models", ()), app_exposed())
+            llm = {"model": model, "base_url": base_url, "endpoint_declared_in": endpoint.declared_in,
+                   "judges_declared_in": judges_declared_in, **llm_fields}
         traffic = dict(log_options)
         by_clicks = traffic.pop("mode", None) == "clicks" or mode == "clicks"
-        llm = {"model": model, "base_url": base_url, **llm_fields} if uses_llm else {}
         if traffic.get("query_set") or llm.get("queries_from"):
             llm.update(docs=None, queries_per_doc=None, keyword_per_doc=None, min_doc_words=None)  # none generated
         request = RunRequest(
@@ -299,8 +307,15 @@ def _strategy_picker(offered: Declared, not_preselected: list[str]) -> list[str]
         kept = st.session_state.get(kept_key)
         st.session_state[key] = (list(kept) if kept is not None
                                  else [n for n in offered.names if n not in not_preselected])
+    gone = [n for n in st.session_state[key] if n not in offered.names and n in offered.elsewhere]
     st.session_state[key] = [n for n in st.session_state[key] if n in offered.names]
+    if gone:
+        st.session_state[f"{kept_key}_gone"] = {n: offered.elsewhere[n] for n in gone}
     strategies = st.multiselect("Strategies", offered.names, format_func=strategy_label, key=key)
+    for name, where in (st.session_state.get(f"{kept_key}_gone") or {}).items():
+        if name not in offered.names:
+            st.caption(plain(f"{name} was added for the collection {where} and is offered only there (it "
+                             "searches that collection's ids): unselected here."))
     st.session_state[kept_key] = list(strategies)
     return strategies
 

@@ -26,7 +26,6 @@ from searchgrade.viewmodels.runs import settings_words
 from searchgrade.views._colors import strategy_colors
 from searchgrade.views._common import (
     chart_text,
-    failed_queries,
     get_store,
     glossary,
     home,
@@ -39,14 +38,15 @@ from searchgrade.views._common import (
     run_choices,
     running_controls,
 )
+from searchgrade.views._failures import failures_section
 from searchgrade.views._holes import results_holes
-from searchgrade.views._rating import rate_failed_results, rescore_controls
+from searchgrade.views._judges import judges_section
+from searchgrade.views._rating import rescore_controls
 from searchgrade.views._reranker import train_section
 from searchgrade.views._result_overlap import overlap_table, search_problems
 from searchgrade.views._slices import query_slices_section
 from searchgrade.views._suite_actions import suite_actions
 from searchgrade.views._traffic import traffic_section
-from searchgrade.views._trust import trust_section
 from searchgrade.views._tune import tune_section
 from searchgrade.views._variants import quality_cost_section
 
@@ -297,7 +297,7 @@ if panel is not None:
             matrix_col.caption("Pairs per judge grade (rows) and human grade (columns)")
             matrix_col.dataframe(agreement.confusion, key="results_confusion")
 
-trust_section(run, metric, k)
+judges_section(run, metric, k, "results")
 query_slices_section(run, metric, k)
 traffic_section(run, metric, k)
 
@@ -314,30 +314,7 @@ best.dataframe(view.best_queries, hide_index=True, column_config=query_config, k
 worst.markdown("**Worst**")
 worst.dataframe(view.worst_queries, hide_index=True, column_config=query_config, key="results_worst")
 
-st.subheader("Failed queries: top-1 result graded 0")
-st.caption("Unjudged results count as 0, as in the metrics. Each cell is a strategy's top-1 result "
-           "as [grade] title (doc id); a top 1 whose judgment failed shows [judge failed] and does "
-           "not make its query a failed one.")
-counts = view.failed_counts
-shown = counts.drop(columns="strategy").rename(
-    columns={"failed": "Failed queries", "unjudged": "Top-1 unjudged", "judge_failed": "Top-1 judge failed",
-             "n": "Queries"})
-if not counts["judge_failed"].any():
-    shown = shown.drop(columns="Top-1 judge failed")
-st.dataframe(shown, hide_index=True)
-strategies = counts["strategy"].tolist()
-if strategies:
-    default = head.strategy if head and head.strategy in strategies else strategies[0]
-    if st.session_state.get("results_failed_strategy") not in strategies:
-        st.session_state["results_failed_strategy"] = default
-    strategy = st.selectbox("Failed on", strategies, format_func=strategy_label,
-                            key="results_failed_strategy")
-    failed = failed_queries(home(), run_id, strategy)
-    st.markdown(f"**{len(failed)} quer{'y' if len(failed) == 1 else 'ies'}** whose top-1 result from "
-                f"{plain(strategy_label(strategy))} is graded 0")
-    st.dataframe(failed, hide_index=True, key="results_failed_table")
-    with st.expander("Rate these results"):
-        rate_failed_results(run, strategy)
+failures_section(run)
 
 with st.expander("Latency per query"):
     st.dataframe(view.latency.drop(columns="strategy"), hide_index=True,

@@ -6,11 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
+from searchgrade.viewmodels import judges as judges_model
 from searchgrade.viewmodels import review as review_model
 from searchgrade.viewmodels.common import is_llm_run
 from searchgrade.viewmodels.rating import rating_scale, save_rating
 from searchgrade.views._common import get_store, pick_run, plain, run_choices
 from searchgrade.views._holes import fill_holes_summary
+from searchgrade.views._judges import judges_section
 from searchgrade.views._rating import ask_rater, rate_buttons, show_document
 
 st.session_state.setdefault("review_include_skipped", False)
@@ -30,6 +32,9 @@ run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
 title.title("Review the judge" if is_llm_run(run) else "Review: rate the results")
+if judges_model.has_judges(run):
+    with st.expander("Can I trust the judge? Its decisions, stability and agreement with people's ratings"):
+        judges_section(run, "dcg", min(run.k, run.depth), "review")
 modes, why_not = review_model.available_modes(run)
 if why_not:
     st.info(plain(f"This run cannot be reviewed: {why_not}. {review_model.NEEDS}"))

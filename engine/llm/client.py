@@ -6,7 +6,8 @@ with ``max_retries=0``), so that every HTTP request sent is counted: the calls a
 the requests the server got. Transient errors are retried after a wait (engine/llm/retries.py); a
 reply that is not valid JSON for its schema (engine/llm/replies.py) is retried with a short
 correction turn, then returned as a failure. 401, 403 and 404 stop everything (they will not get
-better). The API key is never stored in settings, logged or put in a message, and is sent only to
+better), and so does an endpoint that refuses ``REFUSALS_TO_STOP`` connections in a row (no server
+listening: retrying each item would spend its whole backoff on every one). The API key is never stored in settings, logged or put in a message, and is sent only to
 an endpoint the operator chose (engine/llm/key_policy.py): any other endpoint gets no key.
 """
 
@@ -24,9 +25,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from searchgrade.core.outbound import OutboundRefused, policy_for
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.llm.accounting import Usage
-from searchgrade.engine.llm.env import env_api_key
+from searchgrade.engine.llm.env import HOSTED_URL, env_api_key
 from searchgrade.engine.llm.key_policy import (
     api_key_for,
     key_allowed,
@@ -53,9 +55,20 @@ class _GaveUp(Exception):  # noqa: N818 - control flow inside the client
     """Retries exhausted on transient errors."""
 
 
+#: Connections refused in a row (over every thread of a client) after which the endpoint counts as
+#: down and the stage stops, instead of each item spending its retries and their waits.
+REFUSALS_TO_STOP = 3
+
 #: Fields of a GET /models entry that change between calls (llama.cpp's "created" is the time of
 #: the request; vLLM's permission entries carry fresh ids).
 _VOLATILE_MODEL_FIELDS = {"created", "object", "permission", "permissions"}
+
+
+def _httpx_of(openai: Any) -> Any:
+    """The httpx module the openai package builds its clients with (httpx, or httpx2)."""
+    import importlib
+
+    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
 
 
 class LLMClient:
@@ -69,6 +82,8 @@ class LLMClient:
         client: Anything with ``chat.completions.create(**kwargs)`` (a stub in tests); None builds
             an ``openai.OpenAI`` with ``max_retries=0``.
         sleep: Called with the seconds to wait between retries (tests pass a recorder).
+        usage: Where the calls are counted; None: a new ``Usage`` of its own (a panel's judges
+            share the run's, each under its own stage).
     """
 
     def __init__(
@@ -78,10 +93,11 @@ class LLMClient:
         api_key: str | None = None,
         client: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        usage: Usage | None = None,
     ) -> None:
         settings.validate()
         self.settings = settings
-        self.usage = Usage()
+        self.usage = usage if usage is not None else Usage()
         self.rejected_modes: list[str] = []
         self._sleep = sleep
         self._random = random.Random()
@@ -90,6 +106,10 @@ class LLMClient:
         self._adaptations: dict[str, bool] = {}
         self._identity: str | None = None
         self._identity_lock = threading.Lock()
+        self._refused = 0
+        self._refused_lock = threading.Lock()
+        #: Why the endpoint counts as down (``_refused_once``): no request is sent after it.
+        self._down: str | None = None
         url = settings.resolved_base_url()
         #: The operator chose this endpoint (engine/llm/key_policy.py), or passed the key explicitly.
         self.trusted_endpoint = api_key is not None or key_allowed(url)
@@ -120,11 +140,16 @@ class LLMClient:
         if not self.trusted_endpoint:
             # The openai package also sends credentials of its own from the environment
             # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): none of it leaves for an
-            # endpoint the operator did not choose.
-            # Nor does it follow a redirect: the page checked the typed endpoint's address
-            # (server/outbound.py), and a redirect would lead elsewhere unchecked.
-            extra["http_client"] = openai.DefaultHttpxClient(
-                event_hooks={"request": [strip_credentials]}, follow_redirects=False)
+            # endpoint the operator did not choose. Nor does it follow a redirect.
+            http: dict[str, Any] = {"event_hooks": {"request": [strip_credentials]}, "follow_redirects": False}
+            policy = policy_for(self.settings.declared_in)
+            if policy is not None:
+                # Typed in the browser: the URL is checked now (one line before any request), and
+                # every connection goes to an address the policy checked (a name that resolves
+                # elsewhere later is refused too), with no proxy or .netrc from the environment.
+                policy.check_url(base_url or HOSTED_URL, "LLM endpoint base URL")
+                http.update(transport=policy.httpx_transport(_httpx_of(openai)), trust_env=False)
+            extra["http_client"] = openai.DefaultHttpxClient(**http)
         return openai.OpenAI(
             api_key=key, base_url=base_url, max_retries=0, timeout=self.settings.timeout_s, **extra
         )
@@ -270,6 +295,8 @@ class LLMClient:
         kwargs = self._request_kwargs(mode, messages, schema, schema_name, seed, temperature)
         error = ""
         for attempt in range(self.settings.max_retries + 1):
+            if self._down is not None:
+                raise SearchGradeError(self._down)
             self.usage.add(stage, requests=1)
             t0 = time.perf_counter()
             wait_s: float | None = None
@@ -278,10 +305,18 @@ class LLMClient:
                     t0 = time.perf_counter()  # the wait for a permit is not the endpoint's latency
                     response = self._client.chat.completions.create(**kwargs)
             except openai.APITimeoutError:
+                self._answered()
                 error = f"timed out after {self.settings.timeout_s:g} s"
             except openai.APIConnectionError as exc:
+                if isinstance(exc.__cause__, OutboundRefused):  # no retry mends a refused address
+                    raise SearchGradeError(str(exc.__cause__)) from None
                 error = f"connection error: {self._scrub(str(exc))}"
+                if _cannot_connect(exc):
+                    self._refused_once(error)
+                else:
+                    self._answered()
             except openai.APIStatusError as exc:
+                self._answered()
                 status = exc.status_code
                 detail = self._scrub(_one_line(exc))
                 adapted = self._adapt(kwargs, status, detail)
@@ -302,6 +337,7 @@ class LLMClient:
                 error = f"HTTP {status}: {detail}"
                 wait_s = retry_after_seconds(exc.response.headers)
             else:
+                self._answered()
                 usage = getattr(response, "usage", None)
                 self.usage.add(
                     stage,
@@ -322,6 +358,23 @@ class LLMClient:
                                          self._random)
             self._sleep(min(wait_s, self.settings.max_retry_after_s))
         raise _GaveUp(f"{error} (gave up after {self.settings.max_retries + 1} requests)")
+
+    def _answered(self) -> None:
+        """The endpoint answered (or is there but slow): refusals in a row start again at 0."""
+        with self._refused_lock:
+            self._refused = 0
+
+    def _refused_once(self, error: str) -> None:
+        """Count a refused connection; the ``REFUSALS_TO_STOP``-th in a row stops the stage."""
+        with self._refused_lock:
+            self._refused += 1
+            if self._refused >= REFUSALS_TO_STOP and self._down is None:
+                self._down = (
+                    f"the LLM endpoint {self.settings.resolved_base_url() or 'api.openai.com'} refused "
+                    f"{REFUSALS_TO_STOP} connections in a row ({error}): is the server running? Start it, "
+                    "or point --base-url (OPENAI_BASE_URL) at one, then resume the run")
+        if self._down is not None:
+            raise SearchGradeError(self._down) from None
 
     def _adapt(self, kwargs: dict[str, Any], status: int, detail: str) -> bool:
         """Adjust to a 400 about a parameter some models refuse; True if the request changed.
@@ -358,7 +411,8 @@ class LLMClient:
         }
         if self._adaptations.get("max_completion_tokens"):
             kwargs["max_completion_tokens"] = kwargs.pop("max_tokens")
-        if self._adaptations.get("omit_temperature"):
+        if self._adaptations.get("omit_temperature") or kwargs["temperature"] is None:
+            # None: the endpoint's own sampling settings (a judge's repeats measure it as deployed).
             del kwargs["temperature"]
         if seed is not None:
             kwargs["seed"] = seed
@@ -391,6 +445,17 @@ class LLMClient:
                     yield index, future.result()
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _cannot_connect(exc: BaseException) -> bool:
+    """The request reached no server: the connection was refused, or no address answered (httpx's
+    ConnectError, under whichever httpx the openai package ships), not a reply cut short."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or any(c.__name__ == "ConnectError" for c in type(seen).__mro__):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _one_line(exc: Exception) -> str:

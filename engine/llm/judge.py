@@ -70,6 +70,12 @@ def judge_key(query_text: str, content: str, identity: str, prompt_version: str,
     return cache_key(CACHE_KIND, query_text, content, identity, prompt_version, max_doc_chars)
 
 
+def judge_messages(prompt: Prompt, query_text: str, content: str, settings: JudgeSettings) -> list[dict[str, str]]:
+    """The chat messages asking for one pair's grade: the pair as data, tags defanged, the
+    document cut to ``settings.max_doc_chars``."""
+    return prompt.messages(query=neutralise_tags(query_text), document=neutralise_tags(content[: settings.max_doc_chars]))
+
+
 def judge_pairs(
     pairs: Sequence[tuple[Query, Document]],
     client: LLMClient,
@@ -78,6 +84,7 @@ def judge_pairs(
     *,
     progress: Callable[[str, int, int], None] | None = None,
     on_flush: Callable[[], None] | None = None,
+    stage: str = STAGE,
 ) -> JudgeResult:
     """Grade (query, document) pairs, each unique one once.
 
@@ -89,6 +96,7 @@ def judge_pairs(
         settings: Prompt and batching (defaults if None).
         progress: Called as progress("judge", done, total) over unique pairs.
         on_flush: Called after each batch of grades is written to the cache.
+        stage: The accounting stage of the calls and the progress (a panel's judge: "judge:NAME").
     """
 
     settings = settings or JudgeSettings()
@@ -110,24 +118,21 @@ def judge_pairs(
 
     verdicts: dict[str, dict[str, Any]] = cache.get_many(CACHE_KIND, list(to_judge))
     result = JudgeResult([], model, prompt.version, cache_hits=len(verdicts))
-    client.usage.add(STAGE, cache_hits=len(verdicts))
+    client.usage.add(stage, cache_hits=len(verdicts))
     todo = [key for key in to_judge if key not in verdicts]
     result.judged = len(todo)
     schema = judge_schema()
 
     def judge_one(key: str):
         query_text, content = to_judge[key]
-        messages = prompt.messages(
-            query=neutralise_tags(query_text),
-            document=neutralise_tags(content[: settings.max_doc_chars]),
-        )
-        return client.complete(STAGE, messages, JudgeReply, schema, schema_name="judgment")
+        return client.complete(stage, judge_messages(prompt, query_text, content, settings), JudgeReply, schema,
+                               schema_name="judgment")
 
     errors: dict[str, str] = {}
     writer = CacheWriter(cache, CACHE_KIND, every=settings.flush_every,
                          interval_s=settings.flush_interval_s, on_flush=on_flush)
     done = len(to_judge) - len(todo)
-    report(STAGE, done, len(to_judge))
+    report(stage, done, len(to_judge))
     try:
         for index, reply in client.map(judge_one, todo):
             key = todo[index]
@@ -138,7 +143,7 @@ def judge_pairs(
                 verdicts[key] = verdict
                 writer.add(CacheEntry(key, model, prompt.version, verdict))
             done += 1
-            report(STAGE, done, len(to_judge))
+            report(stage, done, len(to_judge))
     finally:
         writer.flush()
 

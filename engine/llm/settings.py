@@ -29,10 +29,15 @@ class LLMSettings:
     max_backoff_s: float = 30.0
     #: A longer Retry-After is cut to this.
     max_retry_after_s: float = 120.0
-    temperature: float = 0.0
+    #: None: no temperature is sent, the endpoint samples as it is set up to.
+    temperature: float | None = 0.0
     max_tokens: int = 400
     #: Force one of OUTPUT_MODES instead of negotiating.
     output_mode: str | None = None
+    #: Where ``base_url`` was typed: "" for the operator's (the command line, the environment),
+    #: "app" or "exposed app" for a URL typed in the browser, whose every connection then goes
+    #: through core/outbound.py's policy wherever the run goes on (a resume, a suite, tuning).
+    declared_in: str = ""
 
     def validate(self) -> None:
         if not self.model:
@@ -63,6 +68,8 @@ class LLMSettings:
                 host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
                 url = urlunsplit(parts._replace(netloc=host))
         d["base_url"] = url
+        if not self.declared_in:
+            del d["declared_in"]  # the operator's endpoint: stored as before the field existed
         return d
 
 

@@ -20,14 +20,13 @@ from typing import Any
 from searchgrade.core.records import Query, SearchGradeError
 from searchgrade.engine.ray.session import RaySession, import_ray, worker_error
 from searchgrade.indexes.base import QueryBatch
-from searchgrade.indexes.executor import CHUNK_SIZE, Execution, Executor, chunk_bounds
+from searchgrade.indexes.executor import CHUNK_SIZE, Check, Execution, Executor, chunk_bounds
 from searchgrade.indexes.settings import IndexSettings
 
 #: Seconds the search actors have to be placed on the cluster (each needs a free CPU).
 PLACE_TIMEOUT_S = 120.0
 
 Progress = Callable[[str, int, int], None]
-Check = Callable[[Execution], None]
 
 
 @dataclass(frozen=True)
@@ -107,8 +106,8 @@ class SearchWorker:
             self.context.bind_queries(spec.queries)
 
     def run_chunk(self, strategies: Sequence[str], k: int, ids: Sequence[str],
-                  texts: Sequence[str]) -> Execution:
-        return Executor(self.nodes, strategies, k).run_chunk(QueryBatch(list(ids), list(texts)))
+                  texts: Sequence[str], stopped: Mapping[str, str] | None = None) -> Execution:
+        return Executor(self.nodes, strategies, k).run_chunk(QueryBatch(list(ids), list(texts)), stopped)
 
     def counters(self) -> dict[str, Any]:
         """The cross-encoder's shared scores: pairs scored and reused; a trained reranker's record."""
@@ -181,7 +180,7 @@ class RaySearch:
         def submit(i: int, worker: Any) -> Any:
             start, stop = bounds[i]
             return worker.run_chunk.remote(todo, self.k, list(batch.ids[start:stop]),
-                                           list(batch.texts[start:stop]))
+                                           list(batch.texts[start:stop]), dict(total.stopped))
 
         try:
             # The first chunk (one query) alone, so a check can stop the run before the rest.
@@ -199,8 +198,8 @@ class RaySearch:
                 total.extend(execution)
                 self.chunks += 1
                 done_chunks += 1
-                if check is not None:
-                    check(total)
+                if check is not None:  # a strategy it stops is not asked in the chunks sent after
+                    total.stopped.update(check(total) or {})
                 if progress is not None:
                     progress("search", bounds[done_chunks - 1][1], len(batch))
         except ray.exceptions.RayError as exc:

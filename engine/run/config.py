@@ -66,6 +66,16 @@ class RunConfig:
     queries_from: str | None = None
     #: Mode "qrels" with llm: also judge the retrieved pairs the qrels miss, and use those grades.
     judge_unjudged: bool = False
+    #: A panel of judges (engine/judges/spec.py): each ``NAME`` (a model on the run's endpoint) or
+    #: ``NAME@URL`` judges every retrieved pair; the panel's grade is the run's judge grade.
+    judges: tuple[str, ...] = ()
+    #: Judge name -> US dollars per million tokens (prompt and completion alike).
+    judge_prices: dict[str, float] = field(default_factory=dict)
+    #: How the panel's grades become one: "median" (the lower median) or "mean" (rounded).
+    judge_aggregate: str = "median"
+    #: Judge name -> where its own endpoint was typed ("app" / "exposed app": every connection to
+    #: it goes through the outbound policy, as ``LLMSettings.declared_in``); absent: the operator's.
+    judges_declared_in: dict[str, str] = field(default_factory=dict)
     #: How the collection was loaded (id_field, title_field, text_field), so a resume loads it alike.
     collection_fields: dict[str, str] = field(default_factory=dict)
     #: Strategies declared in a strategies file: name -> declaration as written (``env:`` values
@@ -83,6 +93,9 @@ class RunConfig:
     #: Rerankers declared in the strategies file (``[reranker.NAME]``): name -> declaration as
     #: written; ``X_NAME`` strategies of ``strategies`` rerank X with them.
     rerankers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The first strategy failure fails the run (``evaluate --strict``: all or nothing, for CI);
+    #: otherwise a strategy fails alone and the run completes with it recorded as failed.
+    strict: bool = False
     #: Sweeps (``[sweep.NAME]``, ``--sweep FILE``): name -> the grid (indexes/variants/sweep.py Sweep);
     #: its variants are in ``declared`` and ``strategies``, compared with its reference.
     sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -156,6 +169,7 @@ class RunConfig:
             )
         if self.queries_from is not None and self.mode != "llm":
             raise SearchGradeError("--queries-from goes with --llm (it reuses generated queries)")
+        self._validate_judges()
         if self.judge_unjudged and (self.mode != "qrels" or self.llm is None):
             raise SearchGradeError("--judge-unjudged goes with --qrels --llm (human grades first, "
                                    "the judge for the rest)")
@@ -176,6 +190,29 @@ class RunConfig:
         if self.querygen is not None:
             self.querygen.validate()
         self._validate_traffic()
+
+    def judge_specs(self) -> tuple[Any, ...]:
+        """The panel's judges (engine.judges.spec.JudgeSpec), parsed; () for one judge or none."""
+        from searchgrade.engine.judges.spec import parse_judge_models
+
+        return parse_judge_models(list(self.judges)) if self.judges else ()
+
+    def _validate_judges(self) -> None:
+        from searchgrade.engine.judges.spec import AGGREGATES
+
+        if not self.judges:
+            if self.judge_prices:
+                raise SearchGradeError("--judge-price goes with --judge-models (it prices a judge of the panel)")
+            return
+        if self.llm is None or self.mode not in ("qrels", "llm"):
+            raise SearchGradeError("--judge-models goes with --qrels --llm (the judges measured against human "
+                                   "labels) or --llm (the panel grades)")
+        specs = self.judge_specs()
+        unknown = sorted(set(self.judge_prices) - {s.name for s in specs})
+        if unknown:
+            raise SearchGradeError(f"--judge-price names {', '.join(unknown)}, not a judge of --judge-models")
+        if self.judge_aggregate not in AGGREGATES:
+            raise SearchGradeError(f"--judge-aggregate {self.judge_aggregate!r} is not one of {', '.join(AGGREGATES)}")
 
     def _validate_traffic(self) -> None:
         """The query-set and click options fit the mode (engine/run/query_set.py, engine/run/clicks.py)."""
@@ -209,6 +246,7 @@ class RunConfig:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["strategies"] = list(self.strategies)
+        d["judges"] = list(self.judges)
         d["index"] = asdict(self.index) if self.index is not None else None
         # The API key is no field of LLMSettings; to_json also drops credentials in the URL.
         d["llm"] = self.llm.to_json() if self.llm is not None else None
@@ -226,6 +264,9 @@ class RunConfig:
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in d.items() if k in known}
         values["strategies"] = tuple(values.get("strategies") or known_strategies())
+        values["judges"] = tuple(values.get("judges") or ())
+        values["judge_prices"] = dict(values.get("judge_prices") or {})
+        values["judges_declared_in"] = dict(values.get("judges_declared_in") or {})
         nested = {"index": IndexSettings, "llm": LLMSettings, "querygen": QueryGenSettings,
                   "judge": JudgeSettings}
         for key, settings_cls in nested.items():

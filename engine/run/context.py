@@ -59,6 +59,8 @@ class RunContext:
     runner: StageRunner = field(default_factory=LocalRunner)
     #: (strategy, query id) -> results a stopped run already stored (a resume keeps them).
     stored_hits: dict[tuple[str, str], SearchHits] = field(default_factory=dict)
+    #: A panel's per-judge grades (engine/judges/panel.py), stored with the run's grades.
+    judge_rows: list[tuple[Any, ...]] = field(default_factory=list)
     #: The collection's documents by id.
     docs_by_id: dict[str, Document] = field(init=False)
 

@@ -22,8 +22,11 @@ from searchgrade.engine.run.scoring import per_query_metrics, source_found_metri
 if TYPE_CHECKING:
     from searchgrade.engine.store import RunRecord, Store
 
-#: What a derived run copies from its parent, as it is.
-COPIED = ("queries", "results", "failed_queries", "documents", "query_overlap")
+#: What a derived run copies from its parent, as it is (each judge's grades of a panel included: a
+#: re-scored run is measured as its parent was; the query vectors and the exact search of failed
+#: queries too: why queries fail reads them, engine/failures/).
+COPIED = ("queries", "results", "failed_queries", "documents", "query_overlap", "judge_grades", "query_vectors",
+          "exact_search")
 
 
 def judgments_of(grades: Iterable[Grade]) -> tuple[dict[str, dict[str, int]], dict[str, set[str]]]:

@@ -10,7 +10,7 @@ No index is built, nothing is searched and no prompt is sent. The numbers:
   searching, so this is an upper bound: queries x min(strategies x depth, corpus size) (+1 for the
   source); strategies that agree on documents make far fewer. With ``--qrels --llm`` the judge
   sees only the retrieved pairs the qrels grade (at most their number), and everything retrieved
-  with ``--judge-unjudged``.
+  with ``--judge-unjudged``; a panel (``--judge-models``) sees everything retrieved, once per judge.
 - Cached: with a run store, replies already cached for this model and endpoint are not counted
   as calls; finding them asks the endpoint ``GET /models`` (the cache's model fingerprint), the
   only request a dry run makes.
@@ -188,10 +188,16 @@ def estimate_cost(collection: Collection, config: RunConfig, store: Any | None =
             hits = cache.get_many(JUDGE_KIND, list(set(keys.values())))
             cached_pairs = sum(key in hits for key in keys.values())
             graded = {q: [d for d in ds if keys[(q, d)] not in hits] for q, ds in graded.items()}
-        if config.judge_unjudged:
+        if config.judge_unjudged or config.judges:
             bound = n_queries * per_query
         else:
             bound = sum(min(len(graded[q.query_id]), per_query) for q in queries)
+    if config.judges:
+        # A panel: each judge grades every retrieved pair, each with its own cache.
+        judges = len(config.judge_specs())
+        bound, cached_pairs = bound * judges, 0
+        notes.append(f"a panel of {judges} judges: each grades every retrieved pair (at most {bound // judges:,} "
+                     "each); replies a judge has cached are not counted here")
     judge = _judge(collection, queries, judge_settings, bound, cached_pairs, rng)
     return CostEstimate(generation, judge, n_queries, notes, _rerank(collection, config, queries, n_queries, rng))
 

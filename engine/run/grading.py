@@ -6,6 +6,9 @@
 - Mode ``qrels`` with the judge: human grades win; the judge grades the retrieved pairs the humans
   graded (judge-vs-human agreement, ``stats["agreement"]``) and, with ``judge_unjudged``, the
   retrieved pairs the qrels miss (label source "human+llm").
+- A panel (``judges``, ``--judge-models``): each judge grades every retrieved pair (qrels mode too:
+  its decisions are measured against people's, engine/judges/), the panel's grade standing where
+  one judge's would; each judge's grades are stored per pair (``judge_grades``).
 
 A failed judgment (grade None) is never a grade: it is recorded, counted in
 ``stats["llm"]["judge_failures"]``, and the metrics count it as engine/run/scoring.py says. Generated
@@ -179,7 +182,13 @@ def unique_pairs(
 
 def judge(ctx: RunContext, client: LLMClient, usage: UsageSink,
           pairs: list[tuple[Query, Document]]) -> list[Grade]:
-    """Judge pairs (cached), record the counts in the run's stats; raise if every call failed."""
+    """Judge pairs (cached), record the counts in the run's stats; raise if every call failed.
+
+    With a panel (``--judge-models``), each judge grades every pair (engine/judges/panel.py), each
+    judge's grades are kept for the store (``ctx.judge_rows``) and the panel's grade is returned.
+    """
+    if ctx.config.judges:
+        return judge_with_panel(ctx, usage, pairs)
     result = judge_pairs(pairs, client, StoreCache(ctx.store), ctx.config.judge,
                          progress=usage.report, on_flush=usage.flush)
     usage.flush()
@@ -190,11 +199,40 @@ def judge(ctx: RunContext, client: LLMClient, usage: UsageSink,
         "output_mode": client.output_mode,
     }
     ctx.store.update_run(ctx.run_id, stats=ctx.stats)
-    if result.grades and result.failures == len(result.grades):
-        first = next(g.reason for g in result.grades if g.grade is None)
-        raise SearchGradeError(
-            f"the judge failed on all {result.failures} pairs ({first}); check --model and the endpoint"
-        )
+    _stop_when_all_failed(result.grades, "the judge", "check --model and the endpoint")
+    return result.grades
+
+
+def _stop_when_all_failed(grades: Sequence[Grade], who: str, fix: str) -> None:
+    failures = sum(g.grade is None for g in grades)
+    if grades and failures == len(grades):
+        first = next(g.reason for g in grades if g.grade is None)
+        raise SearchGradeError(f"{who} failed on all {failures} pairs ({first}); {fix}")
+
+
+def judge_with_panel(ctx: RunContext, usage: UsageSink, pairs: list[tuple[Query, Document]]) -> list[Grade]:
+    """Every pair judged by each judge of the run's panel; the panel's grades (source "llm", model
+    "panel"), each judge's kept in ``ctx.judge_rows`` for the store's judge_grades."""
+    from searchgrade.engine.judges.panel import judge_clients, judge_panel
+
+    config = ctx.config
+    specs = config.judge_specs()
+    result = judge_panel(pairs, judge_clients(config.llm, specs, ctx.client.usage, config.judges_declared_in),
+                         StoreCache(ctx.store),
+                         config.judge, aggregate=config.judge_aggregate, progress=usage.report,
+                         on_flush=usage.flush)
+    usage.flush()
+    ctx.judge_rows = result.rows
+    failures = sum(g.grade is None for g in result.grades)
+    first = next(iter(result.results.values()))
+    ctx.stats["llm"] = {
+        "pairs": len(result.grades), "judged": sum(r.judged for r in result.results.values()),
+        "judge_cache_hits": sum(r.cache_hits for r in result.results.values()), "judge_failures": failures,
+        "failure_reasons": {}, "model": "panel", "prompt_version": first.prompt_version, "output_mode": None,
+    }
+    ctx.stats["judges"] = result.stats(specs, config.judge_aggregate)
+    ctx.store.update_run(ctx.run_id, stats=ctx.stats)
+    _stop_when_all_failed(result.grades, "every judge of the panel", "check --judge-models and the endpoints")
     return result.grades
 
 
@@ -214,11 +252,13 @@ def judge_with_qrels(
     """
     qrels = ctx.plan.qrels
     fill = ctx.config.judge_unjudged
+    # A panel judges every retrieved pair: its decisions are measured against people's (unjudged = 0).
+    every = fill or bool(ctx.config.judges)
 
     pooled = in_pool(ctx, queries, hits)
 
     def wanted(qid: str, doc_id: str) -> bool:
-        return (fill or doc_id in qrels.get(qid, {})) and (pooled is None or pooled(qid, doc_id))
+        return (every or doc_id in qrels.get(qid, {})) and (pooled is None or pooled(qid, doc_id))
 
     pairs = unique_pairs(queries, hits, docs_by_id, with_source=False, keep=wanted)
     grades = judge(ctx, client, usage, pairs) if pairs else []

@@ -114,6 +114,7 @@ def resume_run(
     *,
     collection: Collection | None = None,
     base_url: str | None = None,
+    declared_in: str = "",
     concurrency: int | None = None,
     progress: Progress | None = None,
     on_usage: UsageCallback | None = None,
@@ -130,6 +131,8 @@ def resume_run(
         collection: The corpus; None loads it from the path and fields the run stored.
         base_url, concurrency: Override the stored LLM endpoint or concurrency (the model and
             prompts stay, or the cache would not apply).
+        declared_in: Where ``base_url`` was typed ("" for the operator's: ``--base-url``; "app" or
+            "exposed app" from a page: its connections then go through core/outbound.py's policy).
         on_complete: Called as on_complete(store, run_id) once the run is complete.
         runner: Where the missing work runs (engine/run/stage_runner.py); None runs it here.
     """
@@ -146,7 +149,7 @@ def resume_run(
     if config.llm is not None and (base_url is not None or concurrency is not None):
         overrides: dict[str, Any] = {}
         if base_url is not None:
-            overrides["base_url"] = base_url
+            overrides.update(base_url=base_url, declared_in=declared_in)
         if concurrency is not None:
             overrides["concurrency"] = concurrency
         config = replace(config, llm=replace(config.llm, **overrides))

@@ -37,6 +37,9 @@ LLM_ONLY = {"model": "--model", "base_url": "--base-url", "concurrency": "--conc
             "timeout_s": "--timeout", "docs": "--docs", "queries_per_doc": "--queries-per-doc",
             "keyword_per_doc": "--keyword-per-doc", "min_doc_words": "--min-doc-words",
             "queries_from": "--queries-from", "judge": "--judge-prompt"}
+#: A panel's options (field -> its name in messages): given when not empty.
+PANEL_OPTIONS = {"judge_models": "--judge-models", "judge_prices": "--judge-price",
+                 "judge_aggregate": "--judge-aggregate"}
 #: Of those, the ones about generating queries (not when the queries are given).
 QUERYGEN_ONLY = ("docs", "queries_per_doc", "keyword_per_doc", "min_doc_words", "queries_from")
 
@@ -59,6 +62,9 @@ class RunRequest:
         index: the index settings (None: the defaults).
         model, base_url: the LLM endpoint (None: the environment's); a ``base_url`` typed empty
             is the hosted OpenAI API.
+        endpoint_declared_in: where ``base_url`` was typed: "" for the operator's (the command
+            line, the environment), "app" / "exposed app" for a page's, as server/outbound.py's
+            ``check_llm_endpoint`` marks it (its connections then go through the outbound policy).
         judge: the judge prompt the person gave, read and checked (None: the packaged one).
         pool_depth: the judging pool as typed, ``D[,STRATEGY=D]``.
     """
@@ -80,6 +86,7 @@ class RunRequest:
     index: IndexSettings | None = None
     model: str | None = None
     base_url: str | None = None
+    endpoint_declared_in: str = ""
     concurrency: int | None = None
     timeout_s: float | None = None
     docs: int | None = None
@@ -89,10 +96,19 @@ class RunRequest:
     queries_from: str | None = None
     judge: JudgeSettings | None = None
     judge_unjudged: bool = False
+    #: A panel of judges as named (``NAME`` or ``NAME@URL``: engine/judges/spec.py), their prices
+    #: as typed (``MODEL=USD_PER_MTOK``) and how their grades become one ("median", "mean").
+    judge_models: tuple[str, ...] = ()
+    judge_prices: tuple[str, ...] = ()
+    judge_aggregate: str | None = None
+    #: Judge name -> where its own endpoint (NAME@URL) was typed, as ``endpoint_declared_in``.
+    judges_declared_in: Mapping[str, str] = field(default_factory=dict)
     query_set: str | None = None
     click_model: str | None = None
     min_impressions: int | None = None
     pool_depth: str | None = None
+    #: The first strategy failure fails the run (``--strict``), instead of failing that strategy alone.
+    strict: bool = False
 
 
 def run_config(request: RunRequest) -> RunConfig:
@@ -102,8 +118,11 @@ def run_config(request: RunRequest) -> RunConfig:
         SearchGradeError: one line naming the option and the fix; nothing has run.
     """
     _check_grading(request)
-    llm = (llm_settings(request.model, request.base_url, request.concurrency, request.timeout_s)
-           if request.llm else None)
+    judges = _judges(request)
+    # A panel needs no --model: its first judge is the run's model.
+    model = request.model if request.model or not judges else judges[0].model
+    llm = (llm_settings(model, request.base_url, request.concurrency, request.timeout_s,
+                        request.endpoint_declared_in) if request.llm else None)
     registry = registry_for_declared(request.declared, request.declared_rerankers)
     mode = "clicks" if request.clicks else "llm" if request.llm and not request.qrels else "qrels"
     chosen = choose_strategies(request.strategies, request.rerankers, registry)
@@ -118,6 +137,10 @@ def run_config(request: RunRequest) -> RunConfig:
         querygen=_querygen_settings(request) if mode == "llm" and request.query_set is None else None,
         judge=request.judge if request.llm else None, queries_from=request.queries_from,
         judge_unjudged=request.judge_unjudged, **_traffic(request), pool_depth=_pool_depth(request.pool_depth),
+        judges=tuple(j.name for j in judges), judge_prices=_judge_prices(request, judges),
+        judge_aggregate=request.judge_aggregate or "median",
+        judges_declared_in={name: where for name, where in request.judges_declared_in.items() if where},
+        strict=request.strict,
     )
     config.validate()
     config.check_environment()
@@ -137,8 +160,12 @@ def _check_grading(request: RunRequest) -> None:
                                "either)")
     if not request.llm:
         given = [flag for name, flag in LLM_ONLY.items() if getattr(request, name) is not None]
+        given += [flag for name, flag in PANEL_OPTIONS.items() if getattr(request, name)]
         if given or request.judge_unjudged:
             raise SearchGradeError(f"{(given or ['--judge-unjudged'])[0]} goes with --llm")
+    if (request.judge_prices or request.judge_aggregate) and not request.judge_models:
+        raise SearchGradeError(f"{'--judge-price' if request.judge_prices else '--judge-aggregate'} goes with "
+                               "--judge-models (it is about the judges of a panel)")
     elif request.qrels or request.clicks or request.query_set:
         given = [LLM_ONLY[name] for name in QUERYGEN_ONLY if getattr(request, name) is not None]
         if given:
@@ -160,9 +187,10 @@ def _endpoint(base_url: str | None) -> str | None:
 
 
 def llm_settings(model: str | None, base_url: str | None, concurrency: int | None = None,
-                 timeout_s: float | None = None) -> LLMSettings:
+                 timeout_s: float | None = None, declared_in: str = "") -> LLMSettings:
     """The LLM's settings from its options as given (None: the environment's model and endpoint,
-    the defaults' concurrency and timeout); also what `searchgrade judge-pool` judges with.
+    the defaults' concurrency and timeout; ``declared_in``: where ``base_url`` was typed, "" for
+    the operator's); also what `searchgrade judge-pool` judges with.
 
     Raises:
         SearchGradeError: no model, or no endpoint, given or in the environment.
@@ -170,7 +198,8 @@ def llm_settings(model: str | None, base_url: str | None, concurrency: int | Non
     from searchgrade.engine.llm.env import require_model
     from searchgrade.engine.llm.settings import LLMSettings
 
-    fields: dict[str, Any] = {"model": require_model((model or "").strip() or None), "base_url": _endpoint(base_url)}
+    fields: dict[str, Any] = {"model": require_model((model or "").strip() or None), "base_url": _endpoint(base_url),
+                              "declared_in": declared_in if (base_url or "").strip() else ""}
     if concurrency is not None:
         fields["concurrency"] = concurrency
     if timeout_s is not None:
@@ -202,6 +231,21 @@ def _traffic(request: RunRequest) -> dict[str, Any]:
         if request.min_impressions is not None:
             fields["min_impressions"] = request.min_impressions
     return fields
+
+
+def _judges(request: RunRequest) -> tuple[Any, ...]:
+    """The panel's judges (engine.judges.spec.JudgeSpec), checked; () without --judge-models."""
+    if not request.judge_models:
+        return ()
+    from searchgrade.engine.judges.spec import parse_judge_models
+
+    return parse_judge_models(list(request.judge_models))
+
+
+def _judge_prices(request: RunRequest, judges: tuple[Any, ...]) -> dict[str, float]:
+    from searchgrade.engine.judges.spec import parse_prices
+
+    return parse_prices(list(request.judge_prices), judges) if request.judge_prices else {}
 
 
 def _pool_depth(text: str | None) -> dict[str, Any] | None:

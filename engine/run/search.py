@@ -2,13 +2,16 @@
 
 - The executor (indexes/executor.py) computes each piece of work once: base candidates shared by
   hybrid and the reranked strategies, queries embedded in batches, cross-encoder scores shared.
-- A declared strategy that fails on a query records a failure *for that strategy* (never an empty
-  list scored 0). The run completes; ``resume`` searches again only what is missing: the failed
-  queries, and anything an interrupted run had not searched yet.
-- A fresh run checks each declared strategy's first answers: the first query failing stops the
-  run with its error (an unreachable server, a wrong url, a mapping that does not fit), and so
-  does a first list of ids none of which is in the collection ("check the id mapping"), unless
-  the reply describes its documents and the LLM judge grades them.
+- Strategies fail alone. A strategy that fails on a query records a failure *for that strategy*
+  (never an empty list scored 0): unreachable past its retries, a reply the mapping cannot read, a
+  server that refused a few connections in a row (its later queries are then not asked:
+  indexes/base.py ``Refusals``). Every other strategy completes, and so does the run; ``resume``
+  searches again only what is missing: the failed queries, and anything an interrupted run had
+  not searched yet.
+- Each declared strategy's first answer is checked (``FirstAnswerCheck``): a first list of ids
+  none of which is in the collection fails that strategy as a whole ("check the id mapping"),
+  and it is not asked again, unless the reply describes its documents and the LLM judge grades
+  them. With ``strict`` (``evaluate --strict``), the first strategy failure fails the run instead.
 - Documents a reply describes (title/text) that the collection does not hold are kept, shown with
   the run and judged by the LLM judge.
 """
@@ -21,12 +24,12 @@ from typing import Any
 
 from searchgrade.core.records import Document, Query, SearchGradeError, SearchHits
 from searchgrade.indexes.base import Failure, QueryBatch
-from searchgrade.indexes.executor import Execution
+from searchgrade.indexes.executor import Check, Execution
 
 Progress = Callable[[str, int, int], None]
 #: execute(strategies, batch, progress, check) -> what Executor(nodes, strategies, k).run(batch,
 #: progress, check) gives: the run's runner holds it (engine/run/stage_runner.py), here or on Ray actors.
-Execute = Callable[[Sequence[str], QueryBatch, Progress | None, Callable[[Execution], None] | None], Execution]
+Execute = Callable[[Sequence[str], QueryBatch, Progress | None, Check | None], Execution]
 
 
 @dataclass
@@ -49,23 +52,27 @@ class SearchResults:
 
 
 class FirstAnswerCheck:
-    """Stops a fresh run early on what would make every later call of a strategy useless."""
+    """After each chunk: the declared strategies whose first answer shows every later call useless
+    (ids none of which is in the collection), to stop; with ``strict``, any strategy's first
+    failure stops the run instead (``evaluate --strict``: all or nothing)."""
 
-    def __init__(self, strategies: Sequence[str], collection_ids: set[str], judges_described: bool) -> None:
+    def __init__(self, strategies: Sequence[str], collection_ids: set[str], judges_described: bool,
+                 strict: bool = False) -> None:
         self.pending = set(strategies)
         self.collection_ids = collection_ids
         self.judges_described = judges_described
-        self.first_checked: set[str] = set()
+        self.strict = strict
 
-    def __call__(self, execution: Execution) -> None:
+    def __call__(self, execution: Execution) -> dict[str, str]:
+        if self.strict:
+            for name, failed in execution.failures.items():
+                if failed:
+                    qid, failure = next(iter(failed.items()))
+                    raise SearchGradeError(f"strategy {name} failed on query {qid}: {failure.error} (--strict: "
+                                           "the first strategy failure fails the run)")
+        stop: dict[str, str] = {}
         for name in list(self.pending):
-            hits = execution.hits.get(name, [])
-            if name not in self.first_checked and hits:
-                self.first_checked.add(name)
-                if hits[0] is None:
-                    error = next(iter(execution.failures[name].values())).error
-                    raise SearchGradeError(f"strategy {name} failed on the first query: {error}")
-            answered = next((h for h in hits if h is not None and h.docs), None)
+            answered = next((h for h in execution.hits.get(name, []) if h is not None and h.docs), None)
             if answered is None:
                 continue
             self.pending.discard(name)
@@ -76,11 +83,14 @@ class FirstAnswerCheck:
             if self.judges_described and all(doc_id in described for doc_id in ids):
                 continue
             shown = ", ".join(repr(i) for i in ids[:3])
-            raise SearchGradeError(
-                f"none of the {len(ids)} ids {name} returned for the first query ({shown}, ...) is in "
-                f"the collection: check the id mapping (the id JMESPath, or which field holds the "
-                "collection's ids)"
-            )
+            stop[name] = (f"none of the {len(ids)} ids {name} returned for the first query ({shown}, ...) is in "
+                          "the collection: check the id mapping (the id JMESPath, or which field holds the "
+                          "collection's ids)")
+        if self.strict and stop:
+            name, why = next(iter(stop.items()))
+            raise SearchGradeError(f"strategy {name} failed: {why} (--strict: the first strategy failure fails "
+                                   "the run)")
+        return stop
 
 
 def run_search(
@@ -93,6 +103,7 @@ def run_search(
     judges_described: bool,
     stored: Mapping[tuple[str, str], SearchHits] | None = None,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> SearchResults:
     """Search every query with every strategy; with ``stored`` results, only what is missing.
 
@@ -101,9 +112,10 @@ def run_search(
         execute: runs the executor, keeping the run's depth of results per query (the run's
             runner gives it: engine/run/stage_runner.py).
         collection_ids: the collection's document ids.
-        declared: the strategies a user declared (checked on their first answers on a fresh run).
+        declared: the strategies a user declared (checked on their first answers).
         judges_described: the LLM judge grades documents a reply describes.
         stored: (strategy, query id) -> results already searched (a resume): kept, not searched.
+        strict: the first strategy failure fails the run (raises) instead of failing the strategy.
     """
     ids = [q.query_id for q in queries]
     texts = {q.query_id: q.text for q in queries}
@@ -118,14 +130,12 @@ def run_search(
     for (strategy, qid), hits in stored.items():
         if strategy in found:
             found[strategy][qid] = hits
-    fresh = not stored
     total = sum(len(q) for q in missing.values())
     done = 0
     if progress is not None:
         progress("search", 0, total)
     for todo, qids in missing.items():
-        check = (FirstAnswerCheck([s for s in todo if s in declared], collection_ids, judges_described)
-                 if fresh else None)
+        check = FirstAnswerCheck([s for s in todo if s in declared], collection_ids, judges_described, strict)
 
         def report(stage: str, n: int, _total: int, offset: int = done) -> None:
             if progress is not None:
@@ -134,6 +144,7 @@ def run_search(
         batch = QueryBatch(qids, [texts[q] for q in qids])
         execution = execute(todo, batch, report, check)
         done += len(qids)
+        _fail_stopped(execution, qids)
         for strategy in todo:
             for qid, hits in zip(qids, execution.hits[strategy], strict=True):
                 found[strategy][qid] = hits
@@ -144,7 +155,26 @@ def run_search(
                     out.described_by[doc_id] = strategy
     out.hits = {s: [found[s].get(qid) for qid in ids] for s in strategies}
     out.stats = search_stats(out, collection_ids)
+    if ids and strategies and all(h is None for hits in out.hits.values() for h in hits):
+        # Nothing to grade or show: the run fails (resumable) with each strategy's reason.
+        reasons = "; ".join(f"{s}: {next(iter(out.failures[s].values())).error}" for s in strategies
+                            if out.failures[s])
+        raise SearchGradeError(f"every strategy failed on every query ({reasons})")
     return out
+
+
+def _fail_stopped(execution: Execution, qids: Sequence[str]) -> None:
+    """A strategy stopped after its first answers failed as a whole: the queries it answered before
+    (ids the collection lacks) fail too, with the same reason; it was not asked the others."""
+    for name, why in execution.stopped.items():
+        if name not in execution.hits:
+            continue
+        failed = execution.failures.setdefault(name, {})
+        for i, (qid, hits) in enumerate(zip(qids, execution.hits[name], strict=True)):
+            if hits is not None:
+                failed[qid] = Failure(why, 1)
+                execution.hits[name][i] = None
+        execution.documents.pop(name, None)
 
 
 def search_stats(results: SearchResults, collection_ids: set[str]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from searchgrade.core.records import Collection, Query
 from searchgrade.indexes.base import BuiltIndexes, QueryBatch
-from searchgrade.indexes.executor import Execution, Executor
+from searchgrade.indexes.executor import Check, Execution, Executor
 from searchgrade.indexes.settings import IndexSettings
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from searchgrade.engine.run.config import RunConfig
 
 Progress = Callable[[str, int, int], None]
-Check = Callable[[Execution], None]
 
 
 class RerankerCounts(NamedTuple):

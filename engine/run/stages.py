@@ -1,4 +1,4 @@
-"""A run's stages, in order: queries -> index -> search -> grade -> metrics -> store.
+"""A run's stages, in order: queries -> index -> search -> grade -> diagnose -> metrics -> store.
 
 Each stage is a small function of the run in progress (``RunContext``: its config, plan, stats and
 timings) and of what the stages before it gave; ``run_stages`` calls them in order. Where the
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from searchgrade.core.records import Grade, Query, collection_fingerprint
+from searchgrade.engine.failures.exact import RunEvidence, failing_queries, run_evidence
 from searchgrade.engine.run.clicks import grade_by_clicks
 from searchgrade.engine.run.context import RunContext, RunOutcome
 from searchgrade.engine.run.grading import Failed, Judgments, UsageSink, grade_results, llm_queries
@@ -56,10 +57,11 @@ def run_stages(ctx: RunContext, usage: UsageSink | None) -> RunOutcome:
     searched = search_stage(ctx, registry, built, queries)
     store_search(ctx, queries, searched)
     graded = grade_stage(ctx, usage, queries, searched)
+    evidence = diagnosis_stage(ctx, registry, built, queries, searched, graded)
     scored = metrics_stage(ctx, queries, searched, graded)
-    store_graded(ctx, queries, searched, graded, scored)
+    store_graded(ctx, queries, searched, graded, scored, evidence)
     return RunOutcome(ctx.run_id, "running", skipped=built.skipped,
-                      notes=[*ctx.collection.notes, *ctx.plan.notes, *search_notes(ctx.run_id, searched.stats)])
+                      notes=[*ctx.collection.notes, *ctx.plan.notes, *search_notes(searched.stats)])
 
 
 def queries_stage(ctx: RunContext, usage: UsageSink | None) -> list[Query]:
@@ -131,7 +133,7 @@ def search_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queri
                 strategies, queries, execute=search.execute, collection_ids=set(ctx.docs_by_id),
                 declared={s for s in strategies if registry.info(s).kind != "builtin"},
                 judges_described=config.mode == "llm" or config.judge_unjudged,
-                stored=ctx.stored_hits, progress=ctx.report,
+                stored=ctx.stored_hits, progress=ctx.report, strict=config.strict,
             )
             reranker = search.reranker_counts()
     ctx.stats.update(searched.stats)
@@ -184,6 +186,23 @@ def with_people(ctx: RunContext, queries: list[Query], graded: Graded) -> Graded
     return Graded(merged, *judgments_of(merged))
 
 
+def diagnosis_stage(ctx: RunContext, registry: Registry, built: BuiltIndexes, queries: list[Query],
+                    searched: SearchResults, graded: Graded) -> RunEvidence:
+    """While the ANN is loaded: the queries' vectors, and an exact search of the same vectors for
+    the queries an ANN-based strategy failed on (engine/failures/exact.py), what the diagnosis of
+    failed queries reads later. Nothing without an ANN."""
+    if built.ann is None:
+        ctx.stats.pop("exact_search", None)
+        return RunEvidence()
+    strategies = [s for s in searched.hits if "ann" in registry.info(s).needs]
+    with ctx.timed_stage("diagnose"):
+        failing = failing_queries(searched.hits, [q.query_id for q in queries], graded.judgments, graded.failed,
+                                  ctx.plan.threshold, strategies)
+        evidence = run_evidence(built.ann, queries, ctx.config.retrieval_depth, strategies, failing)
+    ctx.stats["exact_search"] = evidence.stats
+    return evidence
+
+
 def metrics_stage(ctx: RunContext, queries: list[Query], searched: SearchResults, graded: Graded) -> Scored:
     """Every metric per strategy, query and stored cut-off, and their means with 95% CIs."""
     config = ctx.config
@@ -200,8 +219,8 @@ def metrics_stage(ctx: RunContext, queries: list[Query], searched: SearchResults
 
 
 def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults, graded: Graded,
-                 scored: Scored) -> None:
-    """Grades, the documents the run shows and its metrics, in one transaction."""
+                 scored: Scored, evidence: RunEvidence | None = None) -> None:
+    """Grades, the documents the run shows, its metrics and its failure evidence, in one transaction."""
     store, run_id, docs_by_id = ctx.store, ctx.run_id, ctx.docs_by_id
     keep = {d.doc_id for hs in searched.hits.values() for h in hs if h is not None for d in h.docs}
     keep |= {doc_id for judged in ctx.plan.qrels.values() for doc_id in judged}
@@ -210,6 +229,7 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
     with ctx.transaction() as con:
         store.clear_run_contents(con, run_id, store.GRADED_TABLES)
         store.write_grades(con, run_id, graded.grades)
+        store.write_judge_grades(con, run_id, ctx.judge_rows)
         store.write_pooled_unjudged(con, run_id, [(q, d) for q, docs in still_pooled_unjudged(
             ctx.plan.pooled_unjudged, graded.grades).items() for d in docs])
         store.write_documents(con, run_id, [docs_by_id[d] for d in sorted(keep) if d in docs_by_id])
@@ -220,17 +240,18 @@ def store_graded(ctx: RunContext, queries: list[Query], searched: SearchResults,
         store.write_metric_values(con, run_id, scored.per_query)
         store.write_metric_summary(con, run_id, scored.summary)
         store.write_query_overlap(con, run_id, query_overlaps(queries, docs_by_id))
+        if evidence is not None and evidence.vectors is not None:
+            store.write_query_vectors(con, run_id, evidence.query_ids, evidence.vectors)
+            store.write_exact_search(con, run_id, evidence.exact_rows)
     store.update_run(run_id, timings=ctx.timings, stats=ctx.stats)
 
 
-def search_notes(run_id: str, stats: dict[str, Any]) -> list[str]:
-    """One line per strategy that failed on queries or returned ids the collection lacks."""
+def search_notes(stats: dict[str, Any]) -> list[str]:
+    """One line per strategy that returned ids the collection lacks (the strategies that failed on
+    queries are said, with their reasons, by `searchgrade show`: engine/failures/diagnosis.py)."""
     notes = []
     if stats.get("self_graded"):
         notes.append("warning: " + stats["self_graded"]["note"])
-    for strategy, n in sorted(stats.get("failed_queries", {}).items()):
-        notes.append(f"{strategy} failed on {n} quer{'y' if n == 1 else 'ies'} (recorded as failed, "
-                     f"not scored); retry them with `searchgrade resume {run_id}`")
     for strategy, c in sorted(stats.get("not_in_collection", {}).items()):
         notes.append(not_in_collection_text(strategy, c))
     return notes

@@ -152,10 +152,12 @@ def declarations(strategies_file: str | None, data_dir: str | os.PathLike[str],
     return found
 
 
-def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | None = None,
+                       collection: str | None = None) -> dict[str, dict[str, Any]]:
     """The strategies added in the app and saved in the run store of ``data_dir`` (those named in
-    ``names``, or all), checked as a strategies file's and kept as a run stores declarations, with
-    where they were typed; {} when no store file exists yet (nothing is created for asking).
+    ``names``, or all; with ``collection``, only those added for it or for any), checked as a
+    strategies file's and kept as a run stores declarations, with where they were typed; {} when no
+    store file exists yet (nothing is created for asking).
 
     Raises:
         SearchGradeError: a saved strategy named in ``names`` no longer passes the checks (one
@@ -170,6 +172,8 @@ def saved_declarations(data_dir: str | os.PathLike[str], names: Iterable[str] | 
     out: dict[str, dict[str, Any]] = {}
     for name, row in Store(data_dir).saved_strategies().items():
         if wanted is not None and name not in wanted:
+            continue
+        if collection is not None and row["collection_name"] not in (None, collection):
             continue
         try:
             spec = parse_spec(name, row["table"], SAVED_SOURCE)

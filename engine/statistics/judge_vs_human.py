@@ -6,7 +6,8 @@ exact agreement and the confusion matrix, stored with a run. With binary human l
 (judge >= 2, human >= 1) and read ``kappa_binary``.
 
 ``judge_vs_human``: the same with confidence intervals, bias and per-grade shares, for the Trust
-page: a cluster bootstrap over queries.
+page: a cluster bootstrap over queries. ``kappa_difference``: two judges' weighted kappa on the
+same pairs and their paired difference (a calibrated prompt against the plain one).
 """
 
 from __future__ import annotations
@@ -102,7 +103,9 @@ class JudgeVsHuman:
     column_share: list[list[Estimate]]
 
 
-def _interval(point: float, resampled: np.ndarray, confidence: float) -> Estimate:
+def percentile_estimate(point: float | None, resampled: np.ndarray, confidence: float = 0.95) -> Estimate:
+    """``point`` with the percentile interval of its finite resampled values; Estimate(None, ...)
+    when the point is undefined (None, NaN), no interval when no resample is finite."""
     if point is None or not np.isfinite(point):
         return Estimate(None, None, None)
     finite = resampled[np.isfinite(resampled)]
@@ -111,6 +114,54 @@ def _interval(point: float, resampled: np.ndarray, confidence: float) -> Estimat
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(finite, [tail, 100 - tail])
     return Estimate(float(point), float(low), float(high))
+
+
+
+class PerQuery:
+    """Counts kept per query on a grade scale, for a cluster bootstrap over queries (a query's
+    pairs share its difficulty: resampling pairs would make the intervals too narrow)."""
+
+    def __init__(self, labels: Sequence[int], shape: tuple[int, ...]) -> None:
+        self.labels = list(labels)
+        self._index = {g: i for i, g in enumerate(self.labels)}
+        self._shape = shape
+        self._queries: dict[Hashable, int] = {}
+        self._counts: list[np.ndarray] = []
+
+    def at(self, grade: int) -> int:
+        """A grade's position on the scale.
+
+        Raises:
+            ValueError: a grade outside the scale.
+        """
+        if grade not in self._index:
+            raise ValueError(f"grade {grade!r} is not on the scale {self.labels}")
+        return self._index[grade]
+
+    def of(self, query: Hashable) -> np.ndarray:
+        """The query's counts (zeros the first time), to add to."""
+        q = self._queries.setdefault(query, len(self._queries))
+        if q == len(self._counts):
+            self._counts.append(np.zeros(self._shape))
+        return self._counts[q]
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def resampled(self, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The counts over every query, and over each of ``n_resamples`` resamples of the queries
+        (drawn with replacement, seeded): shapes ``shape`` and (n_resamples, *shape)."""
+        by_query = np.stack(self._counts)
+        n_q = len(by_query)
+        weights = np.random.default_rng(seed).multinomial(n_q, np.full(n_q, 1.0 / n_q), size=n_resamples)
+        return by_query.sum(axis=0), np.tensordot(weights, by_query, axes=(1, 0))
+
+
+def linear_weights(labels: Sequence[int]) -> np.ndarray:
+    """Linear disagreement weights by grade distance on the scale: |i - j| / (max - min)."""
+    values = np.asarray(labels, dtype=float)
+    span = values.max() - values.min() if len(values) > 1 else 1.0
+    return np.abs(values[:, None] - values[None, :]) / span
 
 
 def judge_vs_human(
@@ -132,31 +183,19 @@ def judge_vs_human(
         ValueError: a grade outside ``labels``.
     """
     labels = list(labels)
-    index = {g: i for i, g in enumerate(labels)}
     size = len(labels)
-    queries: dict[Hashable, int] = {}
-    per_query: list[np.ndarray] = []
+    counts = PerQuery(labels, (size, size))
     for query, judge, human in pairs:
-        if judge not in index or human not in index:
-            raise ValueError(f"grade {judge if judge not in index else human!r} is not on the scale {labels}")
-        q = queries.setdefault(query, len(queries))
-        if q == len(per_query):
-            per_query.append(np.zeros((size, size)))
-        per_query[q][index[judge], index[human]] += 1
-    if not per_query:
+        counts.of(query)[counts.at(judge), counts.at(human)] += 1
+    if not len(counts):
         empty = Estimate(None, None, None)
         return JudgeVsHuman(0, 0, labels, [[0] * size for _ in labels], empty, empty, empty, empty,
                             [[empty] * size for _ in labels])
-    by_query = np.stack(per_query)  # (Q, K, K)
-    total = by_query.sum(axis=0)
-    rng = np.random.default_rng(seed)
-    n_q = len(by_query)
-    weights_q = rng.multinomial(n_q, np.full(n_q, 1.0 / n_q), size=n_resamples)
-    resampled = np.einsum("bq,qij->bij", weights_q, by_query)  # (B, K, K)
+    total, resampled = counts.resampled(n_resamples, seed)  # (K, K), (B, K, K)
+    n_q = len(counts)
+    linear = linear_weights(labels)
+    quadratic = linear**2
     values = np.asarray(labels, dtype=float)
-    distance = np.abs(values[:, None] - values[None, :])
-    span = values.max() - values.min() if size > 1 else 1.0
-    linear, quadratic = distance / span, (distance / span) ** 2
     diff = values[:, None] - values[None, :]  # judge - human per cell
 
     def both(fn: Callable[[np.ndarray], np.ndarray]) -> tuple[float, np.ndarray]:
@@ -171,14 +210,50 @@ def judge_vs_human(
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = total / total.sum(axis=0, keepdims=True)
         resampled_shares = resampled / resampled.sum(axis=1, keepdims=True)
-    column_share = [[_interval(shares[i, j], resampled_shares[:, i, j], confidence) for j in range(size)]
+    column_share = [[percentile_estimate(shares[i, j], resampled_shares[:, i, j], confidence) for j in range(size)]
                     for i in range(size)]
     return JudgeVsHuman(
         n_pairs=int(total.sum()), n_queries=n_q, labels=labels,
         confusion=total.astype(int).tolist(),
-        kappa_linear=_interval(*both(lambda c: weighted_kappas(c, linear)), confidence),
-        kappa_quadratic=_interval(*both(lambda c: weighted_kappas(c, quadratic)), confidence),
-        exact=_interval(*both(exact), confidence),
-        bias=_interval(*both(bias), confidence),
+        kappa_linear=percentile_estimate(*both(lambda c: weighted_kappas(c, linear)), confidence),
+        kappa_quadratic=percentile_estimate(*both(lambda c: weighted_kappas(c, quadratic)), confidence),
+        exact=percentile_estimate(*both(exact), confidence),
+        bias=percentile_estimate(*both(bias), confidence),
         column_share=column_share,
     )
+
+
+def kappa_difference(
+    graded: Sequence[tuple[Hashable, int, int, int]],
+    labels: Sequence[int] = JUDGE_LABELS,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[Estimate, Estimate, Estimate]:
+    """Two judges' linear weighted kappa against people on the same pairs, and first - second,
+    each with its interval from one cluster bootstrap over queries (the difference is paired: both
+    kappas of a resample come from the same queries).
+
+    Args:
+        graded: (query key, first judge's grade, second judge's grade, people's grade) per pair.
+
+    Raises:
+        ValueError: a grade outside ``labels``.
+    """
+    labels = list(labels)
+    size = len(labels)
+    counts = PerQuery(labels, (2, size, size))
+    for query, first, second, people in graded:
+        of = counts.of(query)
+        of[0, counts.at(first), counts.at(people)] += 1
+        of[1, counts.at(second), counts.at(people)] += 1
+    if not len(counts):
+        empty = Estimate(None, None, None)
+        return empty, empty, empty
+    total, resampled = counts.resampled(n_resamples, seed)  # (2, K, K), (B, 2, K, K)
+    linear = linear_weights(labels)
+    point = weighted_kappas(total, linear)  # (2,)
+    kappas = weighted_kappas(resampled, linear)  # (B, 2)
+    return (percentile_estimate(point[0], kappas[:, 0], confidence), percentile_estimate(point[1], kappas[:, 1], confidence),
+            percentile_estimate(point[0] - point[1], kappas[:, 0] - kappas[:, 1], confidence))

@@ -9,6 +9,8 @@ All SQL of the project lives in this package, one module per concern, composed i
   stale, reopen.
 - results: a run's contents written in one transaction, and read back.
 - dashboard: the SQL aggregates the dashboard's view models read; run_summary: the Trends rows.
+- failures: why queries fail: the one definition of a failed top 1, the evidence of each cause,
+  the run's query vectors and the exact search of the failed queries (engine/failures/).
 - relevance_recompute: migration 9, stored runs' mean relevance and shares divided by k.
 - llm_cache: cached LLM replies (generated queries, grades).
 - usage: a run's LLM accounting per stage.
@@ -21,13 +23,17 @@ All SQL of the project lives in this package, one module per concern, composed i
 - query_fingerprints: one key per run for the queries it evaluated, equal exactly when two runs
   evaluated the same queries (Trends' breaks); the query sets sampled from traffic are traffic's.
 - tuning: tuning studies and their trials (`searchgrade tune`), stored as each trial ends.
+- judges: each judge's grades of a run's pairs, the grades asked again (test-retest), calibrated
+  judge prompts.
 """
 
 from __future__ import annotations
 
 from searchgrade.engine.store.connection import DB_FILENAME, StoreConnection
 from searchgrade.engine.store.dashboard import DashboardReadsMixin
+from searchgrade.engine.store.failures import FailuresMixin
 from searchgrade.engine.store.holes import HolesMixin
+from searchgrade.engine.store.judges import JudgesMixin
 from searchgrade.engine.store.labels import LabelsMixin
 from searchgrade.engine.store.llm_cache import LLMCacheMixin
 from searchgrade.engine.store.migrations import MIGRATIONS
@@ -50,9 +56,9 @@ from searchgrade.engine.store.tuning import TuningMixin
 from searchgrade.engine.store.usage import LLMUsageMixin
 
 
-class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
+class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, FailuresMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
             TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QueryFingerprintsMixin, TuningMixin,
-            StoreConnection):
+            JudgesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

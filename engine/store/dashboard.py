@@ -47,26 +47,6 @@ _RANKED = (
 _SAME_COMPLETION = ("EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'complete' "
                     "AND finished_at IS NOT DISTINCT FROM ?)")
 
-#: A failed top 1 (the grade row ``{g}`` joined to a top-1 result): graded 0, or unjudged (no
-#: grade row: counts as 0, as in the metrics). A top 1 whose judgment failed (a grade row with
-#: grade NULL) is not one: nobody knows its grade.
-_FAILS = "({g}.grade = 0 OR {g}.source IS NULL)"
-# Every strategy's top 1 of the queries whose top 1 from $strategy failed (_FAILS), with its title,
-# grade and whether its judgment failed: one row per query and strategy.
-_FAILED_TOP1 = (
-    "WITH g AS (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run), "  # noqa: S608 - constant fragments, values bound
-    "top1 AS (SELECT r.query_id, r.strategy, r.doc_id, g.grade, g.source FROM results r "
-    "  LEFT JOIN g ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
-    "  WHERE r.run_id = $run AND r.rank = 1), "
-    "failed AS (SELECT query_id FROM top1 WHERE strategy = $strategy AND " + _FAILS.format(g="top1") + ") "
-    "SELECT q.query_id, q.text, q.query_type, t.strategy, t.doc_id, d.title, t.grade, "
-    "(t.source IS NOT NULL AND t.grade IS NULL) AS judge_failed "
-    "FROM failed f JOIN queries q ON q.run_id = $run AND q.query_id = f.query_id "
-    "JOIN top1 t ON t.query_id = f.query_id "
-    "LEFT JOIN documents d ON d.run_id = $run AND d.doc_id = t.doc_id"
-)
-
-
 @dataclass
 class RankedRows:
     """Every stored ranking's top k (``ranked_grades``).
@@ -205,15 +185,6 @@ class DashboardReadsMixin(StoreConnection):
             [run_id, metric, k],
         )
 
-    def failed_top1(self, run_id: str, strategy: str) -> list[dict[str, Any]]:
-        """Queries whose top-1 result from `strategy` is graded 0 or unjudged, with every strategy's top 1.
-
-        Long rows (query, strategy, top-1 doc, title, grade, judge_failed); grade None with
-        judge_failed False means unjudged (counts as 0). A top 1 whose judgment failed (a grade row
-        with grade NULL) is not a failed query: nobody knows its grade.
-        """
-        return self._dicts(_FAILED_TOP1 + " ORDER BY query_id, strategy", {"run": run_id, "strategy": strategy})
-
     def stored_paired_tests(self, run_id: str, metric: str, k: int) -> str | None:
         """The paired tests remembered for a run at metric@k (JSON text), or None."""
         rows = self._dicts("SELECT tests FROM paired_tests WHERE run_id = ? AND metric = ? AND k = ?",
@@ -261,34 +232,6 @@ class DashboardReadsMixin(StoreConnection):
                     [[run_id, part, key, value, run_id, finished_at] for (part, key), value in values.items()])
         except duckdb.TransactionException:
             pass  # another thread's insert of the same rows won
-
-    def failed_top1_cells(self, run_id: str, strategy: str) -> pd.DataFrame:
-        """``failed_top1`` with each top 1 written as the failed-queries table shows it, in SQL
-        (a 10,000-query run has tens of thousands of cells): columns query_id, text, query_type,
-        strategy, cell = "[grade] title (doc id)", "[unjudged] ...", "[judge failed] ...", the
-        title cut to 80 characters and the doc id standing in for a missing one."""
-        return self._frame(
-            "SELECT query_id, text, query_type, strategy, "
-            "'[' || CASE WHEN judge_failed THEN 'judge failed' WHEN grade IS NULL THEN 'unjudged' "
-            "  ELSE CAST(CAST(grade AS BIGINT) AS VARCHAR) END "
-            "|| '] ' || substring(coalesce(nullif(title, ''), doc_id), 1, 80) || ' (' || doc_id || ')' AS cell "
-            "FROM (" + _FAILED_TOP1 + ") ORDER BY query_id, strategy",
-            {"run": run_id, "strategy": strategy},
-        )
-
-    def failed_top1_counts(self, run_id: str) -> list[dict[str, Any]]:
-        """Per strategy: queries whose top 1 is graded 0 or unjudged (failed), unjudged, whose top-1
-        judgment failed (judge_failed, not counted as failed), and queries answered."""
-        return self._dicts(
-            "SELECT r.strategy, count(*) FILTER (WHERE " + _FAILS.format(g="g") + ") AS failed, "  # noqa: S608 - constant fragments, values bound
-            "count(*) FILTER (WHERE g.source IS NULL) AS unjudged, "
-            "count(*) FILTER (WHERE g.source IS NOT NULL AND g.grade IS NULL) AS judge_failed, "
-            "count(*) AS n "
-            "FROM results r LEFT JOIN (SELECT query_id, doc_id, grade, source FROM grades WHERE run_id = $run) g "
-            "ON g.query_id = r.query_id AND g.doc_id = r.doc_id "
-            "WHERE r.run_id = $run AND r.rank = 1 GROUP BY r.strategy ORDER BY r.strategy",
-            {"run": run_id},
-        )
 
     def unretrieved_relevant(self, run_id: str, threshold: int) -> dict[str, Any]:
         """Relevant documents (grade >= threshold) that no strategy retrieved at any stored rank."""

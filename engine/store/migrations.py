@@ -509,6 +509,74 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     (16, judged_over_k),
     (
         17,
+        # Judges you can trust (issue 35, engine/store/judges.py). judge_grades: each judge's raw
+        # 0-3 grade of each pair it judged, by judge name (a model on the run's endpoint, NAME@URL,
+        # or "panel", the grade the run's panel gave), NULL when the judgment failed (reason says
+        # why); runs with one judge and no row here keep theirs in grades.llm_grade, as before.
+        # judge_repeats: the grades `searchgrade judges RUN --repeat N` asked again (test-retest);
+        # judge_calibrations: a judge prompt with people's rated examples, evaluated cross-fitted,
+        # its report and whether it was kept.
+        """
+        CREATE TABLE judge_grades (
+            run_id VARCHAR NOT NULL,
+            judge VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            grade INTEGER,
+            reason VARCHAR,
+            prompt_version VARCHAR,
+            PRIMARY KEY (run_id, judge, query_id, doc_id)
+        );
+        CREATE TABLE judge_repeats (
+            run_id VARCHAR NOT NULL,
+            judge VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            repetition INTEGER NOT NULL,
+            grade INTEGER,
+            created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (run_id, judge, query_id, doc_id, repetition)
+        );
+        CREATE TABLE judge_calibrations (
+            calibration_id VARCHAR PRIMARY KEY,
+            run_id VARCHAR NOT NULL,
+            judge VARCHAR NOT NULL,
+            prompt_name VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            prompt_text VARCHAR NOT NULL,
+            report JSON NOT NULL,
+            kept BOOLEAN NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        )
+        """,
+    ),
+    (
+        18,
+        # Why queries fail (issue 34, engine/failures/): the run's query vectors (from the ANN's
+        # embedding model: failure groups and their 2-D map), and, for the queries an ANN-based
+        # strategy failed on, the exact search of the same vectors (each of its top results, and
+        # whether the approximate index's top list holds it: lost_by_index's evidence). A strategy
+        # added in the app records the collection it was added for (NULL: saved before, any).
+        """
+        ALTER TABLE saved_strategies ADD COLUMN collection_name VARCHAR;
+        CREATE TABLE query_vectors (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            vector FLOAT[] NOT NULL,
+            PRIMARY KEY (run_id, query_id)
+        );
+        CREATE TABLE exact_search (
+            run_id VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            in_index BOOLEAN NOT NULL,
+            PRIMARY KEY (run_id, query_id, rank)
+        )
+        """,
+    ),
+    (
+        19,
         # Chunked strategies (issue 37, indexes/variants/): for each listed document, the chunk it was
         # matched by (its place in the document and its character span in the document's text), for
         # the drill-down; written, cleared and copied with the results they belong to.

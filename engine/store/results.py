@@ -134,11 +134,13 @@ class ResultsMixin(StoreConnection):
                       ["run_id", "strategy", "metric", "k", "value", "ci_low", "ci_high", "n"])
 
     #: What a run's grading and scoring write (its queries and search results are written before).
-    #: query_overlap is written with the grades; run_summary (the Trends rows) is derived from
-    #: metric_summary, paired_tests (Results' kept tests) from metric_values, kept_reads (Results'
-    #: other kept reads) from all of them: all are cleared with them when a run is graded again.
+    #: query_overlap, query_vectors and exact_search (why queries fail) are written with the grades;
+    #: run_summary (the Trends rows) is derived from metric_summary, paired_tests (Results' kept
+    #: tests) from metric_values, kept_reads (Results' other kept reads) from all of them: all are
+    #: cleared with them when a run is graded again.
     GRADED_TABLES = ("grades", "documents", "metric_values", "metric_summary", "query_overlap", "run_summary",
-                     "paired_tests", "kept_reads", "pooled_unjudged")
+                     "paired_tests", "kept_reads", "pooled_unjudged", "judge_grades", "query_vectors",
+                     "exact_search")
 
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
                            tables: Sequence[str] | None = None) -> None:
@@ -220,7 +222,8 @@ class ResultsMixin(StoreConnection):
     def copy_run_contents(self, con: duckdb.DuckDBPyConnection, source_run: str, target_run: str,
                           tables: Sequence[str]) -> None:
         """Copy a run's rows of some tables to another run id (re-scoring keeps the search results)."""
-        allowed = {"queries", "results", "failed_queries", "documents", "query_overlap", "pooled_unjudged"}
+        allowed = {"queries", "results", "failed_queries", "documents", "query_overlap", "pooled_unjudged",
+                   "judge_grades", "query_vectors", "exact_search"}
         unknown = set(tables) - allowed
         if unknown:
             raise ValueError(f"cannot copy tables {sorted(unknown)}; allowed: {sorted(allowed)}")

@@ -16,19 +16,30 @@ from searchgrade.core.records import SearchGradeError
 KINDS = ("cron", "every")
 _EVERY = re.compile(r"^\s*(\d+)\s*([smhd])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+#: The longest interval: a year (a rarer run is a cron expression's, e.g. "0 2 1 1 *").
+MAX_EVERY = timedelta(days=366)
 
 
 def parse_every(text: str) -> timedelta:
-    """ "30s", "15m", "6h", "1d" -> a positive interval.
+    """ "30s", "15m", "6h", "1d" -> an interval from 1 s to MAX_EVERY.
 
     Raises:
-        SearchGradeError: anything else.
+        SearchGradeError: anything else, one line with the allowed range.
     """
     match = _EVERY.match(text or "")
-    if not match or int(match.group(1)) < 1:
+    digits = match.group(1).lstrip("0") if match else ""
+    if not digits:
         raise SearchGradeError(f"--every {text!r} is not a positive interval: give a number and a unit, "
                                "s, m, h or d (e.g. 30s, 6h, 1d)")
-    return timedelta(seconds=int(match.group(1)) * _UNIT_S[match.group(2)])
+    # Many digits are out of range before they are read (int() of thousands of digits raises, and
+    # timedelta overflows past 999999999 days).
+    seconds = int(digits) * _UNIT_S[match.group(2)] if len(digits) <= 12 else None
+    if seconds is None or seconds > MAX_EVERY.total_seconds():
+        shown = text.strip() if len(text.strip()) <= 24 else text.strip()[:20] + "..."
+        raise SearchGradeError(f"--every {shown!r} is longer than a year: give an interval from 1s to "
+                               f"{MAX_EVERY.days}d, or a cron expression for a rarer schedule (e.g. "
+                               "\"0 2 1 1 *\": yearly)")
+    return timedelta(seconds=seconds)
 
 
 def check_cron(expression: str) -> str:

@@ -67,11 +67,13 @@ def previous_complete(store: Store, suite_name: str, before_entry: str | None = 
     return done[-1] if done else None
 
 
-def _down_strategies(store: Store, run_id: str) -> dict[str, int]:
-    """Strategies that failed on every query of the run (their backend was down): name -> queries."""
-    run = store.get_run(run_id)
-    n = int(run.stats.get("queries") or 0)
-    return {s: c for s, c in store.failed_query_counts(run_id).items() if n and c >= n}
+def _down_strategies(store: Store, run_id: str) -> list[str]:
+    """The strategies that failed on every query of the run (their backend was down or answered
+    nothing usable), each in words with the reason (engine/failures/diagnosis.py)."""
+    from searchgrade.engine.failures.diagnosis import strategy_failures
+
+    return [f.text for f in strategy_failures(store, store.get_run(run_id))
+            if f.queries and f.queries_failed >= f.queries]
 
 
 def run_suite(store: Store, data_dir: str | Path, name: str, *, trigger: str = "manual",
@@ -129,10 +131,9 @@ def _conclude(store: Store, suite: SuiteRecord, outcome: SuiteRunOutcome, snap: 
     """The entry's end: outage or comparison with the previous complete run, stored, alerted."""
     entry_id = outcome.entry_id
     # A backend that answered no query is the outage to report, whatever failed after it.
-    down = _down_strategies(store, outcome.run_id) if outcome.run_id else {}
+    down = _down_strategies(store, outcome.run_id) if outcome.run_id else []
     if down:
-        outcome.error = "; ".join(f"{s} failed on all {n} queries (its backend did not answer)"
-                                  for s, n in sorted(down.items()))
+        outcome.error = "; ".join(down)
     previous = previous_complete(store, suite.name, entry_id)
     if snap is not None:
         outcome.config_changes = config_changes(previous["snapshot"] if previous else None, snap)

@@ -166,6 +166,8 @@ class AnnSearcher:
         self.model = model
         self.index = index
         self.doc_ids = list(doc_ids)
+        #: Query text -> its vector, as searching embedded it (``query_vectors`` reuses them).
+        self._queries: dict[str, np.ndarray] = {}
 
     def search_one(self, query: str, k: int) -> list[ScoredDoc]:
         check_k(k)
@@ -176,6 +178,20 @@ class AnnSearcher:
 
     def search(self, queries: Sequence[str], k: int) -> list[SearchHits]:
         return search_each(self.search_one, queries, k)
+
+    def keep_query_vectors(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Remember the vectors a search embedded, by query text (``query_vectors`` reads them)."""
+        self._queries.update(zip(texts, vectors, strict=True))
+
+    def query_vectors(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """The vectors of query texts, one row each: those a search here already embedded, the
+        others embedded now (a run's diagnosis reads its queries' vectors after searching them)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._queries))
+        if missing:
+            self.keep_query_vectors(missing, encode(self.model, missing, batch_size=batch_size))
+        if not texts:
+            return np.zeros((0, self.index.d), dtype=np.float32)
+        return np.stack([self._queries[t] for t in texts]).astype(np.float32, copy=False)
 
     @property
     def kind(self) -> str:
@@ -258,5 +274,6 @@ class AnnNode:
         start = time.perf_counter()
         vectors = encode(self.searcher.model, list(batch.texts), batch_size=self.batch_size)
         share = (time.perf_counter() - start) / max(1, len(batch))
+        self.searcher.keep_query_vectors(list(batch.texts), vectors)
         return answer_each(list(vectors), lambda vector: Found(self.searcher.search_vectors(vector[None, :], depth)[0]),
                            shares=[share] * len(batch))

@@ -194,7 +194,14 @@ def check_typed(spec: StrategySpec, policy: OutboundPolicy) -> None:
         OutboundRefused: one line naming the key, what was refused and what the operator can set.
     """
     o, where = spec.options, spec.where
-    url = _fill(o["url"], "q", 10, url=True)
+    variables = o.get("variables") or {}
+    url = _fill(o["url"], "q", 10, url=True, variables=variables)
+    # The host is checked once, so it may not change with the query: {{query}} and {{k}} belong in
+    # the path, the parameters or the body (a variable is fixed when checked, tuning checks again).
+    if urllib.parse.urlsplit(_fill(o["url"], "other", 11, url=True, variables=variables)).netloc != \
+            urllib.parse.urlsplit(url).netloc:
+        raise OutboundRefused(f"{where}: url {o['url']!r} puts {{{{query}}}} or {{{{k}}}} in the host: a url "
+                              "typed in the app names its server; put them in the path or the parameters")
     policy.check_url(url, f"{where}: url")
     host = urllib.parse.urlsplit(url).hostname or ""
     for name, value in (o.get("headers") or {}).items():
@@ -228,10 +235,12 @@ class MappingError(Exception):
 class RequestError(Exception):
     """A request that failed; ``retry`` says whether another attempt may succeed."""
 
-    def __init__(self, message: str, retry: bool, wait_s: float | None = None) -> None:
+    def __init__(self, message: str, retry: bool, wait_s: float | None = None, refused: bool = False) -> None:
         super().__init__(message)
         self.retry = retry
         self.wait_s = wait_s
+        #: The request reached no server (refused, or no address answered).
+        self.refused = refused
 
 
 class HttpNode(DeclaredNode):
@@ -251,13 +260,15 @@ class HttpNode(DeclaredNode):
         self.headers = {"Accept": "application/json"}
         if self.body is not None:
             self.headers["Content-Type"] = "application/json"
+        # A typed declaration's targets and secrets first: resolving an env: header the policy
+        # refuses would say whether the variable is set.
+        self.policy = outbound_policy(spec, environ)
+        if self.policy is not None:
+            check_typed(spec, self.policy)
         for name, value in (o.get("headers") or {}).items():
             self.headers[name] = resolve_env(value, self.where, f"headers.{name}", environ)
         self.paths = {key: (o[key], _compile(o[key], self.where, key))
                       for key in ("hits", "id", "score", "title", "text") if o.get(key)}
-        self.policy = outbound_policy(spec, environ)
-        if self.policy is not None:
-            check_typed(spec, self.policy)
         #: Headers whose values are secrets: dropped on a redirect to another host (typed strategies).
         self.secret_headers = {name for name, value in (o.get("headers") or {}).items() if is_env(value)}
         self._local = threading.local()
@@ -286,7 +297,7 @@ class HttpNode(DeclaredNode):
         except requests.ConnectionError as exc:
             reason = _connection_reason(exc)
             raise RequestError(f"cannot connect to {self.url} ({reason}): is the server running, "
-                               "and is the url right?", True) from None
+                               "and is the url right?", True, refused=reason in NO_SERVER) from None
         except requests.RequestException as exc:
             raise RequestError(f"request to {self.url} failed ({type(exc).__name__}: {exc})", True) from None
         except OutboundRefused as exc:  # a redirect, or a name that now resolves elsewhere
@@ -365,7 +376,7 @@ class HttpNode(DeclaredNode):
         (or the server's Retry-After); a reply the mapping cannot read is not."""
         if isinstance(exc, RequestError):
             wait = exc.wait_s if exc.wait_s is not None else self.backoff_s * 2 ** (attempt - 1)
-            return FailedAttempt(str(exc), exc.retry, min(wait, MAX_RETRY_AFTER_S))
+            return FailedAttempt(str(exc), exc.retry, min(wait, MAX_RETRY_AFTER_S), exc.refused)
         if isinstance(exc, MappingError):
             return FailedAttempt(str(exc))
         return None
@@ -409,6 +420,10 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+#: Connection errors that reached no server (``_connection_reason``'s words): counted as refusals.
+NO_SERVER = frozenset({"connection refused", "name or service not known", "no route to host"})
 
 
 def _connection_reason(exc: Exception) -> str:

@@ -4,7 +4,8 @@ A declared backend (HTTP, Postgres, LanceDB, Milvus) searches one query at a tim
 its errors mean; everything else is the same for all of them and written here once: a retrieval
 node (no inputs, asked for the depth it reports), the chunk's queries embedded in one batch when
 the backend searches by vector (each query charged its share), and ``answer_each``
-(indexes/base.py) for the timing, the retries and the queries in flight.
+(indexes/base.py) for the timing, the retries, the queries in flight and a server that refuses
+every connection (after a few in a row, the rest are not asked).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from searchgrade.indexes.base import FailedAttempt, Found, Outcome, QueryBatch, answer_each
+from searchgrade.indexes.base import FailedAttempt, Found, Outcome, QueryBatch, Refusals, answer_each
 from searchgrade.indexes.declared.declaration import StrategySpec, query_vectors
 
 
@@ -34,6 +35,8 @@ class DeclaredNode:
         #: Embeds the queries (None: the backend searches by text only).
         self.embedder = embedder
         self.batch_size = batch_size
+        #: Connections the backend refused in a row: once it counts as down, no query is asked.
+        self.refusals = Refusals()
 
     def input_depth(self, depth: int) -> int:
         return depth
@@ -61,4 +64,4 @@ class DeclaredNode:
         return answer_each(list(zip(texts, vectors, strict=True)),
                            lambda query: self.search_one(query[0], query[1], depth),
                            retries=self.retries, concurrency=self.concurrency, explain=self.explain,
-                           shares=shares, thread_name=f"searchgrade-{self.name}")
+                           shares=shares, thread_name=f"searchgrade-{self.name}", refusals=self.refusals)

@@ -192,6 +192,11 @@ class HttpReranker:
         self.retries = int(o["retries"])
         self.backoff_s = float(o["backoff_s"])
         self.headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        # A typed declaration's targets and secrets first (resolving a refused env: value would say
+        # whether the variable is set).
+        self.policy = policy_for(spec.declared_in, environ)
+        if self.policy is not None:
+            check_typed(spec, self.policy)
         secret_headers = set()
         if o.get("api_key") is not None:
             self.headers["Authorization"] = "Bearer " + resolve_env(o["api_key"], self.where, "api_key", environ)
@@ -202,9 +207,6 @@ class HttpReranker:
                 secret_headers.add(name)
         self.secret_headers = secret_headers
         self.paths = {key: (o[key], _compile(o[key], self.where, key)) for key in ("results", "index", "score")}
-        self.policy = policy_for(spec.declared_in, environ)
-        if self.policy is not None:
-            check_typed(spec, self.policy)
         self.requests = 0
         self._local = threading.local()
 

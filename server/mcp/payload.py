@@ -17,6 +17,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 #: Decimals figures are rounded to: metrics and intervals need no more to be read or compared.
@@ -82,6 +83,14 @@ def scrub(text: str, environ: Mapping[str, str] | None = None) -> str:
     for value in secrets(environ):
         text = text.replace(value, REDACTED)
     return text
+
+
+def error_line(text: str, data_dir: str | Path, root: Path | None = None) -> str:
+    """An error as an agent reads it: one line, secrets scrubbed, and the server's folders (the data
+    folder, the collections root) by name, never their paths."""
+    from searchgrade.viewmodels.collection_form import without_server_paths
+
+    return scrub(without_server_paths(text, data_dir, root))
 
 
 def _plain(value: Any) -> Any:

@@ -92,10 +92,11 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     """A run's headline, per-strategy metrics with 95% CIs, paired comparisons, judged@k and
     failures: the same figures as `searchgrade show RUN --format json`, in a size that does not
     grow with the number of queries."""
+    from searchgrade.engine.failures.causes import CAUSES, KINDS
     from searchgrade.engine.run.stored_metrics import check_cutoff
+    from searchgrade.viewmodels.failures import failure_summary
     from searchgrade.viewmodels.holes import holes_panel
     from searchgrade.viewmodels.metric_help import metric_json
-    from searchgrade.viewmodels.results import failed_counts
     from searchgrade.viewmodels.significance import comparison_record, results_family, significance
 
     with store.session():
@@ -134,13 +135,15 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
                          "strategies": {r.strategy: {"judged": r.judged, "ndcg_judged": r.condensed.value,
                                                      "bpref": r.bpref, "rbp": r.rbp, "rbp_residual": r.residual}
                                         for r in holes.rows}}
-        backend = store.failed_query_counts(run.run_id)
+        failures = failure_summary(store, run.run_id)
         out["failures"] = {
-            "top1_not_relevant": {r["strategy"]: {"failed": int(r["failed"]), "unjudged": int(r["unjudged"]),
-                                                  "judge_failed": int(r["judge_failed"]), "queries": int(r["n"])}
-                                  for r in failed_counts(store, run).to_dict("records")},
-            "backend_errors": backend,
-            "how": "failed_queries lists them"}
+            "top1_not_relevant": {r["strategy"]: {"failed": int(r["failed"]), **{k: int(r[k]) for k in KINDS},
+                                                  "judge_failed": int(r["judge_failed"]), "queries": int(r["queries"])}
+                                  for r in failures.table.to_dict("records")},
+            "causes": {r["strategy"]: {c: int(r[c]) for c in CAUSES} for r in failures.table.to_dict("records")},
+            "strategy_failures": [{k: f[k] for k in ("strategy", "reason", "queries_failed")}
+                                  for f in failures.strategy_failures],
+            "how": "failed_queries lists them, each with its kind, cause and evidence (docs/metrics.md)"}
     return out
 
 
@@ -235,32 +238,50 @@ def query_results(store: Store, run_id: str, query_id: str, strategy: str | None
             "data_note": DATA_NOTE}
 
 
-def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit: int = 20) -> dict[str, Any]:
-    """Queries whose top-1 result from ``strategy`` (default: the headline's best strategy) is
-    graded not relevant, with what each strategy put first; and queries a strategy could not
-    answer at all (a backend error)."""
-    from searchgrade.viewmodels.results import failed_queries as failed_table
-    from searchgrade.viewmodels.significance import results_family
+def failed_queries(store: Store, run_id: str, strategy: str | None = None, limit: int = 20,
+                   category: str | None = None) -> dict[str, Any]:
+    """Queries whose top-1 result from ``strategy`` (default: the strategy with the most failed
+    queries) is not relevant, each with its kind, its cause and the evidence, and what each
+    strategy put first; the counts per kind and cause; and the strategies that could not answer
+    (backend errors). ``category``: only the queries of one kind or cause."""
+    from searchgrade.engine.failures.causes import CAUSES, KINDS
+    from searchgrade.viewmodels.failures import failure_summary, failure_table
 
     limit = max(1, min(int(limit), MAX_ROWS))
     run = store.get_run(run_id)
+    summary = failure_summary(store, run.run_id)
     if strategy is None:
-        rows, _ = results_family(store, run, PRIMARY_METRIC, primary_k(run))
-        if rows.empty:
-            raise SearchGradeError(f"run {run.run_id} has no metrics yet ({run.status}): nothing failed yet")
-        strategy = str(best_row(rows, PRIMARY_METRIC)["strategy"])
-    known = store.result_strategies(run.run_id)
+        if summary.default is None:
+            raise SearchGradeError(f"run {run.run_id} has no results yet ({run.status}): nothing failed yet")
+        strategy = summary.default
+    known = summary.table["strategy"].tolist()
     if strategy not in known:
-        raise SearchGradeError(f"strategy {strategy!r} is not in run {run.run_id}; it has {', '.join(known)}")
-    table = failed_table(store, run.run_id, strategy).to_dict("records")
-    shown, left = capped(table, limit)
-    tops = [c for c in (table[0] if table else {}) if c not in ("Query id", "Query", "Type")]
+        raise SearchGradeError(f"strategy {strategy!r} has no results in run {run.run_id}; it has "
+                               f"{', '.join(known) or 'none'}")
+    if category is not None and category not in KINDS and category not in CAUSES:
+        raise SearchGradeError(f"category {category!r} is not a kind ({', '.join(KINDS)}) or a cause "
+                               f"({', '.join(CAUSES)})")
+    table = failure_table(store, run.run_id, strategy)
+    if category is not None:
+        table = table[table["kind" if category in KINDS else "cause"] == category]
+    records = table.to_dict("records")
+    shown, left = capped(records, limit)
+    fixed = ("Query id", "Query", "Type", "Kind", "Cause", "Evidence", "kind", "cause")
+    tops = [c for c in table.columns if c not in fixed]
+    counts = summary.table.set_index("strategy").loc[strategy]
     backend, backend_left = capped(store.failed_queries(run.run_id), limit)
-    return {"run_id": run.run_id, "strategy": strategy,
-            "rule": "top-1 result graded below the relevance threshold, or unjudged (counted as 0)",
+    return {"run_id": run.run_id, "strategy": strategy, "category": category,
+            "rule": f"top-1 result graded below {run.threshold} (judged not relevant) or unjudged; a top 1 whose "
+                    "judgment failed is neither; each failed query gets the first cause that holds "
+                    "(docs/metrics.md#why-queries-fail)",
+            "counts": {"failed": int(counts["failed"]), "queries": int(counts["queries"]),
+                       "kinds": {k: int(counts[k]) for k in KINDS}, "causes": {c: int(counts[c]) for c in CAUSES}},
             "failed": [{"query_id": r["Query id"], "query": untrusted_query(r["Query"]), "type": r["Type"],
+                        "kind": r["kind"], "cause": r["cause"], "evidence": untrusted(r["Evidence"]),
                         "top1": {t: untrusted(r[t]) for t in tops}} for r in shown],
-            "failed_total": len(table), "failed_left_out": left,
+            "failed_total": len(records), "failed_left_out": left,
+            "strategy_failures": [{k: f[k] for k in ("strategy", "reason", "queries_failed")}
+                                  for f in summary.strategy_failures],
             "backend_errors": [{"strategy": f["strategy"], "query_id": f["query_id"],
                                 "error": untrusted(f["error"]), "attempts": f["attempts"]} for f in backend],
             "backend_errors_left_out": backend_left, "data_note": DATA_NOTE}
@@ -300,3 +321,20 @@ def gate(store: Store, baseline: str | None, candidate: str, metric: str | None 
                             "failed": line.failed, "reading": line.reading, "line": result.describe(line)}
                            for line in result.lines],
             "notes": result.notes}
+
+
+def judges(store: Store, run_id: str, metric: str | None = None) -> dict[str, Any]:
+    """Can the run's judge be trusted: `searchgrade judges RUN --format json`'s ``judges`` list, and
+    the same findings in words as the Results section (viewmodels/judges.py)."""
+    from searchgrade.viewmodels.judges import judges_json, judges_view
+
+    with store.session():
+        view = judges_view(store, store.get_run(run_id).run_id, metric)
+    report = view.report
+    differing, left_out = capped(view.differing.to_dict("records"), MAX_ROWS)
+    return {**judges_json(report), "run_id": report.run_id, "metric": view.metric, "people": report.people_source,
+            "queries": len(report.queries), "strategies": [label(s) for s in report.strategies],
+            "decisions": [s.text for s in view.decisions], "decided_differently": differing,
+            "decided_differently_left_out": left_out, "suite": [s.text for s in view.suite_sentences],
+            "stability": [s.text for s in view.stability], "item_agreement": [s.text for s in view.item],
+            "recommendation": view.recommendation.text, "notes": report.notes}

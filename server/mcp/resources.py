@@ -14,7 +14,8 @@ from typing import Any
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.store import Store
 from searchgrade.server.mcp import reads
-from searchgrade.server.mcp.payload import scrub, to_json
+from searchgrade.server.mcp.payload import error_line, scrub, to_json
+from searchgrade.server.mcp.settings import McpSettings
 
 SUMMARY_URI = "searchgrade://runs/{run_id}/summary"
 CSV_URI = "searchgrade://runs/{run_id}/metrics.csv"
@@ -35,14 +36,14 @@ def metrics_csv(store: Store, run_id: str) -> str:
         return path.read_text(encoding="utf-8")
 
 
-def register(server: Any, store: Store) -> None:
+def register(server: Any, store: Store, settings: McpSettings) -> None:
     from mcp.server.mcpserver.exceptions import ResourceError
 
     def answer(work: Any) -> str:
         try:
             return work()
         except SearchGradeError as exc:
-            raise ResourceError(scrub(str(exc))) from None
+            raise ResourceError(error_line(str(exc), settings.data_dir, settings.collections_root)) from None
 
     @server.resource(SUMMARY_URI, name="run_summary", mime_type="application/json",
                      description="A run's summary: headline, per-strategy metrics with CIs, judged@k, failures")

@@ -90,14 +90,19 @@ def resolve_collection(settings: McpSettings, store: Store, collection: str) -> 
 
 
 def run_request(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
-                name: str | None, k: int) -> RunRequest:
+                name: str | None, k: int, judge_models: list[str] | None = None) -> RunRequest:
     """What an agent asks for, as every surface asks it, within the operator's bounds: at most
     --max-queries queries (an LLM run writes at most that many), the LLM of the server's
-    environment, the operator's strategies file and the strategies added in the app."""
+    environment (a panel's judges are models on it: an agent names no endpoint), the operator's
+    strategies file and the strategies added in the app."""
     from searchgrade.engine.run.strategies import declarations
 
     if mode not in MODES:
         raise SearchGradeError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    for judge in judge_models or []:
+        if "@" in judge and "://" in judge:
+            raise SearchGradeError(f"judge_models names {judge!r}, a model on an endpoint of its own: an agent names "
+                                   "models on the server's endpoint only (the operator sets endpoints)")
     bound = settings.max_queries if max_queries is None else min(max_queries, settings.max_queries)
     docs = None
     if mode == "llm":
@@ -110,15 +115,16 @@ def run_request(settings: McpSettings, mode: str, strategies: list[str] | None, 
                                    "document: ask for more")
         docs = min(qg.n_docs, bound // per_doc)
     return RunRequest(qrels=mode != "llm", llm=mode != "qrels", name=name, k=k,
+                      judge_models=tuple(judge_models or ()),
                       strategies=tuple(strategies) if strategies else None,
                       declared=declarations(settings.strategies_file, settings.data_dir, strategies),
                       max_queries=None if mode == "llm" else bound, docs=docs)
 
 
 def run_config(settings: McpSettings, mode: str, strategies: list[str] | None, max_queries: int | None,
-               name: str | None, k: int) -> RunConfig:
+               name: str | None, k: int, judge_models: list[str] | None = None) -> RunConfig:
     """The run an agent asks for, within the operator's bounds (checked as every surface's is)."""
-    return build_run_config(run_request(settings, mode, strategies, max_queries, name, k))
+    return build_run_config(run_request(settings, mode, strategies, max_queries, name, k, judge_models))
 
 
 def _load(target: Target) -> Collection:
@@ -141,18 +147,19 @@ def _estimate(collection: Collection, config: RunConfig, store: Store) -> dict[s
 
 def estimate_cost(settings: McpSettings, store: Store, collection: str | None, mode: str | None = None,
                   strategies: list[str] | None = None, max_queries: int | None = None,
-                  suite: str | None = None) -> dict[str, Any]:
+                  suite: str | None = None, judge_models: list[str] | None = None) -> dict[str, Any]:
     """The dry-run estimate of a run (calls and tokens), and whether the server's ceiling allows it;
     ``suite``: of the suite's next run (its frozen queries and configuration)."""
     if suite is not None:
-        _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries)
+        _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries,
+                     judge_models=judge_models)
         record, config = _suite_run_parts(settings, store, suite)
         out = _suite_estimate(store, record, config)
         out.update(suite=record.name, collection=record.collection_name, mode=record.mode)
     else:
         target = resolve_collection(settings, store, _needs_collection(collection))
         mode = mode or "llm"
-        config = run_config(settings, mode, strategies, max_queries, None, 10)
+        config = run_config(settings, mode, strategies, max_queries, None, 10, judge_models)
         out = _estimate(_load(target), config, store)
         out.update(collection=target.name, mode=mode)
     out.update(max_tokens=settings.max_tokens, within_ceiling=out["tokens"] <= settings.max_tokens or not config.uses_llm,
@@ -240,20 +247,21 @@ def start_suite(settings: McpSettings, store: Store, name: str, note: str | None
 def start_evaluation(settings: McpSettings, store: Store, collection: str | None, mode: str | None = None,
                      strategies: list[str] | None = None, max_queries: int | None = None,
                      name: str | None = None, k: int | None = None, accept_estimate: bool = False,
-                     suite: str | None = None, note: str | None = None) -> dict[str, Any]:
+                     suite: str | None = None, note: str | None = None,
+                     judge_models: list[str] | None = None) -> dict[str, Any]:
     """Start a run in the background and return its id (an LLM run: its estimate first); with
     ``suite``, a new run of that suite (start_suite)."""
     if not settings.allow_runs:
         raise RefusedError(READ_ONLY)
     if suite is not None:
         _suite_alone(collection=collection, mode=mode, strategies=strategies, max_queries=max_queries, name=name,
-                     k=k)
+                     k=k, judge_models=judge_models)
         return start_suite(settings, store, suite, note, accept_estimate)
     if note is not None:
         raise SearchGradeError("note goes with suite (a note on a suite's run); a run's name is name")
     target = resolve_collection(settings, store, _needs_collection(collection))
     mode = mode or "qrels"
-    config = run_config(settings, mode, strategies, max_queries, name, 10 if k is None else k)
+    config = run_config(settings, mode, strategies, max_queries, name, 10 if k is None else k, judge_models)
     out: dict[str, Any] = {"collection": target.name, "mode": mode, "strategies": list(config.strategies)}
     if config.uses_llm:
         estimate = _estimate(_load(target), config, store)

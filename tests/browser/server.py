@@ -66,17 +66,19 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
 
 @contextmanager
 def serve_app(workdir: Path, *args: str, env: dict[str, str],
-              program: Sequence[str] = SEARCHGRADE) -> Iterator[str]:
-    """`searchgrade app --port P ARGS` on loopback, run from ``workdir`` (its log: workdir/app.log);
-    ``program`` is the `searchgrade` command (another venv's, for the installed wheel).
+              program: Sequence[str] = SEARCHGRADE, host: str = "127.0.0.1") -> Iterator[str]:
+    """`searchgrade app --port P ARGS` bound to ``host`` (loopback unless a test exposes it: 0.0.0.0),
+    run from ``workdir`` (its log: workdir/app.log); ``program`` is the `searchgrade` command
+    (another venv's, for the installed wheel).
 
-    Yields the app's URL once its health check answers; stops the server's process group after.
+    Yields the app's URL on loopback once its health check answers; stops the server's process
+    group after.
     """
     port = free_port()
     log_path = workdir / "app.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [*program, "app", "--port", str(port), "--host", "127.0.0.1", *args],
+            [*program, "app", "--port", str(port), "--host", host, *args],
             cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             url = f"http://127.0.0.1:{port}"
@@ -84,6 +86,19 @@ def serve_app(workdir: Path, *args: str, env: dict[str, str],
             yield url
         finally:
             _stop_group(server)
+
+
+def pick(page: object, label: str, option: str, tries: int = 5) -> None:
+    """Pick ``option`` in the selectbox named ``label``: a click while the page still reruns may
+    not open the list, so it is clicked again."""
+    for _ in range(tries):
+        page.get_by_role("combobox", name=label).click()  # type: ignore[attr-defined]
+        try:
+            page.get_by_role("option", name=option).click(timeout=10_000)  # type: ignore[attr-defined]
+            return
+        except Exception:  # noqa: BLE001 - the list did not open: the page was rerunning
+            page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    raise AssertionError(f"could not pick {option!r} in {label!r}")
 
 
 @contextmanager

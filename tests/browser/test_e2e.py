@@ -158,18 +158,20 @@ def test_evaluate_the_demo_by_clicking_then_the_dashboard_shows_the_stored_run(a
             shown[strategy] = y
     assert shown == pytest.approx(dcg)
 
-    # The failed-queries table: the stored failures of the recommended strategy.
-    best = max(dcg, key=dcg.get)
-    failed = store.failed_top1(run.run_id, best)
+    # The failed-queries table: the stored failures of the strategy that fails most (the picker's start).
+    from searchgrade.viewmodels.failures import failure_summary
+
+    worst = failure_summary(store, run.run_id).default
+    failed = store.failed_top1(run.run_id, worst, run.threshold)
     failed_ids = sorted({r["query_id"] for r in failed})
-    heading = f"{len(failed_ids)} quer{'y' if len(failed_ids) == 1 else 'ies'}"
+    heading = f"{len(failed_ids)} failed quer{'y' if len(failed_ids) == 1 else 'ies'} of {strategy_label(worst)}"
     page.get_by_text(heading).first.wait_for()
-    page.get_by_text("whose top-1 result from").first.scroll_into_view_if_needed()
-    # Each failed query's row shows the recommended strategy's top-1 document as "... (doc id)".
-    expected = [f"({r['doc_id']})" for r in failed if r["strategy"] == best][:3]
+    page.get_by_text(heading).first.scroll_into_view_if_needed()
+    # Each failed query's row shows that strategy's top-1 document as "... (doc id)".
+    expected = [f"({r['doc_id']})" for r in failed if r["strategy"] == worst][:3]
     deadline = time.time() + 30
     while True:  # the grid draws its cells after it scrolls into view
-        grid = _grid_text(page, "whose top-1 result from")
+        grid = _grid_text(page, heading)
         missing = [e for e in expected if e not in grid]
         if not missing or time.time() > deadline:
             break

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchgrade.engine.store import Store
-from tests.browser.server import environment, serve_app
+from tests.browser.server import environment, pick, serve_app
 from tests.indexes.declared.tiny_search import server, tiny_folder, tiny_search  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -55,6 +55,19 @@ def _open(browser, url: str):
 def _upload(page, uploader: str, path: Path) -> None:
     box = page.locator('[data-testid="stFileUploader"]').filter(has_text=uploader)
     box.locator('input[type="file"]').set_input_files(str(path))
+
+
+def _add_http_search(page, name: str, url: str, *more: tuple[str, str]) -> None:
+    """Add your search: an HTTP strategy ``name`` over the test search server at ``url``, saved."""
+    page.get_by_text("Add your search").click()
+    pick(page, "Kind", "HTTP (any JSON API)")
+    for label, value in (("Name", name), ("url (required)", url + "/search?q={{query}}&n={{k}}"),
+                         ("hits (required)", "results"), ("id (required)", "doc.id"), *more):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter" if label != "url (required)" else "Tab")
+        page.wait_for_load_state("networkidle")
+    page.get_by_role("button", name="Save", exact=True).click()
 
 
 def _chips(page) -> set[str]:
@@ -114,17 +127,7 @@ def test_a_search_added_in_the_browser_is_offered_and_runs(app, browser, server,
     path.fill(str(tiny_folder))
     path.press("Enter")
     page.get_by_text("12 documents").first.wait_for()
-    page.get_by_text("Add your search").click()
-    page.get_by_role("combobox", name="Kind").click()
-    page.get_by_role("option", name="HTTP (any JSON API)").click()
-    for label, value in (("Name", "my-http"), ("url (required)", server.url + "/search?q={{query}}&n={{k}}"),
-                         ("hits (required)", "results"), ("id (required)", "doc.id"), ("score", "relevance"),
-                         ("title", "doc.name")):
-        box = page.get_by_label(label, exact=True)
-        box.fill(value)
-        box.press("Enter" if label != "url (required)" else "Tab")
-        page.wait_for_load_state("networkidle")
-    page.get_by_role("button", name="Save", exact=True).click()
+    _add_http_search(page, "my-http", server.url, ("score", "relevance"), ("title", "doc.name"))
     page.get_by_text("Saved my-http").wait_for()
     strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
     strategies.get_by_role("button", name="Remove my-http").wait_for()
@@ -137,4 +140,35 @@ def test_a_search_added_in_the_browser_is_offered_and_runs(app, browser, server,
     assert run.status == "complete" and run.config["strategies"] == ["my-http"], run.error
     assert run.config["declared"]["my-http"]["declared_in"] == "app"
     assert Store(home).metric_summary(run.run_id, 10)
+    page.close()
+
+
+def test_a_search_added_for_an_upload_is_not_carried_to_the_demo(app, browser, files, server):  # noqa: F811
+    url, home = app
+    page = _open(browser, url)
+    page.get_by_text("Upload a file").click()
+    _upload(page, "A .jsonl, .csv", files / "shop.csv")
+    page.get_by_text("Loading gives 8 documents").wait_for()
+    _upload(page, "Queries file", files / "queries.csv")
+    page.get_by_text("Query id column").wait_for()
+    _upload(page, "Judgments file (qrels)", files / "judgments.qrels")
+    page.get_by_text("Human judgments (qrels)").first.wait_for()
+    _add_http_search(page, "shop-http", server.url)
+    page.get_by_text("Saved shop-http").wait_for()
+    assert "offered for shop only" in page.get_by_text("Saved shop-http").inner_text()
+    strategies = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Strategies")
+    strategies.get_by_role("button", name="Remove shop-http").wait_for()
+    assert Store(home).saved_strategies()["shop-http"]["collection_name"] == "shop"
+
+    # Switching to the demo unselects it, with a note, and does not offer it there.
+    page.get_by_text("The bundled demo (SciFact)").click()
+    note = page.get_by_text("shop-http was added for the collection shop and is offered only there")
+    note.wait_for()
+    strategies.get_by_role("button", name="Remove Full-text (BM25)").wait_for()
+    assert strategies.get_by_role("button", name="Remove shop-http").count() == 0
+    strategies.click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    assert "shop-http" not in options.all_inner_texts()
+    page.keyboard.press("Escape")
     page.close()

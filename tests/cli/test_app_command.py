@@ -123,3 +123,18 @@ def test_the_deploy_button_is_hidden_both_ways_of_starting_the_app():
     assert command[command.index("--client.toolbarMode") + 1] == "minimal"
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["toolbarMode"] == "minimal"
+
+
+def test_the_server_is_the_app_behind_the_access_gate_with_no_agent_api_and_no_tracebacks_when_exposed():
+    from searchgrade.cli import build_parser
+    from searchgrade.cli.app import APP, SERVE, streamlit_command
+
+    loopback = streamlit_command(build_parser().parse_args(["app"]))
+    exposed = streamlit_command(build_parser().parse_args(["app", "--host", "0.0.0.0"]))
+    assert loopback[4] == str(SERVE) and SERVE.name == "_serve.py" and "st.App" in SERVE.read_text()
+    # st.login's secrets are read where they are for app.py (the entry's own folder is views/).
+    assert loopback[loopback.index(str(APP.parent / ".streamlit" / "secrets.toml")) - 1] == "--secrets.files"
+    for command in (loopback, exposed):
+        assert command[command.index("--server.enableAgentApi") + 1] == "false"
+    assert loopback[loopback.index("--client.showErrorDetails") + 1] == "full"
+    assert exposed[exposed.index("--client.showErrorDetails") + 1] == "type"

@@ -73,6 +73,8 @@ def test_a_suite_runs_its_frozen_queries_again_and_runs_lists_it(source_run, cap
 @pytest.mark.parametrize("argv, words", [
     (["suite", "schedule", "s", "--cron", "61 * * *"], "is not a cron expression"),
     (["suite", "schedule", "s", "--every", "5x"], "is not a positive interval"),
+    (["suite", "schedule", "s", "--every", "99999999999d"], "give an interval from 1s to 366d"),
+    (["suite", "schedule", "s", "--every", "9" * 5000 + "s"], "give an interval from 1s to 366d"),
     (["suite", "run", "nope"], "no suite named 'nope'"),
     (["suite", "alert", "s", "--webhook", "ftp://example.com/hook"], "is not an http(s) URL"),
     (["suite", "alert", "s", "--email", "team@example.com"], "SEARCHGRADE_SMTP_HOST"),

@@ -3,6 +3,7 @@ secrets only for the host they are bound to, paths inside the collections root."
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +49,20 @@ def test_the_metadata_address_is_refused_on_an_exposed_app_in_one_line_naming_th
 def test_a_name_is_checked_by_what_it_resolves_to():
     with pytest.raises(OutboundRefused, match="127.0.0.1 is a loopback address .localhost resolves to 127.0.0.1"):
         EXPOSED.check_url("http://localhost:9200/docs/_search", "url")
+
+
+@pytest.mark.parametrize(("host", "found"), [
+    ("127.1", "127.0.0.1"), ("127.0.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"),
+    ("0x7f.0.0.1", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"), ("017700000001", "127.0.0.1"),
+    ("LOCALHOST", "127.0.0.1"), ("127.127.127.127", "127.127.127.127"), ("[0:0:0:0:0:0:0:1]", "::1"),
+    ("[::ffff:127.0.0.1]", "127.0.0.1"), ("[::ffff:7f00:1]", "127.0.0.1"), ("[64:ff9b::7f00:1]", "64:ff9b::7f00:1"),
+    ("[::127.0.0.1]", "::7f00:1"), ("0", "0.0.0.0"), ("2852039166", "169.254.169.254"),
+    ("[::ffff:169.254.169.254]", "169.254.169.254"), ("[64:ff9b::a9fe:a9fe]", "64:ff9b::a9fe:a9fe"),
+])
+def test_loopback_and_the_metadata_address_are_refused_however_spelled(host, found):
+    """Decimal, hex and octal forms, IPv4-mapped and NAT64 IPv6: each is what it resolves to."""
+    with pytest.raises(OutboundRefused, match=rf"^url: {re.escape(found)} is an? [a-z -]+ address"):
+        EXPOSED.check_url(f"http://{host}:8080/", "url")
 
 
 def test_a_loopback_only_app_lets_its_operator_reach_any_address():
@@ -96,17 +111,33 @@ def test_only_http_urls_without_credentials(url):
 
 
 def test_a_secret_goes_only_to_the_host_the_operator_bound_it_to():
-    policy = OutboundPolicy.for_browser(False, {ENV_SECRETS: "ES_AUTH=es.internal,PG_PW=/srv/pg/"})
+    environ = {ENV_SECRETS: "ES_AUTH=es.internal,PG_PW=/srv/pg/", "ES_AUTH": "Basic abc", "PG_PW": "pw",
+               "OPENAI_API_KEY": "sk-set"}
+    policy = OutboundPolicy.for_browser(False, environ)
     policy.check_secret("ES_AUTH", "ES.internal", "headers.Authorization")
     policy.check_secret("PG_PW", "/srv/pg", "dsn password")
     with pytest.raises(OutboundRefused) as info:
         policy.check_secret("ES_AUTH", "collector.example.com", "headers.Authorization")
-    assert "(it is bound to es.internal)" in str(info.value)
+    assert "es.internal" not in str(info.value)  # where the secret may go is the operator's business
     assert f"{ENV_SECRETS}=ES_AUTH=collector.example.com" in str(info.value)
-    with pytest.raises(OutboundRefused, match="env:OPENAI_API_KEY may not be sent to es.internal"):
+    with pytest.raises(OutboundRefused, match="env:OPENAI_API_KEY is not available to declarations typed in "
+                                              "the app for es.internal"):
         policy.check_secret("OPENAI_API_KEY", "es.internal", "headers.X-Key")
     with pytest.raises(SearchGradeError, match=f"^{ENV_SECRETS} entry 'ES_AUTH' is not NAME=host"):
         parse_secret_hosts("ES_AUTH")
+
+
+def test_a_refused_secret_reads_the_same_whether_the_server_has_the_variable_or_not():
+    def refusal(environ: dict[str, str]) -> str:
+        with pytest.raises(OutboundRefused) as info:
+            OutboundPolicy.for_browser(True, environ).check_secret("HOOK", "hooks.example.com", "headers.Token")
+        return str(info.value)
+
+    lines = {refusal({}), refusal({"HOOK": "secret-value"}), refusal({ENV_SECRETS: "HOOK=hooks.example.com"}),
+             refusal({ENV_SECRETS: "HOOK=elsewhere.example.com", "HOOK": "secret-value"})}
+    assert lines == {"headers.Token: env:HOOK is not available to declarations typed in the app for "
+                     "hooks.example.com: the operator sets HOOK on the server and binds it to its host with "
+                     f"{ENV_SECRETS}=HOOK=hooks.example.com"}
 
 
 def test_typed_paths_stay_inside_the_collections_root(tmp_path):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 import pytest
 
+from searchgrade.cli.show import print_table
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.collections import load_collection
 from searchgrade.engine.llm.querygen import QueryGenSettings
@@ -13,6 +15,7 @@ from searchgrade.engine.llm.settings import LLMSettings
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import resume_run, run_evaluation
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.failures import failure_summary
 from searchgrade.viewmodels.recompute import Figures, recompute_values
 from searchgrade.viewmodels.results import keep_first_view, results_view
 from tests.conftest import DEMO, write_beir
@@ -62,7 +65,12 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     assert run.status == "complete"
     assert store.failed_query_counts(run.run_id) == {"es": 2}
     assert run.stats["failed_queries"] == {"es": 2}
-    assert any("es failed on 2 queries" in n and "searchgrade resume" in n for n in outcome.notes)
+    shown = io.StringIO()
+    print_table(store, run.run_id, None, shown)
+    (line,) = [x for x in shown.getvalue().splitlines() if x.startswith("  es failed on ")]
+    assert line.startswith("  es failed on 2 of 5 queries: ")
+    assert line.endswith(f"`searchgrade resume {run.run_id}` retries only what failed")
+    assert "  es: figures over the 3 of 5 queries it answered" in shown.getvalue()
     summary = {(r["strategy"], r["metric"]): r for r in store.metric_summary(run.run_id, 10)}
     assert summary[("es", "dcg")]["n"] == 3 and summary[("fulltext", "dcg")]["n"] == 5
     answered = {r["query_id"] for r in store.results_with_grades(run.run_id, "es")}
@@ -73,7 +81,7 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     assert trend == {"es": 3, "fulltext": 5}
     # The complete run's Results reads were kept when it completed (viewmodels/results_cache.py).
     assert store.kept_reads(run.run_id)
-    assert results_view(store, run.run_id).failed_counts.set_index("strategy")["n"].to_dict() == {
+    assert failure_summary(store, run.run_id).table.set_index("strategy")["queries"].to_dict() == {
         "fulltext": 5, "es": 3}
 
     server.control()
@@ -91,7 +99,8 @@ def test_failed_queries_are_recorded_for_their_strategy_and_resume_retries_only_
     assert trend == {"es": 5, "fulltext": 5}
     # ... and so were its Results reads: kept again from the new contents, not the first ones.
     view = results_view(store, run.run_id)
-    assert view.failed_counts.set_index("strategy")["n"].to_dict() == {"fulltext": 5, "es": 5}
+    assert failure_summary(store, run.run_id).table.set_index("strategy")["queries"].to_dict() == {
+        "fulltext": 5, "es": 5}
     assert view.latency.set_index("strategy")["n"].to_dict() == {"fulltext": 5, "es": 5}
 
 
@@ -144,25 +153,45 @@ def test_500s_on_every_third_request_complete_the_run_with_those_failed(tmp_path
     assert failed["strategy"] == "es" and "HTTP 500" in failed["error"]
 
 
-def test_ids_none_of_which_is_in_the_collection_stop_the_run_on_the_first_query(tmp_path, tiny_folder, server):
+def test_ids_none_of_which_is_in_the_collection_fail_that_strategy_alone_after_its_first_answer(
+        tmp_path, tiny_folder, server):
     store = Store(tmp_path / "d")
     server.control(prefix="doc-")
-    with pytest.raises(SearchGradeError, match=r"none of the \d ids es returned for the first query "
-                                               r"\('doc-d1'.*check the id mapping"):
-        run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
-    assert server.stats()["requests"] == 1
-    assert store.list_runs()[0].status == "failed"
+    outcome = run_evaluation(load_collection(tiny_folder), config(server), store, tmp_path / "d")
+    assert server.stats()["requests"] == 1  # not asked again after its first answer
+    run = store.get_run(outcome.run_id)
+    assert run.status == "complete" and store.result_strategies(run.run_id) == ["fulltext"]
+    failed = store.failed_queries(run.run_id)
+    assert {f["strategy"] for f in failed} == {"es"} and len(failed) == 5  # every query, the first too
+    assert all(f["error"].startswith("none of the 2 ids es returned for the first query ('doc-d1', 'doc-d2'")
+               and "check the id mapping" in f["error"] for f in failed)
+    assert [f["attempts"] for f in sorted(failed, key=lambda f: f["attempts"])] == [0, 0, 0, 0, 1]
+    (reason,) = failure_summary(store, run.run_id).strategy_failures
+    assert reason["queries_failed"] == 5 and reason["reason"] == failed[0]["error"]
 
 
-def test_an_unreachable_server_stops_the_run_on_the_first_query_with_one_line(tmp_path, tiny_folder):
+def test_an_unreachable_server_fails_its_strategy_after_three_refusals_and_the_run_goes_on(tmp_path, tiny_folder):
     from searchgrade.indexes.declared.spec import parse_spec
 
     decl = {"es": parse_spec("es", {"kind": "elasticsearch", "host": "http://127.0.0.1:9", "index": "x",
-                                    "query": '{"match": {"text": {{query}}}}', "retries": 0}).to_json()}
+                                    "query": '{"match": {"text": {{query}}}}', "retries": 2,
+                                    "backoff_s": 0.01}).to_json()}
+    store = Store(tmp_path / "d")
+    outcome = run_evaluation(load_collection(tiny_folder), RunConfig(strategies=("fulltext", "es"), declared=decl,
+                                                                     n_bootstrap=200), store, tmp_path / "d")
+    assert store.get_run(outcome.run_id).status == "complete"
+    failed = sorted(store.failed_queries(outcome.run_id), key=lambda f: f["query_id"])
+    # The first query spends its three attempts on three refusals; the server then counts as down
+    # and no other query is asked.
+    assert [f["attempts"] for f in failed] == [3, 0, 0, 0, 0]
+    assert failed[0]["error"].startswith("cannot connect to http://127.0.0.1:9/x/_search (connection refused)")
+    assert "3 connections refused in a row" in failed[0]["error"]
+    assert all(f["error"].startswith("not asked: 3 connections in a row were refused") for f in failed[1:])
+    # Nothing to show at all is a failed run, with the reason in one line.
     with pytest.raises(SearchGradeError) as error:
         run_evaluation(load_collection(tiny_folder), RunConfig(strategies=("es",), declared=decl),
-                       Store(tmp_path / "d"), tmp_path / "d")
-    assert "strategy es failed on the first query: cannot connect" in str(error.value)
+                       Store(tmp_path / "e"), tmp_path / "e")
+    assert "every strategy failed on every query (es: cannot connect" in str(error.value)
     assert "\n" not in str(error.value)
 
 

@@ -219,6 +219,35 @@ def test_qrels_with_llm_keeps_human_grades_and_reports_agreement(tmp_path):
     assert judged and all(r["value"] == returned.get((r["strategy"], r["query_id"]), 0) / 10 for r in judged)
 
 
+def test_a_judge_whose_endpoint_refuses_every_connection_stops_after_a_few_and_resume_finishes(tmp_path):
+    import socket
+
+    from searchgrade.engine.llm.client import REFUSALS_TO_STOP
+
+    qrels = [("q1", "d1", 1), ("q2", "d3", 1), ("q3", "d6", 1), ("q4", "d10", 1), ("q5", "d11", 1)]
+    collection = load_collection(write_beir(tmp_path / "tiny", qrels=qrels))
+    store = Store(tmp_path / "d")
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    llm = LLMSettings(model="fake", base_url=down, concurrency=2, timeout_s=10, backoff_s=0.01)
+    config = RunConfig(strategies=("fulltext",), n_bootstrap=200, llm=llm, judge_unjudged=True)
+    with pytest.raises(SearchGradeError, match=f"refused {REFUSALS_TO_STOP} connections in a row"):
+        run_evaluation(collection, config, store, tmp_path / "d")
+    (run,) = store.list_runs()
+    assert run.status == "failed" and "refused" in run.error
+    # The judge grades every retrieved pair: the unjudged ones, and the others for its agreement.
+    retrieved = {(r["query_id"], r["doc_id"]) for r in store.results_with_grades(run.run_id)}
+    assert len(retrieved) >= 10  # every one would have spent five requests and their waits
+    # A few requests in all (the third refusal, and those in flight on the other thread), not five
+    # per pair: none is sent once the endpoint counts as down.
+    assert store.llm_usage(run.run_id)["judge"]["requests"] <= REFUSALS_TO_STOP + llm.concurrency - 1
+    recorder = Recorder()
+    with FakeOpenAIServer(recorder) as server:
+        outcome = resume_run(run.run_id, store, tmp_path / "d", collection=collection, base_url=server.base_url)
+    assert outcome.status == "complete" and recorder.posts["judge"] == len(retrieved)
+
+
 def test_judge_unjudged_refuses_qrels_on_another_scale(tmp_path, tiny):
     with pytest.raises(SearchGradeError, match="--judge-unjudged"):
         run_evaluation(tiny, RunConfig(strategies=("fulltext",), judge_unjudged=True,

@@ -35,6 +35,23 @@ def test_a_saved_strategy_is_kept_as_typed_edited_and_deleted(tmp_path):
     assert saved_declarations(tmp_path) == {}
 
 
+def test_a_strategy_saved_for_a_collection_is_offered_only_there(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEARCHGRADE_HOME", str(tmp_path))
+    monkeypatch.delenv("SEARCHGRADE_STRATEGIES_FILE", raising=False)
+    store = Store(tmp_path)
+    table = {"kind": "http", "url": "http://127.0.0.1:9/s?q={{query}}", "hits": "h", "id": "i"}
+    save(store, table, check_declaration("shop-http", table, exposed=False), collection="shop")
+    store.save_strategy("anywhere", table, "app")  # saved before collections were recorded: any
+    assert set(saved_declarations(tmp_path, collection="shop")) == {"shop-http", "anywhere"}
+    assert set(saved_declarations(tmp_path, collection="scifact")) == {"anywhere"}
+    assert set(saved_declarations(tmp_path)) == {"shop-http", "anywhere"}  # the command line names them
+    demo = declared_strategies({}, collection="scifact")
+    assert "shop-http" not in demo.names and "anywhere" in demo.names
+    assert demo.elsewhere == {"shop-http": "shop"}
+    shop = declared_strategies({}, collection="shop")
+    assert {"shop-http", "anywhere"} <= set(shop.names) and shop.elsewhere == {}
+
+
 def test_asking_for_saved_strategies_creates_no_store():
     import tempfile
     from pathlib import Path

@@ -150,3 +150,49 @@ def test_answer_each_in_batches_shares_a_calls_seconds_and_fails_its_queries_tog
 def test_answer_each_refuses_shares_that_do_not_match_the_queries():
     with pytest.raises(ValueError, match="1 shares for 2 queries"):
         answer_each(["a", "b"], lambda q: Found([]), shares=[0.0])
+
+
+def test_after_three_refusals_in_a_row_the_queries_left_are_not_asked():
+    from searchgrade.indexes.base import Refusals
+
+    calls: list[str] = []
+    answered = {"q3"}  # the server answers once between refusals: the count starts again
+
+    def search(query: str) -> Found:
+        calls.append(query)
+        if query in answered:
+            return Found([ScoredDoc(query, 1.0, 1)])
+        raise ConnectionRefusedError("refused")
+
+    def explain(exc: Exception, attempt: int) -> FailedAttempt:
+        return FailedAttempt("cannot connect (connection refused)", retry=True, refused=True)
+
+    refusals = Refusals()
+    queries = ["q1", "q2", "q3", "q4", "q5", "q6"]
+    outcomes = answer_each(queries, search, retries=1, explain=explain, refusals=refusals)
+    # q1's two attempts are two refusals, q2's first the third in a row: the server counts as down,
+    # and q3 on are not asked (q3 would have been answered).
+    assert calls == ["q1", "q1", "q2"]
+    assert outcomes[0] == Failure("cannot connect (connection refused) (after 2 attempts)", 2)
+    assert outcomes[1].error.endswith("(3 connections refused in a row: the server counts as down)")
+    assert all(o.error.startswith("not asked: 3 connections in a row were refused") and o.attempts == 0
+               for o in outcomes[2:])
+    # A later chunk of the same node is not asked either.
+    assert answer_each(["q7"], search, explain=explain, refusals=refusals)[0].attempts == 0
+    assert calls == ["q1", "q1", "q2"]
+
+
+def test_an_answer_between_refusals_starts_the_count_again():
+    from searchgrade.indexes.base import Refusals
+
+    def search(query: str) -> Found:
+        if query.startswith("up"):
+            return Found([ScoredDoc(query, 1.0, 1)])
+        raise ConnectionRefusedError("refused")
+
+    def explain(exc: Exception, attempt: int) -> FailedAttempt:
+        return FailedAttempt("refused", refused=True)
+
+    outcomes = answer_each(["a", "b", "up1", "c", "d", "up2", "e"], search, explain=explain, refusals=Refusals())
+    assert [isinstance(o, Answer) for o in outcomes] == [False, False, True, False, False, True, False]
+    assert all(o.attempts == 1 for o in outcomes if isinstance(o, Failure))  # every one was asked

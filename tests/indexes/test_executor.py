@@ -104,3 +104,23 @@ def test_a_failed_query_fails_for_the_strategies_built_on_it_and_nothing_else():
     assert execution.hits["c"][1] is not None
     assert execution.failures["b"]["q2"].error == "down"
     assert execution.failures["w"]["q2"].error.startswith("b failed on this query")
+
+
+def test_a_node_a_check_stops_is_not_asked_again_and_the_nodes_built_on_it_fail_with_it():
+    stopped_base = Fixed("b", 0.1)
+    other = Fixed("c", 0.1)
+    nodes = {"b": stopped_base, "w": Wrap("w", "b", 5, 0.1), "c": other}
+    seen: list[int] = []
+
+    def check(execution):
+        seen.append(len(execution.hits["b"]))
+        return {"b": "none of its ids is in the collection"} if len(seen) == 1 else None
+
+    ids = [f"q{i}" for i in range(1, 6)]
+    execution = Executor(nodes, ["b", "w", "c"], 3, chunk_size=2).run(QueryBatch(ids, ids), check=check)
+    assert stopped_base.asked == [5] and len(other.asked) == 3  # b: the first chunk only; c: every chunk
+    assert execution.stopped == {"b": "none of its ids is in the collection"}
+    assert execution.hits["b"][0] is not None and execution.hits["b"][1:] == [None] * 4
+    assert execution.failures["b"]["q2"] == Failure("none of its ids is in the collection", 0)
+    assert execution.failures["w"]["q5"].error == "b failed on this query: none of its ids is in the collection"
+    assert all(h is not None for h in execution.hits["c"])

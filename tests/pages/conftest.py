@@ -22,9 +22,13 @@ APPTEST_TIMEOUT_S = 180
 
 @pytest.fixture(autouse=True)
 def loopback_app(monkeypatch):
-    """The app as `searchgrade app` starts it by default: on 127.0.0.1, with no login configured."""
+    """The app as `searchgrade app` starts it by default: on 127.0.0.1, with no login configured
+    (and no login of another test: every AppTest session has the same id)."""
     from streamlit import config
 
+    from searchgrade.server.access.sessions import SESSIONS
+
+    SESSIONS.clear()
     before = config.get_option("server.address")
     config.set_option("server.address", "127.0.0.1")
     for name in ("SEARCHGRADE_APP_PASSWORD", "SEARCHGRADE_APP_NO_AUTH"):

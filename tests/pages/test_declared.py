@@ -65,7 +65,7 @@ def test_results_show_the_overlap_of_each_pair_and_backend_problems(tiny_run, st
                                                                     "described": 0}}})
     at = open_page("views/results.py")
     warnings = [w.value.replace("\\", "") for w in at.warning]
-    assert any(w.startswith("Full-text (BM25) failed on 1 query") for w in warnings)
+    assert any(w.startswith("Full-text (BM25) failed on 1 of 2 queries: HTTP 500.") for w in warnings)
     assert "50% of ANN (dense) results are not in the collection: check the id mapping" in warnings
     # At the page's k (the tiny run's 3).
     (overlap,) = [d.value for d in at.dataframe if "RBO@3" in d.value.columns]

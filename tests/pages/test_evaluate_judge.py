@@ -192,3 +192,41 @@ def test_an_llm_endpoint_typed_on_an_exposed_app_is_held_to_the_outbound_policy(
     errors = [e.value.replace("\\", "") for e in at.error]
     assert len(errors) == 1 and errors[0].startswith("LLM endpoint base URL"), errors
     assert jobs.latest_job() is None  # nothing started
+
+
+def test_a_panel_typed_in_the_form_judges_the_run_each_judge_its_own(home, store, tmp_path):
+    from tests.engine.judges.judge_server import judge_server
+    from tests.engine.judges.simulated import simulated
+
+    sim = simulated(tmp_path / "sim", n_queries=3, k=2)
+    server, responder = judge_server(sim, ["faithful", "lenient"])
+    with server:
+        at = _llm_form(open_page("views/evaluate.py"), sim.folder, server.base_url, model="faithful", mode="qrels_llm",
+                       queries=3)
+        at.text_input(key="evaluate_judge_models").set_value("faithful, lenient").run()
+        at.text_input(key="evaluate_judge_prices").set_value("faithful=0.1").run()
+        at.button(key="evaluate_start").click().run()
+        assert not at.exception, [e.message for e in at.exception]
+        job = _wait_job()
+    assert job.state == "complete", job.error
+    [run] = store.list_runs()
+    assert run.config["judges"] == ["faithful", "lenient"] and run.config["judge_prices"] == {"faithful": 0.1}
+    assert set(store.judge_grade_counts(run.run_id)) == {"faithful", "lenient", "panel"}
+    assert set(responder.calls) == {"faithful", "lenient"}
+
+
+def test_a_judge_endpoint_typed_on_an_exposed_app_is_held_to_the_outbound_policy(home, monkeypatch):
+    from tests.pages.conftest import bound_to
+
+    monkeypatch.setenv("SEARCHGRADE_APP_NO_AUTH", "1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # the operator's endpoint: allowed
+    with bound_to("0.0.0.0"):
+        at = open_page("views/evaluate.py")
+        at.text_input(key="evaluate_llm_model").set_value("fake").run()
+        at.radio(key="evaluate_mode").set_value("qrels_llm").run()
+        at.text_input(key="evaluate_judge_models").set_value("fake, other@http://169.254.169.254/v1").run()
+        at.button(key="evaluate_start").click().run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("LLM endpoint base URL"), errors
+    assert jobs.latest_job() is None  # nothing started

@@ -233,7 +233,7 @@ def test_a_stopped_llm_run_is_resumed_from_the_app_doing_only_the_missing_work(h
     with FakeOpenAIServer(good) as server:
         at = open_page("views/results.py")
         assert "This run is failed" in at.error[0].value.replace("\\", "")
-        at.text_input(key="results_resume_base_url").set_value(server.base_url).run()
+        at.text_input(key=f"results_resume_base_url_{run.run_id}").set_value(server.base_url).run()
         at.button(key="results_resume_button").click().run()
         assert not at.exception, [e.message for e in at.exception]
         # The button switched to Evaluate, which shows the resumed run.
@@ -266,3 +266,28 @@ def test_review_says_what_fill_the_holes_does_and_what_a_review_needs(store):
     assert first == review_model.PAGE_CAPTIONS["holes"] and "judge's pairs" not in first
     at.button(key="review_new_start").click().run()
     assert re.sub(r"\\(.)", r"\1", at.caption[0].value) == review_model.PAGE_CAPTIONS["holes"]
+
+
+def test_the_resume_forms_endpoint_is_held_to_the_outbound_policy_on_an_exposed_app(home, store, monkeypatch,
+                                                                                     clean_jobs):
+    """The Resume form was a side door: a typed endpoint went to the resumed run unchecked."""
+    from tests.pages.conftest import bound_to
+
+    run_id = store.create_run(
+        name="stopped", collection_name="tiny", collection_path="/tmp/tiny", mode="llm", label_source="llm",
+        grade_min=0, grade_max=3, threshold=2, k=3, depth=3,
+        config={"mode": "llm", "strategies": ["fulltext"], "llm": {"model": "fake", "base_url": "http://10.9.9.9/v1"}})
+    store.finish_run(run_id, "failed", "ConnectionError: the endpoint moved")
+    monkeypatch.setenv("SEARCHGRADE_APP_NO_AUTH", "1")
+    with FakeOpenAIServer(Recorder()) as listener, bound_to("0.0.0.0"):
+        at = open_page("views/results.py")
+        port = listener.httpd.server_address[1]
+        for typed in (listener.base_url, f"http://[::1]:{port}/v1", f"http://[::ffff:127.0.0.1]:{port}/v1",
+                      f"http://2130706433:{port}/v1", "http://169.254.169.254/v1"):
+            at.text_input(key=f"results_resume_base_url_{run_id}").set_value(typed).run()
+            at.button(key="results_resume_button").click().run()
+            assert not at.exception, [e.message for e in at.exception]
+            errors = [e.value.replace("\\", "") for e in at.error if "LLM endpoint base URL" in e.value]
+            assert len(errors) == 1 and "a target typed in this app may not reach" in errors[0], (typed, errors)
+            assert jobs.latest_job() is None  # nothing was resumed
+    assert listener.requests == []

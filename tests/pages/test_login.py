@@ -105,3 +105,26 @@ def test_with_st_login_configured_only_the_login_button_shows():
     assert not at.exception, [e.message for e in at.exception]
     _shows_only_the_gate(at)
     assert [b.label for b in at.button] == ["Log in"]
+
+
+def test_log_out_ends_the_login_and_clears_the_sessions_state(monkeypatch):
+    monkeypatch.setenv("SEARCHGRADE_APP_PASSWORD", PASSWORD)
+    at = _log_in(_app("0.0.0.0"), PASSWORD)
+    at.text_input(key="evaluate_name").input("kept until logout").run()
+    assert at.session_state["evaluate_name"] == "kept until logout"
+    at.sidebar.button[0].click().run()
+    _shows_only_the_gate(at)
+    assert "evaluate_name" not in at.session_state and "evaluate_job_id" not in at.session_state
+    _log_in(at, PASSWORD)
+    assert at.text_input(key="evaluate_name").value == ""
+
+
+def test_a_login_ends_after_the_idle_time(monkeypatch):
+    monkeypatch.setenv("SEARCHGRADE_APP_PASSWORD", PASSWORD)
+    monkeypatch.setenv("SEARCHGRADE_APP_IDLE_MINUTES", "0.02")  # 1.2 s without the person acting
+    at = _log_in(_app("0.0.0.0"), PASSWORD)
+    assert at.title[0].value == "Evaluate search quality"
+    time.sleep(1.5)
+    at.run()
+    _shows_only_the_gate(at)
+    assert "session has expired" in at.info[0].value

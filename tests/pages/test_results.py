@@ -86,13 +86,16 @@ def test_tables_failed_queries_and_recommendations_are_there(tiny_run):
     assert table.loc[0, "Strategy"] == "ANN (dense)"
     assert table.loc[0, "Without reranker"] == pytest.approx(2.6964, abs=1e-4)
     assert table.loc[0, "With reranker"] == pytest.approx(3.6309, abs=1e-4)
+    # The picker opens on the strategy with the most failed queries (ann and fulltext fail once each:
+    # ann, listed first): q1's top 1 is d3, grade 0, with d1 (grade 3) at rank 2.
+    assert at.selectbox(key="results_failed_strategy").value == "ann"
     failed = [f for f in frames if "Query id" in f.columns and "ANN (dense)" in f.columns]
-    # The recommended strategy (ann_rerank) fails on no query; pick ann: q1's top 1 is d3, grade 0.
-    assert failed and failed[0].empty
-    at.selectbox(key="results_failed_strategy").set_value("ann").run()
-    failed = [df.value for df in at.dataframe if "Query id" in df.value.columns and "ANN (dense)" in df.value.columns]
     assert failed[0]["Query id"].tolist() == ["q1"]
     assert failed[0].loc[0, "ANN (dense)"] == "[0] Doc 3 title (d3)"
+    assert failed[0].loc[0, ["Kind", "Cause"]].tolist() == ["Top result judged not relevant", "Ranked too low"]
+    at.selectbox(key="results_failed_strategy").set_value("ann_rerank").run()
+    failed = [df.value for df in at.dataframe if "Query id" in df.value.columns and "ANN (dense)" in df.value.columns]
+    assert failed and failed[0].empty  # the reranked strategy fails on no query
     text = _all_text(at)
     assert "never retrieved by any strategy" in text
     assert "a reranker cannot fix that" in text

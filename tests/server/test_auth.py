@@ -47,11 +47,14 @@ def test_many_addresses_together_are_limited_too():
     assert limiter.wait_s("10.9.9.9") == pytest.approx(60)
 
 
-def test_session_length_from_the_environment():
-    assert auth.session_seconds({}) == 480 * 60
-    assert auth.session_seconds({"SEARCHGRADE_APP_SESSION_MINUTES": "30"}) == 1800
-    with pytest.raises(SearchGradeError, match="SEARCHGRADE_APP_SESSION_MINUTES='-1' is not a positive"):
-        auth.session_seconds({"SEARCHGRADE_APP_SESSION_MINUTES": "-1"})
+@pytest.mark.parametrize(("read", "name", "default"), [
+    (auth.session_seconds, "SEARCHGRADE_APP_SESSION_MINUTES", 480), (auth.idle_seconds, "SEARCHGRADE_APP_IDLE_MINUTES", 30)])
+def test_session_length_and_idle_time_from_the_environment(read, name, default):
+    assert read({}) == default * 60
+    assert read({name: "15"}) == 900
+    for bad in ("-1", "0", "soon", "1e9", "nan"):
+        with pytest.raises(SearchGradeError, match=f"^{name}='{bad}' is not a number of minutes from 0 to 10080"):
+            read({name: bad})
 
 
 COMPLETE = """

@@ -17,12 +17,7 @@ from searchgrade.viewmodels.drilldown import query_detail
 from searchgrade.viewmodels.evaluate import CollectionOverview, mode_status
 from searchgrade.viewmodels.llm_panel import kappa_reading
 from searchgrade.viewmodels.recompute import per_query_values, recompute_values
-from searchgrade.viewmodels.results import (
-    failed_counts,
-    failed_queries,
-    relevance_by_position,
-    results_view,
-)
+from searchgrade.viewmodels.results import relevance_by_position, results_view
 from searchgrade.viewmodels.runs import run_choices
 from searchgrade.viewmodels.trends import trend
 from tests.pages.synthetic import tiny_spec, write_run
@@ -83,19 +78,6 @@ def test_best_and_worst_queries_by_mean_relevance(store, run_id):
     assert view.worst_queries["query_id"].tolist() == ["q1"]
     assert view.worst_queries.iloc[0]["mean_value"] == pytest.approx(10 / 9)
     assert view.worst_queries.iloc[0]["best_strategy"] == "Full-text (BM25)"
-
-
-def test_failed_queries_show_what_each_strategy_returned_instead(store, run_id):
-    ann = failed_queries(store, run_id, "ann")
-    assert ann.to_dict("records") == [{
-        "Query id": "q1", "Query": "what is alpha", "Type": "natural",
-        "ANN (dense)": "[0] Doc 3 title (d3)", "Full-text (BM25)": "[3] Doc 1 title (d1)",
-        "ANN + reranker": "[3] Doc 1 title (d1)"}]
-    # An unjudged top 1 counts as 0, as in the metrics, and says so.
-    fulltext = failed_queries(store, run_id, "fulltext")
-    assert fulltext["Full-text (BM25)"].tolist() == ["[unjudged] Doc 6 title (d6)"]
-    counts = failed_counts(store, store.get_run(run_id)).set_index("strategy")
-    assert counts["failed"].to_dict() == {"ann": 1, "fulltext": 1, "ann_rerank": 0}
 
 
 def test_relevance_distribution_is_in_percent_of_the_top_k(store, run_id):
@@ -199,9 +181,15 @@ def test_trend_lists_complete_runs_oldest_first(store, run_id):
 
 def test_downloads_are_the_exported_csv_and_trec_files(store, run_id):
     csv = per_query_csv(store, run_id).decode()
-    # The metric's ir_measures name beside each value ("" where ir_measures has none).
-    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value,measure"
-    assert f"{run_id},ann,q1,ndcg,3," in csv and ",nDCG@3\n" in csv and ",P(rel=2)@3\n" in csv
+    # The metric's ir_measures name beside each value ("" where ir_measures has none), then what the
+    # strategy's top 1 for the query is and, for a failed query, its cause.
+    assert csv.splitlines()[0] == "run_id,strategy,query_id,metric,k,value,measure,top1,cause"
+    rows = [line.split(",") for line in csv.splitlines()[1:]]
+    assert {r[6] for r in rows if r[3:5] == ["ndcg", "3"]} == {"nDCG@3"}
+    assert {r[6] for r in rows if r[3:5] == ["precision", "3"]} == {"P(rel=2)@3"}
+    # ann's q1: its top 1 (d3) graded 0, d1 (grade 3) at rank 2; q2's top 1 relevant.
+    ann_dcg3 = {r[2]: (round(float(r[5]), 4), r[7], r[8]) for r in rows if r[1] == "ann" and r[3:5] == ["dcg", "3"]}
+    assert ann_dcg3 == {"q1": (1.8928, "judged_not_relevant", "ranked_too_low"), "q2": (3.5, "relevant", "")}
     results = results_csv(store, run_id).decode().splitlines()
     assert results[:2] == ["run_id,strategy,query_id,rank,doc_id,score,grade", f"{run_id},ann,q1,1,d3,1.0,0"]
     with zipfile.ZipFile(io.BytesIO(trec_zip(store, run_id))) as zf:
@@ -259,19 +247,6 @@ def test_unjudged_results_still_count_as_zero_by_position(store, run_id):
     # Qrels run: fulltext rank 1 holds d1 (3) and d6 (no judgment, 0).
     assert frame.loc[("fulltext", 1), "mean_grade"] == pytest.approx(1.5)
     assert frame["judge_failed"].sum() == 0
-
-
-def test_a_failed_top1_judgment_is_shown_as_judge_failed_never_as_a_zero_grade(store, llm_run):
-    ann = failed_queries(store, llm_run, "ann")
-    assert ann.to_dict("records") == [{
-        "Query id": "q1", "Query": "what is alpha", "Type": "natural",
-        "ANN (dense)": "[0] Doc 3 title (d3)", "Full-text (BM25)": "[judge failed] Doc 5 title (d5)"}]
-    # Full-text's top 1 failed judging on both queries: no failed query, two judge failures.
-    assert failed_queries(store, llm_run, "fulltext").empty
-    counts = failed_counts(store, store.get_run(llm_run)).set_index("strategy")
-    assert counts[["failed", "unjudged", "judge_failed"]].to_dict("index") == {
-        "ann": {"failed": 1, "unjudged": 0, "judge_failed": 0},
-        "fulltext": {"failed": 0, "unjudged": 0, "judge_failed": 2}}
 
 
 def test_recomputed_metrics_treat_failed_judgments_as_the_stored_ones_do(store, llm_run):

@@ -25,6 +25,7 @@ from searchgrade.engine.statistics.pairing import RESAMPLES
 from searchgrade.engine.store import Store
 from searchgrade.engine.store.relevance_recompute import RELEVANCE_METRICS, relevance_values
 from searchgrade.viewmodels.common import RECOMPUTE_RESAMPLES
+from searchgrade.viewmodels.failures import failure_summary
 from searchgrade.viewmodels.recompute import Figures, recompute_values
 from searchgrade.viewmodels.results import best_and_worst_queries, results_view
 from searchgrade.viewmodels.significance import paired_comparisons
@@ -191,8 +192,7 @@ def test_sql_best_and_worst_queries_equal_the_sorted_python_means(awkward):
 
 def test_sql_failed_counts_and_unretrieved_documents_equal_python_counts(awkward):
     store, run, spec = awkward
-    view = results_view(store, run.run_id, "dcg", 10)
-    counts = view.failed_counts.set_index("strategy")
+    counts = failure_summary(store, run.run_id).table.set_index("strategy")
     for strategy in STRATEGIES:
         tops = [spec.rankings[strategy][q.query_id][0] for q in spec.queries if spec.rankings[strategy][q.query_id]]
         top_grades = [spec.qrels[q.query_id].get(spec.rankings[strategy][q.query_id][0])
@@ -200,10 +200,13 @@ def test_sql_failed_counts_and_unretrieved_documents_equal_python_counts(awkward
         failed_top = [spec.rankings[strategy][q.query_id][0] in spec.failed[q.query_id]
                       for q in spec.queries if spec.rankings[strategy][q.query_id]]
         unjudged = sum(g is None and not f for g, f in zip(top_grades, failed_top, strict=True))
-        assert counts.loc[strategy, "n"] == len(tops)
+        # Judged not relevant: a grade below the threshold (grade 1 on this 0-3 scale too).
+        judged_not_relevant = sum(g is not None and g < run.threshold for g in top_grades)
+        assert counts.loc[strategy, "queries"] == len(tops)
         assert counts.loc[strategy, "unjudged"] == unjudged
         assert counts.loc[strategy, "judge_failed"] == sum(failed_top)
-        assert counts.loc[strategy, "failed"] == unjudged + sum(g == 0 for g in top_grades)
+        assert counts.loc[strategy, "judged_not_relevant"] == judged_not_relevant
+        assert counts.loc[strategy, "failed"] == unjudged + judged_not_relevant
     missing = store.unretrieved_relevant(run.run_id, run.threshold)
     relevant = [(q, d) for q, judged in spec.qrels.items() for d, g in judged.items() if g >= run.threshold]
     retrieved = {(q, d) for ranking in spec.rankings.values() for q, docs in ranking.items() for d in docs}

@@ -51,6 +51,6 @@ def test_failed_queries_and_ids_outside_the_collection_are_said_per_strategy(tmp
     store.update_run(run_id, stats={"not_in_collection": {"ann": {"results": 6, "not_in_collection": 2,
                                                                   "described": 0}}})
     lines = search_problems(store, store.get_run(run_id))
-    assert lines[0].startswith("Full-text (BM25) failed on 1 query (a backend error)")
+    assert lines[0].startswith("Full-text (BM25) failed on 1 of 2 queries: HTTP 500. Those queries are left out")
     assert f"searchgrade resume {run_id}" in lines[0]
     assert lines[1] == "33% of ANN (dense) results are not in the collection: check the id mapping"

@@ -12,13 +12,14 @@ import pytest
 
 from searchgrade.core.records import ScoredDoc, SearchHits
 from searchgrade.engine.store import Store
-from searchgrade.viewmodels.results import failed_queries, keep_first_view, results_view
+from searchgrade.viewmodels.failures import failure_summary, failure_table
+from searchgrade.viewmodels.results import keep_first_view, results_view
 from searchgrade.viewmodels.results_cache import RunReads
 from searchgrade.viewmodels.significance import PROCEDURE
 from tests.pages.synthetic import llm_spec, random_spec, write_run
 
 FRAMES = ("metric_summary", "metric_table", "relevance_table", "by_position", "best_queries", "worst_queries",
-          "reranker_table", "distribution", "failed_counts", "latency")
+          "reranker_table", "distribution", "latency")
 
 
 def _fresh_view(store: Store, run_id: str, metric: str, k: int, monkeypatch):
@@ -48,14 +49,17 @@ def run(tmp_path_factory):
 
 def test_a_completed_run_keeps_its_first_views_reads_equal_to_fresh_ones(run, monkeypatch):
     store, run_id = run
-    assert _parts(store, run_id) == {"position_means", "failed_top1_counts", "latency_summary",
+    assert _parts(store, run_id) == {"position_means", "failure_summary", "latency_summary",
                                      "unretrieved_relevant", "query_extremes", "metric_by_query_type",
-                                     "reranker_rows", "failed_queries"}
+                                     "reranker_rows", "failure_table", "failure_groups"}
     _same_view(results_view(store, run_id), _fresh_view(store, run_id, "dcg", 10, monkeypatch))
     record = store.get_run(run_id)
     kept = {part: json.loads(value) for (part, _), value in store.kept_reads(run_id).items()}
     assert kept["unretrieved_relevant"] == store.unretrieved_relevant(run_id, record.threshold)
-    assert kept["failed_top1_counts"] == store.failed_top1_counts(run_id)
+    with monkeypatch.context() as m:
+        m.setattr(store, "kept_reads", lambda *args: {})
+        fresh = failure_summary(store, run_id)
+    pd.testing.assert_frame_equal(failure_summary(store, run_id).table, fresh.table, check_exact=True)
     assert kept["latency_summary"] == store.latency_summary(run_id)
 
 
@@ -91,9 +95,10 @@ def test_a_run_that_is_not_complete_is_read_afresh_and_keeps_nothing(tmp_path):
     run_id = write_run(store, random_spec(30, n_docs=200, seed=9), n_bootstrap=100)
     with store.connect() as con:
         con.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", [run_id])
-        con.execute("UPDATE kept_reads SET value = '[]' WHERE part = 'failed_top1_counts'")  # stale on purpose
+        con.execute("UPDATE kept_reads SET value = '{}' WHERE part = 'failure_summary'")  # stale on purpose
     view = results_view(store, run_id)
-    assert len(view.failed_counts) == 6  # read afresh, not the stale kept rows
+    assert len(failure_summary(store, run_id).table) == 6  # read afresh, not the stale kept rows
+    assert view.recommendations
     with store.connect() as con:
         con.execute("DELETE FROM kept_reads")
     results_view(store, run_id)
@@ -157,36 +162,39 @@ def test_failed_top1_and_its_cells_list_the_same_queries_by_one_rule(tmp_path):
     spec.rankings["ann_rerank"] = {"q1": ["d1", "d3", "d5"], "q2": ["d9", "d4", "d2"]}
     store = Store(tmp_path)
     run_id = write_run(store, spec)
+    threshold = store.get_run(run_id).threshold
     for strategy, failed in (("ann", ["q1"]), ("fulltext", []), ("ann_rerank", ["q2"])):
-        long = store.failed_top1(run_id, strategy)
-        cells = store.failed_top1_cells(run_id, strategy)
+        long = store.failed_top1(run_id, strategy, threshold)
+        cells = store.failed_top1_cells(run_id, strategy, threshold)
         assert sorted({r["query_id"] for r in long}) == sorted(set(cells["query_id"])) == failed
         assert [(r["query_id"], r["strategy"]) for r in long] == list(zip(cells["query_id"], cells["strategy"],
                                                                             strict=True))
-    row = failed_queries(store, run_id, "ann").set_index("Query id").loc["q1"].to_dict()
-    assert {cell for name, cell in row.items() if name not in ("Query", "Type")} == {
+        assert failure_table(store, run_id, strategy)["Query id"].tolist() == failed
+    row = failure_table(store, run_id, "ann").set_index("Query id").loc["q1"].to_dict()
+    assert {row[name] for name in ("ANN (dense)", "Full-text (BM25)", "ANN + reranker")} == {
         "[0] Doc 3 title (d3)", "[judge failed] Doc 5 title (d5)", "[3] Doc 1 title (d1)"}
-    row = failed_queries(store, run_id, "ann_rerank").set_index("Query id").loc["q2"].to_dict()
+    row = failure_table(store, run_id, "ann_rerank").set_index("Query id").loc["q2"].to_dict()
     assert "[unjudged] d9 (d9)" in row.values()
     for _ in range(2):  # made, then read back kept: an empty table keeps its columns
-        empty = failed_queries(store, run_id, "fulltext")
-        assert empty.empty and empty.columns.tolist()[:3] == ["Query id", "Query", "Type"]
-        assert len(empty.columns) == 6
+        empty = failure_table(store, run_id, "fulltext")
+        assert empty.empty and empty.columns.tolist()[:6] == ["Query id", "Query", "Type", "Kind", "Cause", "Evidence"]
+        assert len(empty.columns) == 11
 
 
 def test_each_strategys_failed_queries_table_is_kept_on_its_first_view_equal_to_a_fresh_one(run, monkeypatch):
     store, run_id = run
-    best = results_view(store, run_id).headline.strategy
-    assert store.kept_read(run_id, "failed_queries", best) is not None  # kept when the run completed
+    default = failure_summary(store, run_id).default
+    assert store.kept_read(run_id, "failure_table", default) is not None  # kept when the run completed
+    assert store.kept_read(run_id, "failure_groups", default) is not None
     for strategy in store.result_strategies(run_id):
-        first = failed_queries(store, run_id, strategy)
-        assert not first.empty and store.kept_read(run_id, "failed_queries", strategy) is not None
+        first = failure_table(store, run_id, strategy)
+        assert not first.empty and store.kept_read(run_id, "failure_table", strategy) is not None
         with monkeypatch.context() as m:
             m.setattr(store, "kept_read", lambda *args: None)
             m.setattr(store, "keep_reads", lambda *args, **kwargs: None)
-            fresh = failed_queries(store, run_id, strategy)
+            fresh = failure_table(store, run_id, strategy)
         pd.testing.assert_frame_equal(first, fresh, check_exact=True)
-        pd.testing.assert_frame_equal(failed_queries(store, run_id, strategy), first, check_exact=True)
+        pd.testing.assert_frame_equal(failure_table(store, run_id, strategy), first, check_exact=True)
 
 
 def test_a_failed_head_start_is_one_warning_and_the_run_stays_complete(tmp_path, monkeypatch, capsys):
@@ -223,7 +231,7 @@ def test_runs_from_the_command_line_and_the_app_keep_their_first_results_page(tm
     assert main(["evaluate", str(binary), "--qrels", "--strategies", "fulltext", "--data-dir", str(data)]) == 0
     store = Store(data)
     (from_cli,) = store.list_runs()
-    assert _parts(store, from_cli.run_id) >= {"position_means", "failed_top1_counts"}
+    assert _parts(store, from_cli.run_id) >= {"position_means", "failure_summary"}
     # A person rates a result the qrels left unjudged: `searchgrade rescore` makes a new run, kept too.
     unjudged = next(r for r in store.results_with_grades(from_cli.run_id) if r["grade"] is None)
     text = {q["query_id"]: q["text"] for q in store.queries(from_cli.run_id)}[unjudged["query_id"]]
@@ -234,7 +242,7 @@ def test_runs_from_the_command_line_and_the_app_keep_their_first_results_page(tm
                                  run_id=from_cli.run_id)])
     assert main(["rescore", from_cli.run_id, "--data-dir", str(data)]) == 0
     (rescored,) = [r for r in store.list_runs() if r.parent_run_id == from_cli.run_id]
-    assert _parts(store, rescored.run_id) >= {"position_means", "failed_top1_counts"}
+    assert _parts(store, rescored.run_id) >= {"position_means", "failure_summary"}
 
     config = RunConfig(strategies=("fulltext",), n_bootstrap=200)
     job, _ = jobs.start_job(lambda: load_collection(tiny_beir), config, store, data, label="tiny")
@@ -242,7 +250,7 @@ def test_runs_from_the_command_line_and_the_app_keep_their_first_results_page(tm
         final = jobs.wait(job.job_id, 120)
     finally:
         jobs._reset_for_tests()
-    assert final.state == "complete" and _parts(store, final.run_id) >= {"position_means", "failed_top1_counts"}
+    assert final.state == "complete" and _parts(store, final.run_id) >= {"position_means", "failure_summary"}
 
     # The run itself keeps nothing: without the hook, the first Results page computes its reads.
     bare = run_evaluation(load_collection(tiny_beir), config, store, data).run_id

@@ -107,6 +107,13 @@ _OTHER_SCALE = re.compile(r"(?<![\w.])(?:0|1)\s*(?:-|–|to)\s*(?:[4-9]|10|100)(
 MAX_JUDGE_PROMPT_BYTES = 64 * 1024
 
 
+def other_scale(text: str) -> str | None:
+    """The words in ``text`` that describe a scale beyond 0-3 ("1-5", "0 to 10"), or None: what a
+    judge prompt may not hold (data placed in one, such as a calibrated prompt's examples, neither)."""
+    match = _OTHER_SCALE.search(text)
+    return match.group(0) if match else None
+
+
 def read_judge_prompt(path: str | Path) -> tuple[str, str]:
     """The name (the file's stem) and text of a user's judge prompt file, validated
     (:func:`judge_prompt_from_bytes`).
@@ -161,9 +168,9 @@ def judge_prompt_from_bytes(filename: str, data: bytes, where: str) -> tuple[str
         raise SearchGradeError(f"{where} has {', '.join('{{' + e + '}}' for e in extra)}, which the judge "
                                "cannot fill: use only {{query}} and {{document}}")
     body = f"{prompt.system}\n{prompt.user}"
-    other = _OTHER_SCALE.search(body)
+    other = other_scale(body)
     if other:
-        raise SearchGradeError(f"{where} describes a scale beyond 0-3 ({other.group(0)!r}): the judge grades "
+        raise SearchGradeError(f"{where} describes a scale beyond 0-3 ({other!r}): the judge grades "
                                "0-3; describe grades 0, 1, 2 and 3")
     grades = {int(m.group(1)) for m in _GRADE.finditer(body)}
     absent = [str(g) for g in range(4) if g not in grades]

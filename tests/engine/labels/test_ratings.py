@@ -23,6 +23,7 @@ from searchgrade.engine.labels.rescore import apply_labels, rescore_run
 from searchgrade.engine.run.config import RunConfig
 from searchgrade.engine.run.pipeline import run_evaluation
 from searchgrade.engine.store import Store
+from searchgrade.viewmodels.failures import failure_summary
 from searchgrade.viewmodels.results import keep_first_view, results_view
 from tests.conftest import TINY_DOCS, TINY_QUERIES, write_beir
 from tests.pages.synthetic import llm_spec, write_run
@@ -126,7 +127,7 @@ def test_rescore_makes_a_new_run_whose_metrics_move_as_the_labels_imply(tmp_path
     assert store.kept_reads(child)
     for run_id, failed, first in ((parent, 1, 1.0), (child, 0, 2.5)):
         view = results_view(store, run_id)
-        assert view.failed_counts.set_index("strategy").loc["ann", "failed"] == failed
+        assert failure_summary(store, run_id).table.set_index("strategy").loc["ann", "failed"] == failed
         by_position = view.by_position.set_index(["strategy", "rank"])
         assert by_position.loc[("ann", 1), "mean_grade"] == pytest.approx(first)
     # Nothing new to apply: no second, identical run.

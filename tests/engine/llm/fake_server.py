@@ -14,12 +14,13 @@ from typing import Any
 Responder = Callable[[dict[str, Any], int], tuple[int, Any, dict[str, str]]]
 
 
-def chat_body(content: str) -> dict[str, Any]:
+def chat_body(content: str, prompt_tokens: int = 20, completion_tokens: int = 8) -> dict[str, Any]:
     return {
         "id": "fake", "object": "chat.completion", "created": 0, "model": "fake",
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
     }
 
 

@@ -36,6 +36,25 @@ def timeout_error() -> Exception:
     return openai.APITimeoutError(request=_REQUEST)
 
 
+def refused_error() -> Exception:
+    """What the openai package raises when nothing listens at the endpoint."""
+    return _connection_error(httpx2.ConnectError("[Errno 111] Connection refused", request=_REQUEST))
+
+
+def cut_short_error() -> Exception:
+    """A connection the server closed mid-reply: it is there, so not a refusal."""
+    return _connection_error(httpx2.RemoteProtocolError("Server disconnected without sending a response.",
+                                                        request=_REQUEST))
+
+
+def _connection_error(cause: Exception) -> Exception:
+    """openai's APIConnectionError raised from ``cause``, as the package raises it."""
+    try:
+        raise openai.APIConnectionError(request=_REQUEST) from cause
+    except openai.APIConnectionError as exc:
+        return exc
+
+
 def judge_json(grade: int = 2, reason: str = "answers it") -> str:
     return json.dumps({"grade": grade, "reason": reason})
 

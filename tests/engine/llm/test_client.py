@@ -11,7 +11,9 @@ from searchgrade.engine.llm.settings import LLMSettings
 from tests.engine.llm.stub import (
     StubOpenAI,
     always,
+    cut_short_error,
     judge_json,
+    refused_error,
     status_error,
     timeout_error,
 )
@@ -205,3 +207,33 @@ def test_the_wait_for_a_request_permit_is_not_counted_as_latency():
     client.request_gate = slow_gate
     assert call(client).value is not None
     assert 0.04 < client.usage.snapshot()["judge"]["latency_s"] < 0.4
+
+
+def test_an_endpoint_that_refuses_every_connection_stops_the_stage_after_a_few_refusals():
+    # A real openai client at a port where nothing listens.
+    import socket
+
+    from searchgrade.engine.llm.client import REFUSALS_TO_STOP
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sleeps: list[float] = []
+    client = LLMClient(LLMSettings(model="m", base_url=f"http://127.0.0.1:{port}/v1", output_mode="json_object"),
+                       sleep=sleeps.append)
+    with pytest.raises(SearchGradeError, match=f"refused {REFUSALS_TO_STOP} connections in a row"):
+        call(client)
+    # Three requests, two waits between them: not the item's five requests, nor every later item's.
+    assert client.usage.snapshot()["judge"]["requests"] == REFUSALS_TO_STOP
+    assert len(sleeps) == REFUSALS_TO_STOP - 1
+
+
+def test_refusals_count_in_a_row_and_a_reply_cut_short_is_not_one():
+    # Refused, refused, answered; refused, cut short, refused, answered: never three in a row.
+    replies = [refused_error(), refused_error(), judge_json(), refused_error(), cut_short_error(), refused_error(),
+               refused_error(), judge_json()]
+    stub = StubOpenAI(lambda kw, n: replies[n])
+    client = make_client(stub)
+    assert call(client).value.grade == 2
+    assert call(client).value.grade == 2
+    assert len(stub.requests) == 8

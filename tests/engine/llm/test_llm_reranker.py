@@ -81,7 +81,7 @@ def test_a_reranker_judged_by_its_own_model_is_a_warning_and_a_field():
     found = self_graded({"llm": "gpt-4o-mini", "other": "qwen"}, "gpt-4o-mini")
     assert found["rerankers"] == ["llm"] and found["model"] == "gpt-4o-mini"
     assert self_graded({"llm": "qwen"}, "gpt-4o-mini") is None
-    [note] = search_notes("r1", {"self_graded": found})
+    [note] = search_notes({"self_graded": found})
     assert note.startswith("warning: reranker llm and the judge are the same model (gpt-4o-mini)")
 
 

@@ -32,7 +32,7 @@ def test_run_completes_with_every_metric_and_records_skipped_rerankers(tmp_path,
     assert all("--reranker-model" in reason for reason in run.skipped.values())
     assert (run.threshold, run.grade_max, run.label_source) == (1, 2, "human")
     assert run.stats["queries"] == 5
-    assert set(run.timings) == {"index", "search", "grade", "metrics"}
+    assert set(run.timings) == {"index", "search", "grade", "diagnose", "metrics"}
     summary = store.metric_summary(run.run_id)
     assert {r["strategy"] for r in summary} == set(BASE)
     assert {r["k"] for r in summary} == {1, 3, 5}

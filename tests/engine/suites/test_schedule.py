@@ -24,6 +24,14 @@ def test_a_malformed_schedule_is_refused(kind, expression):
         check(kind, expression)
 
 
+def test_an_interval_is_at_most_a_year_and_a_longer_one_names_the_range():
+    assert parse_every("366d") == timedelta(days=366)
+    assert parse_every("0001s") == timedelta(seconds=1)
+    for text in ("367d", "8785h", "99999999999d", "9" * 5000 + "s"):
+        with pytest.raises(SearchGradeError, match="from 1s to 366d"):
+            parse_every(text)
+
+
 def test_an_interval_has_its_slots_from_its_anchor():
     assert latest_slot("every", "10s", ANCHOR, ANCHOR + timedelta(seconds=9)) is None
     assert latest_slot("every", "10s", ANCHOR, ANCHOR + timedelta(seconds=25)) == ANCHOR + timedelta(seconds=20)

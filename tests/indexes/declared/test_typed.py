@@ -59,9 +59,13 @@ def test_an_exposed_apps_typed_strategy_reaches_loopback_only_when_the_operator_
 def test_a_typed_strategys_secret_goes_only_where_the_operator_bound_it(server, monkeypatch):
     monkeypatch.setenv("SG_TYPED_TOKEN", "Bearer server-secret")
     table = es(server, headers={"Authorization": "env:SG_TYPED_TOKEN", "X-Require": "Bearer server-secret"})
-    with pytest.raises(OutboundRefused, match="headers.Authorization: env:SG_TYPED_TOKEN may not be sent to "
-                                              "127.0.0.1 .*SEARCHGRADE_BACKEND_SECRETS=SG_TYPED_TOKEN=127.0.0.1"):
+    refusal = ("headers.Authorization: env:SG_TYPED_TOKEN is not available to declarations typed in the app "
+               "for 127.0.0.1: .*SEARCHGRADE_BACKEND_SECRETS=SG_TYPED_TOKEN=127.0.0.1$")
+    with pytest.raises(OutboundRefused, match=refusal):
         HttpNode(typed(table, "app"), environ={"SG_TYPED_TOKEN": "Bearer server-secret"})
+    # Bound but not set on the server: the same line, not "which is not set".
+    with pytest.raises(OutboundRefused, match=refusal):
+        HttpNode(typed(table, "app"), environ={ENV_SECRETS: "SG_TYPED_TOKEN=127.0.0.1"})
     bound = {"SG_TYPED_TOKEN": "Bearer server-secret", ENV_SECRETS: "SG_TYPED_TOKEN=127.0.0.1"}
     assert first_ids(HttpNode(typed(table, "app"), environ=bound))[0] == "d3"  # the server checked the token
 
@@ -190,3 +194,19 @@ def test_a_typed_dsn_reads_neither_pgpassword_nor_pgpass(postgres, tmp_path, mon
     monkeypatch.setenv("PGPASSFILE", str(passfile))
     assert password_used(file_spec) == "from-the-pgpass-file"
     assert password_used(typed_spec, policy) == ""
+
+
+def test_a_typed_url_with_a_variable_is_checked_with_its_variable(server):
+    table = {"kind": "http", "url": server.url.replace("127.0.0.1", "{{h}}") + "/tiny/_search?size={{k}}",
+             "method": "POST", "body": '{"query": {"match": {"text": {{query}}}}}', "hits": "hits.hits",
+             "id": "_id", "variables": {"h": "127.0.0.1"}, "retries": 0}
+    with pytest.raises(OutboundRefused, match=r"url: 127.0.0.1 is a loopback address"):
+        HttpNode(typed(table), environ={})
+    assert first_ids(HttpNode(typed(table, "app"), environ={}))[0] == "d3"
+
+
+@pytest.mark.parametrize("url", ["http://{{query}}.example.com/s", "http://example.com:{{k}}/s?q={{query}}"])
+def test_a_typed_url_may_not_put_the_query_in_its_host(url):
+    table = {"kind": "http", "url": url + ("" if "q=" in url else "?q={{query}}"), "hits": "h", "id": "i"}
+    with pytest.raises(OutboundRefused, match=r"puts \{\{query\}\} or \{\{k\}\} in the host"):
+        HttpNode(typed(table, "app"), environ={})

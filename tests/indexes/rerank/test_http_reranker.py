@@ -170,7 +170,7 @@ def test_a_reranker_typed_in_the_app_is_held_to_the_outbound_policy(rerank_serve
     secret = {"SG_RERANK_KEY": "sk-1"}
     with pytest.raises(OutboundRefused, match="url: 127.0.0.1 is a loopback address"):
         HttpReranker(typed("exposed app"), environ=secret)
-    with pytest.raises(OutboundRefused, match="api_key: env:SG_RERANK_KEY may not be sent to 127.0.0.1"):
+    with pytest.raises(OutboundRefused, match="api_key: env:SG_RERANK_KEY is not available to declarations typed in the app for 127.0.0.1"):
         HttpReranker(typed("exposed app"), environ={**secret, ENV_ALLOWED_HOSTS: "127.0.0.1"})
     bound = {**secret, ENV_ALLOWED_HOSTS: "127.0.0.1", ENV_SECRETS: "SG_RERANK_KEY=127.0.0.1"}
     assert HttpReranker(typed("exposed app"), environ=bound).rerank(QUERY, TEXTS[:2]) == pytest.approx(

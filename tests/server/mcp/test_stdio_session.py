@@ -195,6 +195,9 @@ def test_an_llm_run_is_estimated_and_refused_above_the_token_ceiling(seen):
 
 def test_bad_requests_get_one_line_saying_what_to_do(seen):
     assert "no run 'no-such-run'" in seen["unknown_run"] and "\n" not in seen["unknown_run"]
+    # The data folder by name, never its path on the server.
+    assert "in the data folder/searchgrade.duckdb" in seen["unknown_run"], seen["unknown_run"]
+    assert str(seen["data_dir"]) not in seen["unknown_run"] and "/tmp" not in seen["unknown_run"]
     assert "not one this server may read" in seen["outside"]
 
 
