@@ -45,7 +45,7 @@ COMMANDS = {
     "show": show,  # runs, show, export
     "labels": labels,  # labels list|export|import, rescore
     "queries": queries,  # queries import|sample|list|show
-    "clicks": clicks,  # clicks import
+    "clicks": clicks,  # clicks import|import-interleaving|show
     "judge-pool": judge_pool,  # judge-pool
     "judges": judges,  # judges
     "gate": gate,  # gate
@@ -73,13 +73,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit code of a command whose reader closed the pipe (``| head``): a shell's for SIGPIPE.
+CLOSED_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at exit
+        return code
     except SearchGradeError as exc:
         print(f"searchgrade: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("searchgrade: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (``searchgrade queries show LOG | head``): stop quietly, as
+    command-line tools do. What is still buffered would fail again when Python flushes stdout at
+    exit, so stdout is pointed at the null device first (Python's documented recipe)."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout): nothing to redirect
+        pass
+    return CLOSED_PIPE

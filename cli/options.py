@@ -131,8 +131,8 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
                    help="the judge's prompt, in the format of engine/llm/prompts/judge_v1.txt ({{query}}, "
                    "{{document}}, the 0-3 scale); its hash keys the cache and is shown with the run")
     g.add_argument("--judge-unjudged", action="store_true",
-                   help="with --qrels --llm: also judge the results the qrels miss and use those grades (a "
-                   "panel's grade with --judge-models)")
+                   help="with --qrels --llm or --clicks --llm: also judge the results the qrels (or the clicks) "
+                   "miss and use those grades (a panel's grade with --judge-models)")
     g.add_argument("--judge-models", metavar="A,B[,C]",
                    help="a panel: each judge grades every retrieved pair, NAME a model on the run's endpoint, "
                    "NAME@URL one on its own; each judge's grade, cache and calls kept; accepted without --model "

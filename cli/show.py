@@ -11,6 +11,7 @@ from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
 from searchgrade.viewmodels.ann_index import ann_index_text, variant_index_lines
+from searchgrade.viewmodels.clicks import coverage, coverage_by_cutoff, coverage_words, grades_made_with, judge_share
 from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.failures import failures_json, failures_lines, strategy_failure_lines
@@ -124,10 +125,18 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
                   f"{'-' if linear is None else f'{linear:.3f}'}", file=out)
     for line in traffic_lines(store, run, "dcg", k) if cells else []:
         print(f"  {line}", file=out)
+    made = grades_made_with(run)
+    for line in made.lines if made else []:
+        print(f"  {line}", file=out)
+    covered = coverage(store, run, k) if cells else None
+    if covered:
+        for strategy, value in covered.items():
+            cells.setdefault(strategy, {})["coverage"] = f"{value:.3f}"
+        print(f"  {coverage_words(covered, k, judge_share(store, run, k))}", file=out)
     if not cells:
         print("  no metrics stored", file=out)
         return
-    metrics = TABLE_METRICS + tuple(m for m in TABLE_EXTRA_METRICS
+    metrics = TABLE_METRICS + tuple(m for m in (*TABLE_EXTRA_METRICS, "coverage")
                                     if any(m in c for c in cells.values()))
     width = 22
     print(f"{'strategy':<16}" + "".join(f"{m + '@' + str(k):>{width}}" for m in metrics), file=out)
@@ -158,7 +167,7 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
     from searchgrade.viewmodels.significance import significance as best_against_others
 
     rows, tested = results_family(store, run, PRIMARY_METRIC, k)
-    if not tested:
+    if not tested and not tested.withheld:
         return
     print(f"paired differences on {metric_label(PRIMARY_METRIC, k)} (as on the Results page):", file=out)
     for sentence in best_against_others(rows, PRIMARY_METRIC, k, tested):
@@ -167,9 +176,15 @@ def print_comparisons(store: Store, run: RunRecord, k: int, out: TextIO) -> None
         if base_of(a) == b:
             queries = f"; {d.n} queries" if d.estimable else ""
             by = reranker_of(a)  # a declared reranker's X_NAME: say which reranker
-            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: {d.diff:+.3f} ({figures_text(d)}{queries}): "
-                  f"{'significant' if d.significant else 'not distinguishable'}", file=out)
-    print(f"  {family_note(family_size(tested), 'These figures make')}", file=out)
+            where = " on condensed lists" if (a, b) in tested.condensed else ""
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}{where}: {d.diff:+.3f} ({figures_text(d)}"
+                  f"{queries}): {'significant' if d.significant else 'not distinguishable'}", file=out)
+    for (a, b), reason in tested.withheld.items():
+        if base_of(a) == b:
+            by = reranker_of(a)
+            print(f"  {'reranker ' + by if by else 'reranker'} on {b}: no verdict. {reason}", file=out)
+    if tested:
+        print(f"  {family_note(family_size(tested), 'These figures make')}", file=out)
 
 
 def llm_summary(store: Store, run: RunRecord) -> dict[str, Any]:
@@ -218,6 +233,16 @@ def cmd_show(args: argparse.Namespace) -> int:
         {key: r[key] for key in ("strategy", "metric", "k", "value", "ci_low", "ci_high", "n")}
         for r in store.metric_summary(run.run_id, args.k)
     ]
+    # A click-graded run's figures rest on what the log judged: each row says how much of its top k that is.
+    covered = coverage_by_cutoff(store, run, {r["k"] for r in metrics})
+    if covered:
+        # With the judge filling the holes, each figure also says how much of it is the judge's.
+        filled = coverage_by_cutoff(store, run, {r["k"] for r in metrics}, "llm") if "llm" in (
+            run.label_source or "").split("+") else {}
+        for row in metrics:
+            row["coverage"] = covered.get((row["strategy"], row["k"]), 0.0)
+            if filled:
+                row["judged_by_judge"] = filled.get((row["strategy"], row["k"]), 0.0)
     run_json = run.to_dict()
     run_json["latency_ms"] = store.latency_summary(run.run_id)
     run_json.update(llm_summary(store, run))
@@ -239,13 +264,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def comparisons_json(store: Store, run: RunRecord, k: int | None) -> dict[str, Any]:
     """The Results page's paired differences on the headline metric (at k, default the page's)."""
     from searchgrade.viewmodels.common import PRIMARY_METRIC, primary_k
-    from searchgrade.viewmodels.significance import comparison_record, results_family
+    from searchgrade.viewmodels.significance import family_records, results_family
 
     k = k or primary_k(run)
     if run.status != "complete" and not store.metric_summary(run.run_id, k):
         return {"metric": PRIMARY_METRIC, "k": k, "pairs": []}
     _, tested = results_family(store, run, PRIMARY_METRIC, k)
-    return {"metric": PRIMARY_METRIC, "k": k, "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()]}
+    return {"metric": PRIMARY_METRIC, "k": k, "pairs": family_records(tested)}
 
 
 def cmd_export(args: argparse.Namespace) -> int:

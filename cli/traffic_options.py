@@ -9,7 +9,8 @@ from searchgrade.engine.run.request import DEFAULT_CLICK_MODEL
 
 
 def add_traffic_options(p: argparse.ArgumentParser) -> None:
-    from searchgrade.engine.clicks.models import CLICK_MODELS, MIN_IMPRESSIONS, MODEL_LABELS
+    from searchgrade.engine.clicks.grading import MIN_EXAMINATIONS
+    from searchgrade.engine.clicks.models import CLICK_MODELS, MODEL_LABELS
 
     g = p.add_argument_group("query logs and clicks")
     g.add_argument("--query-set", metavar="NAME",
@@ -22,4 +23,6 @@ def add_traffic_options(p: argparse.ArgumentParser) -> None:
                    help=f"with --clicks (default: {DEFAULT_CLICK_MODEL}): "
                    + "; ".join(f"{name}: {MODEL_LABELS[name]}" for name in CLICK_MODELS))
     g.add_argument("--min-impressions", type=int,
-                   help=f"with --clicks: pairs shown fewer times stay unjudged (default: {MIN_IMPRESSIONS})")
+                   help=f"with --clicks: pairs examined fewer times stay unjudged (default: {MIN_EXAMINATIONS}; "
+                   "for pbm an impression counts as the examination of its position, as the log's position "
+                   "bias says)")

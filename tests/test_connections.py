@@ -200,12 +200,15 @@ TEXT_WIDGETS = ("text_input", "text_area", "chat_input", "data_editor")
 #: server/outbound.py on its way (check_llm_endpoint, check_typed_url, the kinds' check_typed).
 TARGETS = {
     ("views/_evaluate_llm.py", "Endpoint base URL"): "the LLM endpoint of a new run",
+    ("views/_evaluate_llm.py", "Judges (optional): a panel, each grading every result"):
+        "a panel's judges, each NAME@URL an LLM endpoint (check_judge_endpoints)",
     ("views/_common.py", "LLM endpoint base URL (change it if the server moved)"): "the Resume form's endpoint",
     ("views/_add_search.py", "<label>"): "Add your search: a backend's url, host, uri or dsn (each kind's keys)",
     ("views/suites.py", "Webhook URL (POST JSON with a text field; empty keeps it)"): "a suite's alert webhook",
 }
 NOT_TARGETS = {
     ("views/_evaluate_llm.py", "Model"): "the LLM's model name, sent to the endpoint above",
+    ("views/_evaluate_llm.py", "Judge prices (optional), US dollars per million tokens"): "MODEL=PRICE pairs",
     ("views/_index_settings.py", "Embedding model (name or local path)"): HUB.why,
     ("views/_index_settings.py", "Reranker model (cross-encoder name or local path)"): HUB.why,
     ("views/evaluate.py", "Run name (optional)"): "a name",

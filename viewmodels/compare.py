@@ -8,6 +8,7 @@ question are refused with the way to get a comparable run (``--queries-from``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,7 @@ import pandas as pd
 from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.settings_words import settings_diff as words_diff
 from searchgrade.engine.run.strategies import label, strategy_order
-from searchgrade.engine.statistics.paired import PairedDifference
+from searchgrade.engine.statistics.pairing import Change
 from searchgrade.engine.statistics.pairing import compare_runs as compare
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.viewmodels.common import (
@@ -128,11 +129,8 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
         return RunComparison(a, b, metric, k, 0, pd.DataFrame(columns=DELTA_COLUMNS),
                              pd.DataFrame(columns=CHANGED_COLUMNS), notes, paired.paired_on, paired.refusal,
                              **one_sided)
-    deltas = [{"Strategy": label(c.strategy), "strategy": c.strategy, "Run A": c.before, "Run B": c.after,
-               "Change": c.difference.diff, "CI low": c.difference.ci_low, "CI high": c.difference.ci_high,
-               "p-value": c.difference.p_value, "Comparisons": c.difference.m, "Verdict": verdict(c.difference),
-               "Queries": c.difference.n} for c in result.changes]
-    findings = [_finding(c.strategy, c.before, c.after, c.difference, metric) for c in result.changes]
+    deltas = [_delta(c) for c in result.changes]
+    findings = [_finding(c, metric) for c in result.changes]
     # The queries that changed most: by strategy name and query id, then the largest |change| first.
     pairs = {s: paired.pair(s) for s in paired.strategies}
     strategy_of = np.concatenate([np.full(len(pairs[s][0]), s, dtype=object) for s in paired.strategies])
@@ -159,11 +157,30 @@ def compare_runs(store: Store, run_a: str, run_b: str, metric: str = PRIMARY_MET
                          statistics_note=family_note(m, "This comparison makes") if m else "", **one_sided)
 
 
-def _finding(strategy: str, run_a: float, run_b: float, d: PairedDifference, metric: str) -> Sentence:
+def _delta(c: Change) -> dict[str, object]:
+    """One strategy's row of the change table: a change on condensed lists shows their means and
+    says so, one the holes withhold has no interval (engine/statistics/holes.py)."""
+    d = c.difference
+    if c.withheld is not None:
+        return {"Strategy": label(c.strategy), "strategy": c.strategy, "Run A": c.before, "Run B": c.after,
+                "Change": d.diff, "CI low": math.nan, "CI high": math.nan, "p-value": math.nan, "Comparisons": None,
+                "Verdict": "withheld", "Queries": d.n}
+    return {"Strategy": label(c.strategy), "strategy": c.strategy, "Run A": c.before, "Run B": c.after,
+            "Change": d.diff, "CI low": d.ci_low, "CI high": d.ci_high, "p-value": d.p_value, "Comparisons": d.m,
+            "Verdict": verdict(d) + (" (condensed lists)" if c.condensed else ""), "Queries": d.n}
+
+
+def _finding(c: Change, metric: str) -> Sentence:
     """One strategy's change from run A to run B in words, with the figures the table shows."""
+    d = c.difference
+    if c.withheld is not None:
+        return Sentence(f"{label(c.strategy)}: no verdict. {c.withheld}.", "warn", c.strategy)
     queries = f"; {d.n} queries" if d.estimable else ""  # else the interval's words say how many
-    text = f"{label(strategy)}: {run_a:.3f} → {run_b:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
+    where = (" on condensed lists (each top k's judged results only, as many from each run: the runs judged "
+             "different shares of it, or both have many holes)") if c.condensed else ""
+    text = f"{label(c.strategy)}{where}: {c.before:.3f} → {c.after:.3f} ({d.diff:+.3f}; {figures_text(d)}{queries})"
     if not d.significant:
-        return Sentence(f"{text}: not distinguishable from no change.", "info", strategy)
+        return Sentence(f"{text}: not distinguishable from no change.", "info", c.strategy)
     better = (d.diff > 0) == higher_is_better(metric)
-    return Sentence(f"{text}: a real change.", "good" if better else "warn", strategy)
+    return Sentence(f"{text}: a real change{' on what was judged' if c.condensed else ''}.",
+                    "good" if better else "warn", c.strategy)

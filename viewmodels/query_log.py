@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 from searchgrade.engine.clicks.events import EventOptions, EventSummary, import_events
-from searchgrade.engine.clicks.models import CLICK_MODELS, MIN_IMPRESSIONS, MODEL_LABELS
+from searchgrade.engine.clicks.grading import MIN_EXAMINATIONS
+from searchgrade.engine.clicks.models import CLICK_MODELS, MODEL_LABELS
 from searchgrade.engine.store import Store
 from searchgrade.engine.traffic.logs import LogOptions, LogSummary, default_name, import_log
 from searchgrade.engine.traffic.query_sets import SetOptions, SetSummary, create_query_set, head_and_tail
@@ -26,7 +27,7 @@ METHOD_LABELS = {"stratified": "Stratified: head, torso and tail apart (per-band
                  "uniform": "Uniform over distinct queries (traffic-weighted figures unreliable)",
                  "top": "The top N most searched (the head only)"}
 CLICK_MODEL_CHOICES = {name: MODEL_LABELS[name] for name in CLICK_MODELS}
-DEFAULT_MIN_IMPRESSIONS = MIN_IMPRESSIONS
+DEFAULT_MIN_IMPRESSIONS = MIN_EXAMINATIONS
 
 
 @dataclass

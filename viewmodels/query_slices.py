@@ -70,6 +70,8 @@ def query_slices(store: Store, run_id: str, metric: str, k: int) -> QuerySlices 
 def _sentences(frame: pd.DataFrame, name: str) -> list[Sentence]:
     """Where the best strategy differs between the low and the high overlap band, say so."""
     bands = frame[frame["Slice kind"] == "Overlap"]
+    if bands["strategy"].nunique() < 2:
+        return []  # a lone strategy leads nothing: there is no comparison to make
     low, high = BANDS[-1][1], BANDS[0][1]
     best = {}
     for band_name in (low, high):

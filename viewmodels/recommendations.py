@@ -39,6 +39,12 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
         if head.n_strategies < 2:
             out.append(Sentence(f"Only {best['label']} was evaluated ({name} {figure}): there was no "
                                 "choice to make; evaluate other strategies to compare.", "info"))
+        elif head.withheld:
+            out.append(Sentence(
+                f"No recommendation on {name}: {best['label']} is the {highest} ({figure}), but too few of the "
+                f"results of {', '.join(head.withheld)} were judged to compare {'it' if len(head.withheld) == 1 else 'them'} "
+                f"with it: unjudged results count as not relevant, so the figures favour what was judged. Fill the "
+                "holes (--judge-unjudged, or the Review page's \"Fill the holes\") and evaluate again.", "warn"))
         elif head.ties:
             out.append(Sentence(
                 f"No clear winner on {name}: {best['label']} is the {highest} ({figure}), but "
@@ -98,9 +104,13 @@ def _reranker_finding(r: dict, name: str, higher: bool) -> Sentence:
     change = r["Change"]
     subject = reranked_of(r["strategy"])
     n = r["Queries improved"] + r["Queries hurt"] + r["Unchanged"]
-    figures = figures_text(PairedDifference(change, r["CI low"], r["CI high"], r["p-value"], n, r["Comparisons"]))
+    figures = figures_text(PairedDifference(change, r["CI low"], r["CI high"], r["p-value"], n,
+                                            int(r["Comparisons"] or 1)))
     counts = f"{r['Queries improved']} queries improved, {r['Queries hurt']} hurt"
-    if r["Verdict"] != "significant":
+    if r["Verdict"].startswith("no verdict"):  # withheld: too few of one side's results judged
+        return Sentence(f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f} with unjudged results "
+                        f"counted as not relevant, but there is {r['Verdict']}", "warn", subject)
+    if not r["Verdict"].startswith("significant"):
         return Sentence(
             f"On {r['Strategy']}, the reranker changes {name} by {change:+.3f}, not distinguishable "
             f"from no reranker on these queries ({figures}; {counts}).", "info", subject)

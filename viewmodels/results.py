@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import base_of, display_rank, label, pairs, reranker_of, strategy_order
 from searchgrade.engine.statistics.paired import PairedDifference
 from searchgrade.engine.store import RunRecord, Store
@@ -121,14 +122,20 @@ def _headline(rows: pd.DataFrame, metric: str, k: int, n_queries: int,
         return None
     # Ties go to the strategy listed first: baselines before rerankers, the cheaper choice.
     best = best_row(rows, metric)
-    def beaten(other: str) -> bool:
-        d = tested.get((best["strategy"], other))
-        return d is not None and d.significant
+    sign = 1 if higher_is_better(metric) else -1
+    withheld = getattr(tested, "withheld", {})
 
-    ties = [other for other in rows["strategy"] if other != best["strategy"] and not beaten(other)]
+    def beaten(other: str) -> bool:
+        # Significantly, and the best's way (a comparison on condensed lists may favour the other).
+        d = tested.get((best["strategy"], other))
+        return d is not None and d.significant and sign * d.diff > 0
+
+    others = [s for s in rows["strategy"] if s != best["strategy"]]
+    held = [s for s in others if (best["strategy"], s) in withheld]
+    ties = [s for s in others if s not in held and not beaten(s)]
     return Headline(metric_label(metric, k), float(best["value"]), float(best["ci_low"]),
                     float(best["ci_high"]), best["strategy"], best["label"], n_queries,
-                    n_strategies=len(rows), ties=[label(s) for s in ties])
+                    n_strategies=len(rows), ties=[label(s) for s in ties], withheld=[label(s) for s in held])
 
 
 def series_name(twin: str) -> str:

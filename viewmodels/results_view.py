@@ -26,11 +26,14 @@ class Headline:
     #: The strategies the page's paired test cannot tell from the best (labels): while there are
     #: any, the best is the highest on these queries, not a recommendation.
     ties: list[str] = field(default_factory=list)
+    #: The strategies whose comparison with the best the holes in the judgments withhold (labels):
+    #: too few of their results were judged to tell (engine/statistics/holes.py).
+    withheld: list[str] = field(default_factory=list)
 
     @property
     def recommended(self) -> bool:
         """There was a choice, and the best beats every other strategy (its interval excludes 0)."""
-        return self.n_strategies >= 2 and not self.ties
+        return self.n_strategies >= 2 and not self.ties and not self.withheld
 
 
 @dataclass

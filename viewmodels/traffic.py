@@ -22,6 +22,7 @@ from searchgrade.engine.statistics.weighted_bootstrap import weighted_bootstrap_
 from searchgrade.engine.store import RunRecord, Store
 from searchgrade.engine.traffic.bands import BANDS
 from searchgrade.engine.traffic.query_sets import set_queries
+from searchgrade.viewmodels.clicks import run_interleaving
 from searchgrade.viewmodels.common import metric_label
 from searchgrade.viewmodels.llm_panel import AgreementView, agreement_view
 
@@ -136,7 +137,8 @@ def traffic_view(store: Store, run: RunRecord, metric: str, k: int) -> TrafficVi
 
 
 def failure_sentence(table: pd.DataFrame, by_band: pd.DataFrame, metric: str, k: int) -> str | None:
-    """How much more often the tail fails than the head, for the best strategy by traffic-weighted metric."""
+    """How much more often the tail fails than the head, for the best strategy by traffic-weighted metric
+    (the only one, when one was evaluated)."""
     if table.empty or by_band.empty:
         return None
     best = table.loc[table["Traffic-weighted"].idxmax()]
@@ -144,7 +146,10 @@ def failure_sentence(table: pd.DataFrame, by_band: pd.DataFrame, metric: str, k:
     head, tail = rates.get("head"), rates.get("tail")
     if head is None or tail is None or np.isnan(head) or np.isnan(tail):
         return None
-    where = (f"with {best['Strategy']} (the best by traffic-weighted {metric_label(metric, k)}), the top result is "
+    # A lone strategy is not "the best" of anything: it is the one evaluated.
+    which = (f"the best by traffic-weighted {metric_label(metric, k)}" if len(table) > 1
+             else "the only strategy evaluated")
+    where = (f"with {best['Strategy']} ({which}), the top result is "
              f"graded 0 for {tail:.0%} of tail queries and {head:.0%} of head queries")
     if head > 0 and tail > 0:
         ratio = tail / head
@@ -172,7 +177,8 @@ def traffic_json(store: Store, run: RunRecord, metric: str, k: int) -> dict[str,
     return {"query_set": view.set_name, "log": view.log_name, "method": view.method, "metric": view.metric,
             "k": view.k, "searches": view.searches, "log_searches": view.log_searches,
             "strategies": view.table.to_dict("records"), "bands": view.bands.to_dict("records"),
-            "failure": view.sentence, "clicks": view.clicks}
+            "failure": view.sentence, "clicks": view.clicks,
+            "interleaving": run_interleaving(store, run)}
 
 
 def traffic_lines(store: Store, run: RunRecord, metric: str, k: int) -> list[str]:
@@ -193,13 +199,13 @@ def traffic_lines(store: Store, run: RunRecord, metric: str, k: int) -> list[str
                    f"{r['TW CI high']:.3f}], top result graded 0 for {r['Failure rate']:.0%}")
     if view.sentence:
         out.append(f"  {view.sentence}")
-    if view.clicks:
-        c = view.clicks
-        out.append(f"  clicks: {c['model']} over log {c['log']}, {c['judged_pairs']:,} pairs judged, "
-                   f"{c['unjudged_pairs']:,} shown fewer than {c['min_impressions']} times left unjudged")
     if view.agreement is not None:
         kappa = view.agreement.kappas["Value"].tolist()
         out.append(f"  judge vs clicks on {view.agreement.n} pairs: kappa {_number(kappa[0])}, linear-weighted "
                    f"{_number(kappa[1])}")
+    interleaved = run_interleaving(store, run)
+    if interleaved:
+        out.append("  team-draft interleaving of the set's searches:")
+        out += [f"    {c['sentence']}" for c in interleaved]
     out += [f"  note: {n}" for n in view.notes]
     return out

@@ -111,8 +111,9 @@ def query_log_section(collection_name: str) -> dict[str, Any]:
             left, right = st.columns([3, 1])
             click_model = left.selectbox("Click model", list(models), format_func=models.get,
                                          key="evaluate_log_click_model")
-            min_impressions = right.number_input("Fewest impressions", 1, 100_000,
+            min_impressions = right.number_input("Fewest examinations", 1, 100_000,
                                                  log_model.DEFAULT_MIN_IMPRESSIONS, key="evaluate_log_min_impressions",
-                                                 help="A pair shown fewer times stays unjudged")
+                                                 help="A pair looked at fewer times stays unjudged (an impression "
+                                                      "counts as the examination of its position)")
             return log_model.run_options(query_set, click_model, int(min_impressions))
         return log_model.run_options(query_set, None, log_model.DEFAULT_MIN_IMPRESSIONS)

@@ -28,8 +28,9 @@ from searchgrade.views._common import (
     run_choices,
 )
 from searchgrade.views._holes import compare_flips
+from searchgrade.views._traffic import runs_coverage
 
-BETTER, WORSE = "#2a8a3e", "#c0392b"
+BETTER, WORSE, WITHHELD = "#2a8a3e", "#c0392b", "#b0b0b0"
 
 st.session_state.setdefault("compare_metric", PRIMARY_METRIC)
 
@@ -92,6 +93,7 @@ show = {"good": st.success, "warn": st.warning, "info": st.info}
 for sentence in result.findings:
     show[sentence.kind](plain(sentence.text))
 compare_flips(run_a, run_b, int(k))
+runs_coverage((run_a, run_b), int(k), "compare_coverage")
 st.caption("Queries paired by " + ("their id (the collection's own queries)" if result.paired_on == "query_id"
                                    else "their text (generated query ids name different questions in "
                                         "different runs)"))
@@ -101,8 +103,11 @@ low, high = result.axis_range
 figure.add_bar(x=[chart_text(s) for s in deltas["Strategy"]], y=deltas["Change"].tolist(),
                error_y={"type": "data", "array": (deltas["CI high"] - deltas["Change"]).tolist(),
                         "arrayminus": (deltas["Change"] - deltas["CI low"]).tolist()},
-               marker_color=[BETTER if (c > 0) == higher_is_better(metric) else WORSE for c in deltas["Change"]],
-               text=[f"{c:+.3f}" for c in deltas["Change"]], textposition="outside",
+               # A change the holes withhold is no verdict: grey, and labelled so.
+               marker_color=[WITHHELD if v == "withheld" else BETTER if (c > 0) == higher_is_better(metric) else WORSE
+                             for c, v in zip(deltas["Change"], deltas["Verdict"], strict=True)],
+               text=[f"{c:+.3f}" + (" (withheld)" if v == "withheld" else "")
+                     for c, v in zip(deltas["Change"], deltas["Verdict"], strict=True)], textposition="outside",
                customdata=deltas[["CI low", "CI high"]].values.tolist(), name="Change",
                hovertemplate="%{x}: %{y:+.3f} (interval %{customdata[0]:+.3f} to %{customdata[1]:+.3f})"
                              "<extra></extra>")
@@ -111,7 +116,8 @@ figure.update_layout(yaxis_title=f"Δ {name}", height=360, margin={"t": 20},
                      meta={"chart": "compare", "metric": name, "range": [low, high]})
 st.plotly_chart(figure, key="compare_chart")
 st.caption(plain(f"The axis is symmetric around no change and spans at least ±{high:.3f}: a bar's length "
-                 "is its change to scale. Green: better, red: worse; whiskers: the adjusted interval."))
+                 "is its change to scale. Green: better, red: worse, grey: withheld (too few results judged); "
+                 "whiskers: the adjusted interval."))
 if result.statistics_note:
     st.caption(result.statistics_note)
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}

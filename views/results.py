@@ -46,7 +46,7 @@ from searchgrade.views._reranker import train_section
 from searchgrade.views._result_overlap import overlap_table, search_problems
 from searchgrade.views._slices import query_slices_section
 from searchgrade.views._suite_actions import suite_actions
-from searchgrade.views._traffic import traffic_section
+from searchgrade.views._traffic import coverage_section, traffic_section
 from searchgrade.views._tune import tune_section
 from searchgrade.views._variants import quality_cost_section
 
@@ -97,7 +97,8 @@ if decision is not None and head is not None:
     show[decision.kind](plain(decision.text), icon=":material/flag:")
 a, b, c = st.columns(3)
 if head is not None:
-    a.metric(f"Best {head.metric}", f"{head.value:.3f}",
+    # A lone strategy is not the best of anything: the tile names the metric only.
+    a.metric(f"Best {head.metric}" if head.n_strategies >= 2 else head.metric, f"{head.value:.3f}",
              help=f"95% CI {head.ci_low:.3f} to {head.ci_high:.3f} over the queries", border=True)
     if head.recommended:
         b.metric("Recommended strategy", plain(head.label), border=True,
@@ -108,11 +109,15 @@ if head is not None:
                  help="Only one strategy ran: there was no choice to make.")
     else:
         b.metric(f"{best_word(metric).capitalize()}, no clear winner", plain(head.label), border=True,
-                 help=plain(f"Not distinguishable on {head.metric} from {', '.join(head.ties)} on these "
-                            "queries: no recommendation."))
+                 help=plain("; ".join(
+                     ([f"Not distinguishable on {head.metric} from {', '.join(head.ties)} on these queries"]
+                      if head.ties else [])
+                     + ([f"too few results of {', '.join(head.withheld)} judged to compare"] if head.withheld else []))
+                     + ": no recommendation."))
 c.metric("Queries evaluated", f"{head.n_queries if head else 0:,}", border=True)
 LABELS = {"human": "human labels", "llm": "LLM judge grades (0-3)",
-          "human+llm": "human labels, LLM judge grades where they miss a result"}
+          "human+llm": "human labels, LLM judge grades where they miss a result", "clicks": "click grades",
+          "clicks+llm": "click grades, LLM judge grades where the clicks miss a result"}
 st.caption(plain(f"{run.collection_name} · {LABELS.get(run.label_source, run.label_source)} (relevant = "
                  f"grade ≥ {run.threshold}) · every figure on this page at {name} unless it says otherwise · "
                  f"{run.depth} results kept per query · run {run.run_id}"))
@@ -198,6 +203,7 @@ overlap_table(run_id, k)
 # Judged@k beside the page's metric (source found, judged by the query's source document, has no
 # holes: the panel shows NDCG then, and its table names it).
 results_holes(run_id, "ndcg" if metric == SOURCE_FOUND else metric, k)
+coverage_section(run, k)
 
 # -- the other findings (the skipped strategies are said under the chart's title already), and the
 # paired tests behind the decision

@@ -40,6 +40,7 @@ from searchgrade.views._common import (
     trend_cutoffs,
 )
 from searchgrade.views._suite_trend import suite_trend_chart
+from searchgrade.views._traffic import runs_coverage
 
 ALL = "All collections"
 NO_SUITE = "None: every run"
@@ -168,4 +169,5 @@ shown = table.assign(Date=table["Date"].map(lambda t: f"{t:%Y-%m-%d %H:%M}"),
 st.dataframe(shown, hide_index=True, key="trends_table",
              column_config={c: st.column_config.TextColumn(c, help=f"{name}; 'not run': the strategy did not run "
                                                                     "in that run") for c in numbers})
+runs_coverage(tuple(frame["run_id"].unique()), k, "trends_coverage")
 glossary(metrics, k)

@@ -2,7 +2,8 @@
 estimate per (query, document), and from that to a grade on the judge's 0-3 scale.
 
 Pure numpy. Every model gives the same quantity, the probability that the document is clicked
-when shown at rank 1, so one set of cut-points grades them all:
+when shown at rank 1, so one set of cut-points grades them all (engine/clicks/grading.py, with the
+position bias of engine/clicks/position_bias.py and the cut-points of engine/clicks/thresholds.py):
 
 - ``ctr``: raw click-through rate, clicks / impressions. It ignores position bias (a result shown
   at rank 8 is clicked less because fewer people look there), which is why it is the baseline.
@@ -14,11 +15,10 @@ when shown at rank 1, so one set of cut-points grades them all:
   a click happens when the position is examined (theta_p) and the document is attractive
   (alpha_qd), independently; fitted by expectation-maximisation on the aggregated counts, with
   theta_1 = 1 so alpha_qd is the rank-1 click probability. A weak Beta prior (2 pseudo-impressions
-  at the mean attractiveness) keeps a pair seen a few times from an extreme estimate.
+  at the mean attractiveness) keeps a pair seen a few times from an extreme estimate. Theta is
+  fitted with alpha, or given (``fit_pbm(..., theta=...)``): from one ranker's log alone the two
+  cannot be told apart, so grading passes the theta position_bias.py found.
 
-A pair shown fewer than ``min_impressions`` times stays unjudged: too few looks to tell. For the
-position-based model the impressions are counted as examined ones (each weighted by theta_p), so a
-result shown only where nobody looks is unjudged rather than graded by the prior.
 No well-kept click-model library fits here (PyClick is not on PyPI and dates from Python 2,
 ``clickmodels`` from 2014, pyClickModels is a 2021 release candidate, CLAX needs JAX): these are
 small, and checked against a simulator with known parameters (engine/clicks/simulation.py).
@@ -31,10 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Rank-1 click probability at which a document gets grade 1, 2 and 3 (below the first: 0).
-CUTPOINTS = (0.1, 0.25, 0.5)
-#: Pairs shown fewer times than this stay unjudged.
-MIN_IMPRESSIONS = 10
 PRIOR_IMPRESSIONS = 2.0
 
 
@@ -95,19 +91,28 @@ def pbm(counts: ClickCounts, iterations: int = 3000, tol: float = 1e-6) -> np.nd
     return fit_pbm(counts, iterations, tol)[0]
 
 
-def fit_pbm(counts: ClickCounts, iterations: int = 3000, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+def fit_pbm(counts: ClickCounts, iterations: int = 3000, tol: float = 1e-6, *, prior: float = PRIOR_IMPRESSIONS,
+            theta: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(alpha per pair, theta per position with theta[p] for position p and theta[1] = 1), by EM.
 
     E-step on a row's non-clicks: P(examined | no click) = theta (1 - alpha) / (1 - theta alpha),
     P(attractive | no click) = alpha (1 - theta) / (1 - theta alpha); clicks are examined and
     attractive. M-step: each alpha is its expected attractive impressions over its impressions (with
-    the prior), each theta its expected examined impressions over its impressions.
+    ``prior`` pseudo-impressions at the mean attractiveness; 0: maximum likelihood), each theta its
+    expected examined impressions over its impressions. A ``theta`` given (index p for position p,
+    theta[1] = 1) is kept fixed: only the attractiveness is fitted.
     """
     n, c, pos = counts.impressions, counts.clicks, counts.position
     top = int(pos.max()) if pos.size else 1
-    by_position = counts.position_ctr()
-    theta = np.clip(by_position / max(by_position[1], 1e-9), 0.01, 1.0)
-    theta[0] = 1.0
+    fixed = theta is not None
+    if theta is None:
+        by_position = counts.position_ctr()
+        theta = np.clip(by_position / max(by_position[1], 1e-9), 0.01, 1.0)
+        theta[0] = 1.0
+    else:
+        if len(theta) < top + 1:
+            raise ValueError(f"theta has {len(theta) - 1} positions and the clicks reach position {top}")
+        theta = np.asarray(theta, dtype=float).copy()
     alpha = np.full(counts.n_pairs, 0.5)
     shown_pair = counts.per_pair(n)
     shown_pos = np.bincount(pos, weights=n, minlength=top + 1)
@@ -116,15 +121,17 @@ def fit_pbm(counts: ClickCounts, iterations: int = 3000, tol: float = 1e-6) -> t
         a, t = alpha[counts.pair], theta[pos]
         denom = np.maximum(1.0 - t * a, 1e-12)
         attractive = c + missed * a * (1.0 - t) / denom
-        examined = c + missed * t * (1.0 - a) / denom
-        prior = float(np.average(alpha, weights=shown_pair)) if shown_pair.sum() > 0 else 0.5
-        new_alpha = ((counts.per_pair(attractive) + PRIOR_IMPRESSIONS * prior)
-                     / (shown_pair + PRIOR_IMPRESSIONS))
-        new_theta = np.where(shown_pos > 0, np.bincount(pos, weights=examined, minlength=top + 1)
-                             / np.maximum(shown_pos, 1e-300), theta)
-        new_theta[0] = 1.0
-        change = max(np.abs(new_alpha - alpha).max(initial=0.0), np.abs(new_theta - theta).max(initial=0.0))
-        alpha, theta = np.clip(new_alpha, 1e-6, 1 - 1e-6), np.clip(new_theta, 1e-6, 1.0)
+        prior_mean = float(np.average(alpha, weights=shown_pair)) if shown_pair.sum() > 0 else 0.5
+        new_alpha = (counts.per_pair(attractive) + prior * prior_mean) / np.maximum(shown_pair + prior, 1e-300)
+        change = np.abs(new_alpha - alpha).max(initial=0.0)
+        if not fixed:
+            examined = c + missed * t * (1.0 - a) / denom
+            new_theta = np.where(shown_pos > 0, np.bincount(pos, weights=examined, minlength=top + 1)
+                                 / np.maximum(shown_pos, 1e-300), theta[: top + 1])
+            new_theta[0] = 1.0
+            change = max(change, np.abs(new_theta - theta[: top + 1]).max(initial=0.0))
+            theta = np.clip(new_theta, 1e-6, 1.0)
+        alpha = np.clip(new_alpha, 1e-6, 1 - 1e-6)
         if change < tol:
             break
     scale = theta[1] if top >= 1 else 1.0
@@ -137,32 +144,3 @@ CLICK_MODELS: dict[str, Callable[[ClickCounts], np.ndarray]] = {"pbm": pbm, "coe
 MODEL_LABELS = {"pbm": "position-based model fitted by EM (the default)",
                 "coec": "COEC: clicks over expected clicks at each position",
                 "ctr": "raw click-through rate (ignores position bias: a baseline)"}
-
-
-def grade(estimate: float, cutpoints: Sequence[float] = CUTPOINTS) -> int:
-    """0-3: how many cut-points the rank-1 click probability reaches."""
-    return int(np.searchsorted(np.asarray(cutpoints), estimate, side="right"))
-
-
-def click_grades(counts: ClickCounts, model: str, *, min_impressions: int = MIN_IMPRESSIONS,
-                 cutpoints: Sequence[float] = CUTPOINTS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(estimate, grade, judged) per pair: pairs shown fewer than ``min_impressions`` times are not judged.
-
-    Raises:
-        ValueError: an unknown model, or cut-points not increasing within (0, 1].
-    """
-    if model not in CLICK_MODELS:
-        raise ValueError(f"click model {model!r} is not one of {', '.join(CLICK_MODELS)}")
-    cuts = np.asarray(cutpoints, dtype=float)
-    if cuts.size != 3 or (np.diff(cuts) <= 0).any() or cuts[0] <= 0 or cuts[-1] > 1:
-        raise ValueError(f"cut-points {tuple(cutpoints)} must be three increasing probabilities in (0, 1]")
-    if model == "pbm":
-        # A pair is judged on the impressions someone looked at: at a position nobody examines
-        # (no click there, ever), a result's attractiveness is only the prior.
-        estimate, theta = fit_pbm(counts)
-        judged = counts.per_pair(counts.impressions * theta[counts.position]) >= min_impressions
-    else:
-        estimate = CLICK_MODELS[model](counts)
-        judged = counts.per_pair(counts.impressions) >= min_impressions
-    grades = np.searchsorted(cuts, estimate, side="right")
-    return estimate, grades, judged

@@ -4,9 +4,12 @@ true labels do.
 Pure numpy, seeded. Searches follow a log's counts; each search is served by one of the deployed
 systems (an A/B split by ``shares``), and a share ``swap_rate`` of them has two adjacent results
 swapped and a share ``shuffle_rate`` sees the top results in a random order (the randomisation
-search teams use so that clicks can tell position from relevance). A user examines position p with probability ``examination(p) = 1 / p**eta`` and clicks
-an examined result with its attractiveness, ``attractiveness(grade)`` (the position-based model).
-The output is what ``clicks import`` stores: impressions and clicks per (query, document, position).
+search teams use so that clicks can tell position from relevance). A user examines position p
+with probability ``examination(p) = 1 / p**eta`` and clicks an examined result with its
+attractiveness, ``attractiveness(grade)`` (the position-based model). The output is what ``clicks
+import`` stores: impressions and clicks per (query, document, position). ``simulate_interleaving``
+serves two systems' team-draft interleaving instead and counts, per query, the searches whose
+clicks credit each system more (what ``clicks import-interleaving`` stores).
 
 ``system_means`` and ``ranking_agreement`` then score any number of systems' rankings with the
 true grades and with click-derived ones, and compare the two orderings of the systems by
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from searchgrade.engine.clicks.interleaving import QueryOutcome, team_draft
 from searchgrade.engine.clicks.models import ClickCounts
 from searchgrade.engine.metrics.dcg import dcg
 
@@ -29,10 +33,10 @@ SHUFFLES = 8
 FLOOR, CEILING = 0.05, 0.95
 
 
-def attractiveness(grade: int | None, max_grade: int) -> float:
-    """FLOOR + (CEILING - FLOOR) * (2**g - 1) / (2**max - 1): grade 0 (or unjudged) at FLOOR."""
+def attractiveness(grade: int | None, max_grade: int, ceiling: float = CEILING) -> float:
+    """FLOOR + (ceiling - FLOOR) * (2**g - 1) / (2**max - 1): grade 0 (or unjudged) at FLOOR."""
     g = max(0, grade or 0)
-    return FLOOR + (CEILING - FLOOR) * (2**g - 1) / (2**max_grade - 1)
+    return FLOOR + (ceiling - FLOOR) * (2**g - 1) / (2**max_grade - 1)
 
 
 def examination(position: int, eta: float = 1.0) -> float:
@@ -57,6 +61,7 @@ def simulate_clicks(
     eta: float = 1.0,
     swap_rate: float = 0.3,
     shuffle_rate: float = 0.0,
+    ceiling: float = CEILING,
     seed: int = 0,
 ) -> SimulatedClicks:
     """Impressions and clicks of ``searches[q]`` searches of each query.
@@ -91,7 +96,8 @@ def simulate_clicks(
                 if m == 0:
                     continue
                 for position, doc in enumerate(variant, start=1):
-                    p = examination(position, eta) * attractiveness(relevance.get(query, {}).get(doc), max_grade)
+                    p = examination(position, eta) * attractiveness(relevance.get(query, {}).get(doc), max_grade,
+                                                                    ceiling)
                     cell = cells.setdefault((query, doc, position), [0.0, 0.0])
                     cell[0] += m
                     cell[1] += rng.binomial(m, p)
@@ -121,3 +127,40 @@ def ranking_agreement(systems: Mapping[str, Mapping[str, Sequence[str]]], truth:
     true = system_means(systems, truth, queries, k)
     derived = system_means(systems, labels, queries, k)
     return float(kendalltau([true[n] for n in names], [derived[n] for n in names]).statistic)
+
+
+def simulate_interleaving(
+    a: Mapping[str, Sequence[str]],
+    b: Mapping[str, Sequence[str]],
+    searches: Mapping[str, int],
+    relevance: Mapping[str, Mapping[str, int]],
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    max_grade: int,
+    eta: float = 1.0,
+    ceiling: float = CEILING,
+    k: int = 10,
+    seed: int = 0,
+) -> list[QueryOutcome]:
+    """``searches[q]`` team-draft interleaved searches of systems a and b per query (each search its
+    own draw of the teams), clicked by the position-based model; per query, the searches each
+    system's clicks won, the ties, and the searches."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for query in sorted(searches):
+        n = int(searches[query])
+        if n == 0 or not (a.get(query) or b.get(query)):
+            continue
+        wins_a = wins_b = ties = 0
+        for _ in range(n):
+            shown, teams = team_draft(a.get(query, ()), b.get(query, ()), rng, k)
+            p = np.array([examination(i, eta) * attractiveness(relevance.get(query, {}).get(doc), max_grade, ceiling)
+                          for i, doc in enumerate(shown, start=1)])
+            clicked = rng.random(len(shown)) < p
+            credit_b = int(clicked[np.asarray(teams, dtype=bool)].sum())
+            credit_a = int(clicked.sum()) - credit_b
+            wins_a += credit_a > credit_b
+            wins_b += credit_b > credit_a
+            ties += credit_a == credit_b > 0
+        out.append(QueryOutcome(query, names[0], names[1], wins_a, wins_b, ties, n))
+    return out

@@ -90,7 +90,8 @@ def labels_at_grading(store: Any, collection_name: str, queries: Iterable[Query]
 
 def label_source_with_people(label_source: str) -> str:
     """The label source of a run once human labels are in it."""
-    return {"human": "human", "clicks": "human+clicks"}.get(label_source, "human+llm")
+    return {"human": "human", "clicks": "human+clicks", "clicks+llm": "human+clicks+llm"}.get(label_source,
+                                                                                            "human+llm")
 
 
 def rescore_run(store: Any, run_id: str, *, name: str | None = None,

@@ -170,16 +170,16 @@ class RunConfig:
         if self.queries_from is not None and self.mode != "llm":
             raise SearchGradeError("--queries-from goes with --llm (it reuses generated queries)")
         self._validate_judges()
-        if self.judge_unjudged and (self.mode != "qrels" or self.llm is None):
-            raise SearchGradeError("--judge-unjudged goes with --qrels --llm (human grades first, "
-                                   "the judge for the rest)")
+        if self.judge_unjudged and (self.mode not in ("qrels", "clicks") or self.llm is None):
+            raise SearchGradeError("--judge-unjudged goes with --qrels --llm or --clicks --llm (human or click "
+                                   "grades first, the judge for the rest)")
         for name, sweep in self.sweeps.items():  # a sweep is compared with a strategy the run has
             missing = [s for s in [*sweep.get("variants", {}), sweep.get("reference")] if s not in self.strategies]
             if missing:
                 raise SearchGradeError(f"sweep {name!r} needs {', '.join(map(str, missing))} among the run's "
                                        "strategies: add them to --strategies (or leave --strategies out)")
         if self.pool_depth is not None and not (self.mode == "llm" or self.judge_unjudged):
-            raise SearchGradeError("--pool-depth goes with --llm or --qrels --llm --judge-unjudged: the pool "
+            raise SearchGradeError("--pool-depth goes with --llm or --judge-unjudged: the pool "
                                    "is what the judge grades (for a stored run: `searchgrade judge-pool RUN`)")
         unknown_pool = sorted(set((self.pool_depth or {}).get("per_strategy") or {}) - set(self.strategies))
         if unknown_pool:
@@ -204,9 +204,10 @@ class RunConfig:
             if self.judge_prices:
                 raise SearchGradeError("--judge-price goes with --judge-models (it prices a judge of the panel)")
             return
-        if self.llm is None or self.mode not in ("qrels", "llm"):
+        if self.llm is None or self.mode not in ("qrels", "llm", "clicks"):
             raise SearchGradeError("--judge-models goes with --qrels --llm (the judges measured against human "
-                                   "labels) or --llm (the panel grades)")
+                                   "labels), --llm (the panel grades) or --clicks --llm (the panel against the "
+                                   "clicks, and with --judge-unjudged for the holes)")
         specs = self.judge_specs()
         unknown = sorted(set(self.judge_prices) - {s.name for s in specs})
         if unknown:

@@ -126,7 +126,7 @@ def judge_pool_run(store: Store, run_id: str, depth: PoolDepth, llm: LLMSettings
                  "judge_failures": result.failures, "failure_reasons": result.failure_reasons,
                  "model": result.model, "prompt_version": result.prompt_version, "output_mode": client.output_mode}
     return derive_run(store, parent, grades, name=name or f"{parent.name} · pool judged",
-                      label_source="llm" if parent.label_source == "llm" else "human+llm",
+                      label_source={"llm": "llm", "clicks": "clicks+llm"}.get(parent.label_source, "human+llm"),
                       config=config.to_json() | {"pool_judged_from": parent.run_id},
                       note=f"the holes of run {parent.run_id}'s pool judged: {found.text()}; {result.judged} judged "
                       f"by {result.model}, {result.cache_hits} from the cache; same search results, no search",

@@ -80,7 +80,8 @@ def plan_run(collection: Collection, config: RunConfig, store: Store) -> RunPlan
 
         threshold = config.threshold if config.threshold is not None else JUDGE_THRESHOLD
         queries, notes = query_set_plan(store, config.query_set, collection.name, clicks=config.mode == "clicks")
-        return RunPlan(config.mode, 0, 3, threshold, queries, notes=notes)
+        source = "clicks+llm" if config.mode == "clicks" and config.judge_unjudged else config.mode
+        return RunPlan(source, 0, 3, threshold, queries, notes=notes)
     if config.mode == "llm":
         threshold = config.threshold if config.threshold is not None else JUDGE_THRESHOLD
         plan = RunPlan("llm", 0, 3, threshold)

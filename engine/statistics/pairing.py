@@ -46,17 +46,19 @@ own conditions to ``check_metric`` and reads its verdict from ``Change``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.statistics.holes import HoleVerdict, Sides, reading
 from searchgrade.engine.statistics.paired import ALPHA, PairedDifference, paired_differences
 
 if TYPE_CHECKING:
     from searchgrade.engine.metrics import MetricSpec
+    from searchgrade.engine.run.condensed import RunLabels
     from searchgrade.engine.store import RunRecord, Store
 
 #: Paired resamples on every surface (raised for a family that needs more), and their seed.
@@ -138,6 +140,8 @@ class PairedRuns:
     refusal: str | None
     #: The queries both runs hold (paired by ``paired_on``), whatever the strategies.
     shared: int = 0
+    #: Run B's id of each shared query (its own id when paired on the text; None: A's).
+    query_ids_b: np.ndarray | None = None
 
     def pair(self, strategy: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One strategy's shared queries with a value in both runs: (row indices, A's, B's)."""
@@ -178,7 +182,7 @@ def pair_runs(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int) -> 
         return PairedRuns([], none, none, empty, empty, on, notes, refusal, len(shared))
     return PairedRuns(strategies, shared["query_id"].to_numpy(dtype=object), shared["text"].to_numpy(dtype=object),
                       wide_a[strategies].to_numpy(dtype=float), wide_b[strategies].to_numpy(dtype=float), on,
-                      notes, None, len(shared))
+                      notes, None, len(shared), shared["query_id_b"].to_numpy(dtype=object))
 
 
 def _no_shared_query(a: RunRecord, b: RunRecord, on: str, queries_a: object, queries_b: object) -> str:
@@ -206,6 +210,11 @@ class Change:
     difference: PairedDifference
     higher_is_better: bool
     margin: float = 0.0
+    #: Computed on condensed lists (engine/statistics/holes.py): ``before``/``after`` are their means.
+    condensed: bool = False
+    #: Why the holes withhold a verdict (then the difference has no interval and is never
+    #: significant, a drop or a gain); None when compared.
+    withheld: str | None = None
 
     @property
     def significant(self) -> bool:
@@ -242,6 +251,8 @@ class Change:
     def reading(self) -> str:
         """The verdict in words, with the margin it was read against."""
         d = self.difference
+        if self.withheld is not None:
+            return f"no verdict: {self.withheld}"
         if not d.estimable:
             return "too few queries for a verdict"
         side = "worse" if self.worse else "better"
@@ -275,8 +286,9 @@ class RunsComparison:
 
     @property
     def comparisons(self) -> int:
-        """The m strategies compared: what every interval is adjusted for."""
-        return len(self.changes)
+        """The m strategies compared (a change the holes withhold is no comparison): what every
+        interval is adjusted for."""
+        return sum(1 for c in self.changes if c.withheld is None)
 
 
 def compare_runs(store: Store, before: str | RunRecord, after: str | RunRecord, metric: str, *,
@@ -310,8 +322,106 @@ def compare_runs(store: Store, before: str | RunRecord, after: str | RunRecord, 
             raise SearchGradeError(f"--strategy {', '.join(missing)} is not in both runs; they share "
                                    f"{', '.join(strategy_order(paired.strategies)) or 'no strategy'}")
         family = [s for s in family if s in strategies]
-    tests = differences([(pairs[s][2], pairs[s][1]) for s in family], alpha=alpha) if family else []
     higher = higher_is_better(spec.key)
-    result.changes = [Change(s, float(pairs[s][1].mean()), float(pairs[s][2].mean()), d, higher, float(margin))
-                      for s, d in zip(family, tests, strict=True)]
+    # The rule for judgments with holes (engine/statistics/holes.py): as always, on condensed lists,
+    # or withheld; None where the runs' gradings count an absent result as not relevant by design.
+    found = _run_changes(store, a, b, spec.key, k, paired, pairs, family, alpha) if family else None
+    if found is None:
+        tests = differences([(pairs[s][2], pairs[s][1]) for s in family], alpha=alpha) if family else []
+        result.changes = [Change(s, float(pairs[s][1].mean()), float(pairs[s][2].mean()), d, higher, float(margin))
+                          for s, d in zip(family, tests, strict=True)]
+        return result
+    tested = sum(1 for v in found if v.difference is not None)
+    for s, v in zip(family, found, strict=True):
+        if v.difference is None:  # withheld: the plain means and difference, no interval, never a verdict
+            before, after = float(pairs[s][1].mean()), float(pairs[s][2].mean())
+            d = PairedDifference(after - before, math.nan, math.nan, 1.0, len(pairs[s][0]), max(tested, 1), alpha)
+            result.changes.append(Change(s, before, after, d, higher, float(margin), withheld=v.withheld))
+        else:
+            result.changes.append(Change(s, v.mean_b, v.mean_a, v.difference, higher, float(margin),
+                                         condensed=v.condensed))
     return result
+
+
+# The rule for judgments with holes (engine/statistics/holes.py), applied by the one procedure.
+
+
+def compare_with_holes(sides: Sequence[Sides], reasons: Sequence[Callable[[float, float], str]], *,
+                       keys: Sequence[Hashable] | None = None, m: int | None = None,
+                       alpha: float = ALPHA) -> list[HoleVerdict]:
+    """Each comparison by the rule (engine/statistics/holes.py), the ones made tested as one family
+    with the one resample policy; ``reasons[i](J_a, J_b)`` words comparison i's withholding. m: the
+    family size (default: the distinct ``keys`` of the comparisons not withheld, a pair and its
+    reverse sharing one key; without keys, each comparison is one)."""
+    readings, columns, index, shares, means = [], [], [], [], []
+    for i, s in enumerate(sides):
+        ja = float(np.mean(s.judged_a)) if len(s.judged_a) else 0.0
+        jb = float(np.mean(s.judged_b)) if len(s.judged_b) else 0.0
+        shares.append((ja, jb))
+        how = reading(ja, jb)
+        a, b = s.condensed() if how == "condensed" else (s.a, s.b)
+        if how == "condensed" and not len(a):
+            how = "withheld"
+        readings.append(how)
+        if how != "withheld":
+            columns.append((a, b))
+            index.append(i)
+            means.append((float(np.mean(a)), float(np.mean(b))))
+    family = m if m is not None else (len({keys[i] for i in index}) if keys is not None else len(columns))
+    tested = dict(zip(index, differences(columns, m=max(family, 1), alpha=alpha) if columns else [], strict=True))
+    mean_of = dict(zip(index, means, strict=True))
+    return [HoleVerdict(None, False, reasons[i](ja, jb), ja, jb) if how == "withheld"
+            else HoleVerdict(tested[i], how == "condensed", None, ja, jb, *mean_of[i])
+            for i, (how, (ja, jb)) in enumerate(zip(readings, shares, strict=True))]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One comparison for ``holes_verdicts``: side a (strategy_a of run a) against side b, over query
+    pairs (a's id, b's id), with each side's metric per query pair (holes as not relevant)."""
+
+    strategy_a: str
+    strategy_b: str
+    queries: Sequence[tuple[str, str]]
+    a: np.ndarray
+    b: np.ndarray
+
+
+def holes_verdicts(labels_a: RunLabels, labels_b: RunLabels, items: Sequence[Item], metric: str, *,
+                   keys: Sequence[Hashable], reasons: Sequence[Callable[[float, float], str]],
+                   alpha: float = ALPHA) -> list[HoleVerdict] | None:
+    """Each comparison by the rule, a strategy of run a against one of run b (the same run twice
+    within a run), judged shares and condensed lists read from the runs' graded lists
+    (engine/run/condensed.py); None when neither run's grading judges what it saw."""
+    from searchgrade.engine.run.condensed import condensed_values
+
+    if not (labels_a.rule_applies or labels_b.rule_applies):
+        return None
+    sides = []
+    for item in items:
+        ja = np.array([labels_a.judged(item.strategy_a, qa) for qa, _ in item.queries])
+        jb = np.array([labels_b.judged(item.strategy_b, qb) for _, qb in item.queries])
+        sides.append(Sides(item.a, item.b, ja, jb, lambda item=item: condensed_values(
+            labels_a, item.strategy_a, labels_b, item.strategy_b, item.queries, metric)))
+    return compare_with_holes(sides, reasons, keys=keys, alpha=alpha)
+
+
+def _run_changes(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int, paired: PairedRuns,
+                 pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], family: Sequence[str],
+                 alpha: float) -> list[HoleVerdict] | None:
+    """Each strategy's change from run A to run B by the rule: side a is run B (after), side b run A
+    (before), over the paired queries; None where the rule does not apply (the runs' gradings, or a
+    metric that reads holes itself)."""
+    from searchgrade.engine.run.condensed import RunLabels
+    from searchgrade.engine.run.strategies import label
+    from searchgrade.engine.statistics.holes import rule_metric, withheld_reason
+
+    if not rule_metric(metric):
+        return None
+    after, before = RunLabels(store, b, k), RunLabels(store, a, k)
+    ids_b = paired.query_ids_b if paired.query_ids_b is not None else paired.query_ids
+    items = [Item(s, s, [(ids_b[r], paired.query_ids[r]) for r in pairs[s][0]], pairs[s][2], pairs[s][1])
+             for s in family]
+    reasons = [lambda j_b, j_a, s=s: withheld_reason(f"{label(s)} in run B", f"{label(s)} in run A", j_b, j_a, k)
+               for s in family]
+    return holes_verdicts(after, before, items, metric, keys=list(family), reasons=reasons, alpha=alpha)

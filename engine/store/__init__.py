@@ -16,6 +16,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 - usage: a run's LLM accounting per stage.
 - labels: human labels of a collection, review queues, per-query lexical overlap.
 - traffic: query logs read from their files, query sets sampled from them, click stats.
+- clicks: what click judgments cover of each ranking; team-draft interleaving results.
 - holes: the judgments a run's qrels mark as pooled but not judged, and the reads of the metrics
   for incomplete judgments (holes in the rankings, the pool's judged non-relevant counts).
 - strategies: strategies added from the browser ("Add your search").
@@ -29,6 +30,7 @@ All SQL of the project lives in this package, one module per concern, composed i
 
 from __future__ import annotations
 
+from searchgrade.engine.store.clicks import ClicksMixin
 from searchgrade.engine.store.connection import DB_FILENAME, StoreConnection
 from searchgrade.engine.store.dashboard import DashboardReadsMixin
 from searchgrade.engine.store.failures import FailuresMixin
@@ -57,8 +59,8 @@ from searchgrade.engine.store.usage import LLMUsageMixin
 
 
 class Store(RunsMixin, ResultsMixin, DashboardReadsMixin, FailuresMixin, LLMCacheMixin, LLMUsageMixin, LabelsMixin,
-            TrafficMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QueryFingerprintsMixin, TuningMixin,
-            JudgesMixin, StoreConnection):
+            TrafficMixin, ClicksMixin, HolesMixin, SavedStrategiesMixin, SuitesMixin, QueryFingerprintsMixin,
+            TuningMixin, JudgesMixin, StoreConnection):
     """The DuckDB run store at ``data_dir/searchgrade.duckdb``."""
 
 

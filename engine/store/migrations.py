@@ -577,6 +577,31 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
     ),
     (
         19,
+        # Team-draft interleaving results (issue 36): per query of a log and pair of systems (kept in
+        # one order, the smaller name first), the interleaved searches each system's clicks won, the
+        # ties (both credited alike, at least one click) and every interleaved search.
+        """
+        CREATE TABLE interleaving_logs (
+            log_name VARCHAR PRIMARY KEY,
+            source VARCHAR NOT NULL,
+            searches BIGINT NOT NULL,
+            skipped_rows BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE interleaving_results (
+            log_name VARCHAR NOT NULL,
+            rank INTEGER NOT NULL,
+            system_a VARCHAR NOT NULL,
+            system_b VARCHAR NOT NULL,
+            wins_a BIGINT NOT NULL,
+            wins_b BIGINT NOT NULL,
+            ties BIGINT NOT NULL,
+            searches BIGINT NOT NULL
+        )
+        """,
+    ),
+    (
+        20,
         # Chunked strategies (issue 37, indexes/variants/): for each listed document, the chunk it was
         # matched by (its place in the document and its character span in the document's text), for
         # the drill-down; written, cleared and copied with the results they belong to.

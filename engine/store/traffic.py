@@ -263,7 +263,8 @@ class TrafficMixin(StoreConnection):
         return summary
 
     def _delete_log(self, con: duckdb.DuckDBPyConnection, log_name: str) -> None:
-        for table in ("query_logs", "query_log_queries", "query_log_ids", "click_logs", "click_stats"):
+        for table in ("query_logs", "query_log_queries", "query_log_ids", "click_logs", "click_stats",
+                      "interleaving_logs", "interleaving_results"):
             con.execute(f"DELETE FROM {table} WHERE log_name = ?", [log_name])  # noqa: S608 - columns by position, values bound
 
     def query_logs(self, collection_name: str | None = None) -> list[dict[str, Any]]:

@@ -94,10 +94,11 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
     grow with the number of queries."""
     from searchgrade.engine.failures.causes import CAUSES, KINDS
     from searchgrade.engine.run.stored_metrics import check_cutoff
+    from searchgrade.viewmodels.clicks import coverage
     from searchgrade.viewmodels.failures import failure_summary
     from searchgrade.viewmodels.holes import holes_panel
     from searchgrade.viewmodels.metric_help import metric_json
-    from searchgrade.viewmodels.significance import comparison_record, results_family, significance
+    from searchgrade.viewmodels.significance import family_records, results_family, significance
 
     with store.session():
         run = store.get_run(run_id)
@@ -123,12 +124,16 @@ def run_summary(store: Store, run_id: str, k: int | None = None) -> dict[str, An
                                "queries": store.query_count(run.run_id)}
         out["k"] = k
         out["strategies"] = _metrics(store, run, k)
+        covered = coverage(store, run, k)
+        if covered:  # graded by clicks: each strategy's figures rest on this share of its top k
+            for row in out["strategies"]:
+                row[f"coverage@{k}"] = covered.get(row["strategy"], 0.0)
         # What each figure is, from its metric's record: definition, range, direction, ir_measures name.
         out["metrics"] = {f"{m}@{k}": metric_json(m, k, run) for m in SUMMARY_METRICS
                           if any(f"{m}@{k}" in row for row in out["strategies"])}
         out["comparisons"] = {
             "metric": metric_label(PRIMARY_METRIC, hk),
-            "pairs": [comparison_record(a, b, d) for (a, b), d in tested.items()],
+            "pairs": family_records(tested),
             "findings": [s.text for s in significance(rows, PRIMARY_METRIC, hk, tested)] if not rows.empty else []}
         holes = holes_panel(store, run.run_id, k=k)
         out["judged"] = {"k": k, "warning": holes.warning, "judged_gap": holes.gap,
@@ -160,6 +165,7 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
     then run B), on the suite's metric unless ``metric`` is given.
     """
     from searchgrade.engine.statistics.pairing import RESAMPLES, SEED
+    from searchgrade.viewmodels.clicks import coverage_across_runs
     from searchgrade.viewmodels.compare import compare_runs as compare
     from searchgrade.viewmodels.metric_help import metric_json
 
@@ -188,6 +194,10 @@ def compare_runs(store: Store, run_a: str, run_b: str | None = None, metric: str
                      for r in c.deltas.to_dict("records")]
     out["findings"] = [s.text for s in c.findings]
     out["statistics"] = c.statistics_note
+    covered = coverage_across_runs(store, (c.run_a.run_id, c.run_b.run_id), k)
+    if not covered.empty:  # a run graded by clicks: its figures rest on this share of each top k
+        out["coverage"] = [{"run_id": r["run_id"], "strategy": r["strategy"], f"coverage@{k}": r["Coverage"]}
+                           for r in covered.to_dict("records")]
     out["changed_most"] = [{"strategy": r["Strategy"], "query_id": r["Query id"],
                             "query": untrusted_query(r["Query"]), "run_a": r["Run A"], "run_b": r["Run B"],
                             "change": r["Change"]} for r in c.changed.to_dict("records")]

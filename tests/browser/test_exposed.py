@@ -353,6 +353,23 @@ def _evaluate_endpoint(page, listener: Listener) -> None:
         assert REFUSED in text
 
 
+def _judge_endpoints(page, listener: Listener) -> None:
+    """Evaluate: a panel's judge on its own endpoint (NAME@URL), the run's endpoint the hosted API
+    (the operator's: it passes, and nothing is sent before the judges are checked)."""
+    page.get_by_role("link", name="Evaluate").click()
+    page.wait_for_load_state("networkidle")
+    if not page.get_by_label("Model", exact=True).is_visible():  # the expander is closed on a fresh page
+        page.get_by_text("LLM endpoint (for the LLM judge)").click()
+    _fill(page, "Model", "fake")
+    _fill(page, "Endpoint base URL", "https://api.openai.com/v1")
+    page.get_by_text("Human judgments + LLM agreement").click()
+    for judge, refused in ((f"near@http://127.0.0.1:{listener.port}/v1", "127.0.0.1 is a loopback address: a target"),
+                           (f"near@http://[::1]:{listener.port}/v1", "::1 is a loopback address")):
+        _fill(page, "Judges (optional): a panel, each grading every result", judge)
+        text = _click_for_error(page, page.get_by_role("button", name="Evaluate search quality"), refused)
+        assert REFUSED in text
+
+
 def _resume_endpoint(page, listener: Listener) -> None:
     """Results: the Resume form's endpoint of a stopped run (the side door)."""
     for endpoint, refused in ((f"http://127.0.0.1:{listener.port}/v1", "127.0.0.1 is a loopback address: a target"),
@@ -423,6 +440,7 @@ def _webhook(page, listener: Listener, home: Path) -> None:
 #: Each field the enumeration finds (tests/test_connections.py TARGETS) -> how this test drives it.
 DRIVEN: dict[tuple[str, str], Callable[..., None]] = {
     ("views/_evaluate_llm.py", "Endpoint base URL"): _evaluate_endpoint,
+    ("views/_evaluate_llm.py", "Judges (optional): a panel, each grading every result"): _judge_endpoints,
     ("views/_common.py", "LLM endpoint base URL (change it if the server moved)"): _resume_endpoint,
     ("views/_add_search.py", "<label>"): _add_your_search,
     ("views/suites.py", "Webhook URL (POST JSON with a text field; empty keeps it)"): _webhook,

@@ -67,3 +67,42 @@ def test_results_shows_the_traffic_weighted_means_and_the_bands(clicks_run):
     assert table["Traffic-weighted"].tolist() == pytest.approx(view.table["Traffic-weighted"].tolist())
     assert set(bands["Band"]) == {"head", "torso", "tail"}
     assert any("weighted by traffic" in s.value for s in at.subheader)
+
+
+def _coverage_part():
+    from searchgrade.views._common import get_store
+    from searchgrade.views._traffic import coverage_section, runs_coverage
+
+    runs = get_store().list_runs()
+    coverage_section(runs[0], 3)
+    runs_coverage(tuple(r.run_id for r in runs), 3, "test_runs_coverage")
+
+
+def test_results_compare_and_trends_show_each_strategys_coverage(home, tmp_path):
+    from searchgrade.engine.store import Store
+    from searchgrade.viewmodels.clicks import coverage
+
+    collection = write_beir(tmp_path / "tiny")
+    log, events = write_log(tmp_path)
+    common = ["--data-dir", str(home)]
+    assert main(["queries", "import", str(log), "--collection", "tiny", *common]) == 0
+    assert main(["queries", "sample", "ubi_queries", "--method", "top", "--size", "5", "--name", "top5", *common]) == 0
+    assert main(["clicks", "import", str(events), *common]) == 0
+    for strategies in ("fulltext,ann", "fulltext"):
+        assert main(["evaluate", str(collection), "--clicks", "--query-set", "top5", "--strategies", strategies,
+                     "--min-impressions", "5", "--k", "3", *common]) == 0
+    store = Store(home)
+    newest, oldest = store.list_runs()
+    at = AppTest.from_function(_coverage_part, default_timeout=APPTEST_TIMEOUT_S).run()
+    assert not at.exception
+    (table,) = [d.value for d in at.dataframe if "Coverage@3" in d.value.columns]
+    expected = coverage(store, newest, 3)
+    assert dict(zip(table["Strategy"], table["Coverage@3"], strict=True)) == pytest.approx(
+        {"Full-text (BM25)": expected["fulltext"]})
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")  # unescape the markdown
+    assert "Cut-points:" in captions and "Position bias" in captions and "the default 1/p" in captions
+    (across,) = [d.value for d in at.dataframe if "Run" in d.value.columns]
+    assert len(across) == 2 and set(across.columns) >= {"Full-text (BM25)", "ANN (dense)"}
+    older = coverage(store, oldest, 3)
+    # Three decimals, as Results shows coverage; a strategy a run did not have is a dash.
+    assert sorted(across["ANN (dense)"]) == ["-", f"{older['ann']:.3f}"]

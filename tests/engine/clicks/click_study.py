@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from searchgrade.engine.clicks.models import CLICK_MODELS, click_grades
+from searchgrade.engine.clicks.grading import click_grades
+from searchgrade.engine.clicks.models import CLICK_MODELS
 from searchgrade.engine.clicks.simulation import ranking_agreement, simulate_clicks, system_means
 from searchgrade.engine.collections import load_collection
 from searchgrade.indexes.builtin.fulltext import FulltextSearcher, build_index
@@ -72,9 +73,9 @@ def agreement(study: Study, seed: int, *, min_impressions: int = 10, swap_rate: 
                           swap_rate=swap_rate, shuffle_rate=shuffle_rate, seed=seed)
     out = {}
     for model in CLICK_MODELS:
-        _, grades, judged = click_grades(sim.counts, model, min_impressions=min_impressions)
+        found = click_grades(sim.counts, model, min_examinations=min_impressions)
         labels: dict[str, dict[str, int]] = {}
-        for (query, doc), grade, ok in zip(sim.pairs, grades, judged, strict=True):
+        for (query, doc), grade, ok in zip(sim.pairs, found.grades, found.judged, strict=True):
             if ok:
                 labels.setdefault(query, {})[doc] = int(grade)
         out[model] = ranking_agreement(study.systems, study.truth, labels, study.queries)

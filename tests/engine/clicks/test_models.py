@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from searchgrade.engine.clicks.models import ClickCounts, click_grades, coec, ctr, fit_pbm, grade
+from searchgrade.engine.clicks.grading import click_grades
+from searchgrade.engine.clicks.models import ClickCounts, coec, ctr, fit_pbm
+from searchgrade.engine.clicks.thresholds import grade
 
 
 def test_ctr_and_coec_by_hand():
@@ -17,10 +19,11 @@ def test_ctr_and_coec_by_hand():
 
 
 def test_grades_follow_the_cut_points_and_few_impressions_stay_unjudged():
-    assert [grade(x) for x in (0.05, 0.1, 0.3, 0.5, 0.9)] == [0, 1, 2, 3, 3]
+    assert grade([0.05, 0.1, 0.3, 0.5, 0.9], (0.1, 0.25, 0.5)).tolist() == [0, 1, 2, 3, 3]
     counts = ClickCounts.of([0, 1], [1, 1], [50, 5], [40, 5])
-    _, grades, judged = click_grades(counts, "ctr", min_impressions=10)
-    assert grades.tolist() == [3, 3] and judged.tolist() == [True, False]
+    found = click_grades(counts, "ctr", min_examinations=10, cutpoints=(0.1, 0.25, 0.5))
+    assert found.grades.tolist() == [3, 3] and found.judged.tolist() == [True, False]
+    assert found.thresholds.source == "given"
     with pytest.raises(ValueError, match="not one of"):
         click_grades(counts, "dbn")
     with pytest.raises(ValueError, match="clicks <= impressions"):
@@ -41,3 +44,7 @@ def test_the_position_based_model_recovers_examination_and_attractiveness():
     assert fitted_theta[1:] == pytest.approx(theta, abs=0.03)
     assert np.corrcoef(fitted_alpha, alpha)[0, 1] > 0.95
     assert np.abs(fitted_alpha - alpha).mean() < 0.05
+    # With theta given, only the attractiveness is fitted, and theta comes back as it was given.
+    given_alpha, given_theta = fit_pbm(ClickCounts.of(pair, position, shown, clicked), theta=np.r_[1.0, theta])
+    assert given_theta[1:] == pytest.approx(theta)
+    assert np.abs(given_alpha - alpha).mean() < 0.05

@@ -81,13 +81,21 @@ def llm_env(monkeypatch):
     ({"qrels": True, "llm": True, "model": "m", "judge_prices": ("m=1",)}, "--judge-price goes with --judge-models"),
     ({"qrels": True, "llm": True, "judge_models": ("a",), "judge_prices": ("c=1",)}, "'c' is not one of the judges"),
     ({"qrels": True, "llm": True, "judge_models": ("a", "a")}, "names a twice"),
-    ({"clicks": True, "llm": True, "query_set": "s", "judge_models": ("a",)}, "--judge-models goes with --qrels --llm"),
 ])
 def test_a_panel_request_is_checked_where_every_request_is(llm_env, fields, words):
     from searchgrade.engine.run.request import RunRequest, run_config
 
     with pytest.raises(SearchGradeError, match=words):
         run_config(RunRequest(**fields))
+
+
+def test_a_click_graded_run_takes_a_panel_too(llm_env):
+    # Issue 36: the panel grades against the clicks and, with --judge-unjudged, the pairs they left unjudged.
+    from searchgrade.engine.run.request import RunRequest, run_config
+
+    config = run_config(RunRequest(clicks=True, llm=True, query_set="s", judge_unjudged=True, judge_models=("a", "b"),
+                                   strategies=("fulltext",)))
+    assert config.mode == "clicks" and config.judge_unjudged and config.judges == ("a", "b")
 
 
 def test_a_panel_needs_no_model_its_first_judge_is_the_runs(llm_env):

@@ -45,6 +45,11 @@ def _pair(store: Store, mode: str) -> tuple[str, str]:
         b.rankings = {s: {rename[qid]: docs for qid, docs in r.items()} for s, r in b.rankings.items()}
     for spec in (a, b):
         spec.mode = mode
+        if mode == "llm":
+            # The judge grades every retrieved pair (what it found not relevant is a 0, not a hole),
+            # so no comparison rests on holes (engine/statistics/holes.py); the values are the same.
+            for qid, docs in ((q, d) for ranking in spec.rankings.values() for q, d in ranking.items()):
+                spec.qrels[qid] = {**dict.fromkeys(docs, 0), **spec.qrels[qid]}
     return write_run(store, a, n_bootstrap=100), write_run(store, b, n_bootstrap=100)
 
 

@@ -84,10 +84,20 @@ def test_a_run_graded_by_clicks_judges_what_was_clicked_enough(traffic_run):
         assert top["source"] == "clicks" and top["model"] == "clicks:pbm" and top["grade"] >= 2
     never_clicked = [g for g in grades if g["doc_id"] not in RELEVANT.values()]
     assert never_clicked and all(g["grade"] == 0 for g in never_clicked), [(g["doc_id"], g["grade"], g["reason"]) for g in never_clicked]
-    # Nobody ever clicked at position 3: its five results stay unjudged, not graded by the prior.
-    assert run.stats["clicks"]["judged_pairs"] == 10 and run.stats["clicks"]["unjudged_pairs"] == 5
-    assert not any((g["query_id"], g["doc_id"]) == (ids[TINY_QUERIES[q].lower()], SHOWN[q][2]) for g in grades
-                   for q in SHOWN)
+    # One ranker, no result ever shown at two positions: the position bias is the stated default 1/p,
+    # so a result at position 3 is examined a third of the times it is shown. q1's and q2's (40 and
+    # 20 searches) reach the 5 examinations and are judged 0 (never clicked); q3's, q4's and q5's (13,
+    # 10 and 8 searches) stay unjudged, not graded by the prior. Too few pairs for cut-points of
+    # their own: the default ones, said so.
+    clicks = run.stats["clicks"]
+    assert clicks["position_bias"]["source"] == "default" and clicks["position_bias"]["theta"] == pytest.approx(
+        [1, 1 / 2, 1 / 3])
+    assert clicks["thresholds"]["source"] == "default" and "fewer than the 20" in clicks["thresholds"]["reason"]
+    assert clicks["judged_pairs"] == 11 and clicks["unjudged_pairs"] == 4
+    third = {(ids[TINY_QUERIES[q].lower()], SHOWN[q][2]): q for q in SHOWN}
+    assert sorted(third[(g["query_id"], g["doc_id"])] for g in grades if (g["query_id"], g["doc_id"]) in third) == [
+        "q1", "q2"]
+    assert all(g["grade"] == 0 for g in grades if (g["query_id"], g["doc_id"]) in third)
 
 
 def test_show_prints_the_traffic_weighted_mean_beside_the_per_query_mean(traffic_run, capsys):
@@ -174,3 +184,36 @@ def test_the_judge_on_a_query_set_and_against_the_clicks(traffic_run):
 
     view = traffic_view(store, run, "dcg", 10)
     assert view.agreement is not None and view.agreement.n == agreement["n"]
+
+
+def test_the_judge_and_a_panel_fill_the_holes_the_clicks_left(traffic_run):
+    """`--clicks --llm --judge-unjudged`: the pairs the log left unjudged take the judge's grade (or
+    a panel's, issue 35's judges), click grades win where both exist, and each figure says whose."""
+    from searchgrade.engine.collections import load_collection
+    from searchgrade.engine.llm.settings import LLMSettings
+    from searchgrade.engine.run.config import RunConfig
+    from searchgrade.engine.run.pipeline import run_evaluation
+    from searchgrade.viewmodels.clicks import judge_share
+    from tests.engine.llm.fake_server import FakeOpenAIServer
+    from tests.engine.llm_fakes import Recorder
+
+    store, clicks_run, folder, home = traffic_run
+    collection = load_collection(folder / "tiny")
+    with FakeOpenAIServer(Recorder()) as server:
+        llm = LLMSettings(model="fake", base_url=server.base_url, concurrency=2, timeout_s=10)
+        options = dict(mode="clicks", query_set="top5", click_model="pbm", min_impressions=5, strategies=("fulltext",),
+                       n_bootstrap=200, llm=llm, judge_unjudged=True)
+        one = run_evaluation(collection, RunConfig(**options), store, home).run_id
+        panel = run_evaluation(collection, RunConfig(**options, judges=("fake", "other")), store, home).run_id
+    clicks = {(g["query_id"], g["doc_id"]): g["grade"] for g in store.grades(clicks_run.run_id)}
+    retrieved = {(r["query_id"], r["doc_id"]) for r in store.results_with_grades(clicks_run.run_id)}
+    for run_id in (one, panel):
+        run = store.get_run(run_id)
+        assert run.label_source == "clicks+llm"
+        grades = {(g["query_id"], g["doc_id"]): g for g in store.grades(run_id)}
+        assert {p: g["grade"] for p, g in grades.items() if g["source"] == "clicks"} == clicks  # clicks win
+        filled = {p for p, g in grades.items() if g["source"] == "llm"}
+        assert filled == retrieved - set(clicks) and run.stats["clicks"]["filled_by_judge"] == len(filled) > 0
+        shares = judge_share(store, run, 10)
+        assert 0 < shares["fulltext"] < 1
+    assert store.get_run(panel).stats["judges"]  # the panel's own report, as for any panel
