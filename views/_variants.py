@@ -3,6 +3,8 @@ the reader picks, the strategies no other beats on both joined, and every cost f
 
 from __future__ import annotations
 
+import math
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -49,8 +51,12 @@ def quality_cost_section(view: ResultsView) -> None:
     costs = (points["cost"] / scale).tolist()
     wide = min(costs) > 0 and max(costs) / min(costs) > 20  # latencies from 0.1 ms to 100 ms: a log axis
     # The names in a legend beside the chart: written on the points, close ones would overlap.
+    # A log axis labelled 1-2-5 in plain numbers (plotly's own log labels are bare digits: 0.3 reads "3").
+    ticks = [v for e in range(math.floor(math.log10(min(costs))), math.ceil(math.log10(max(costs))) + 1)
+             for v in (10.0 ** e, 2 * 10.0 ** e, 5 * 10.0 ** e)] if wide else []
+    axis = {"type": "log", "tickvals": ticks, "ticktext": [f"{v:g}" for v in ticks]} if wide else {"type": "linear"}
     figure.update_layout(xaxis_title=found.axes[found.axis], yaxis_title=found.name, height=440,
-                         margin={"t": 30}, xaxis={"type": "log" if wide else "linear"},
+                         margin={"t": 30}, xaxis=axis,
                          legend={"title": {"text": "Strategy (hollow: dominated)"}},
                          meta={"chart": "quality_cost", "axis": found.axis, "metric": found.name})
     st.plotly_chart(figure, key="results_quality_cost_chart")
