@@ -108,12 +108,15 @@ def settings_text(run: RunRecord, strategy: str) -> str:
 def quality_cost(store: Store, run: RunRecord, summary: pd.DataFrame, metric: str, k: int, axis: str = "p50_ms",
                  latency: list[dict[str, Any]] | None = None) -> QualityCost | None:
     """The view at ``summary``'s figures (the page's metric rows: strategy, value, ci_low, ci_high);
-    None for a run without cost figures (made before they were recorded)."""
+    None for a run without cost figures (made before they were recorded), or with no cost that two
+    of its strategies have (a lone strategy is weighed against nothing)."""
     if not (run.stats or {}).get("costs") or summary.empty:
         return None
     costs = {r["strategy"]: r for r in cost_rows(store, run, latency)}
     axes = {key: words for key, words in COST_AXES.items()
             if sum(costs.get(s, {}).get(key) is not None for s in summary["strategy"]) >= 2}
+    if not axes:
+        return None
     if axis not in axes:
         axis = next(iter(axes), axis)
     rows = summary.set_index("strategy")
