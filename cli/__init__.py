@@ -17,6 +17,7 @@ from typing import NoReturn
 from searchgrade.cli import (
     app,
     clicks,
+    embeddings,
     evaluate,
     export_index,
     gate,
@@ -39,6 +40,7 @@ from searchgrade.core.records import SearchGradeError
 COMMANDS = {
     "index": index,  # index
     "import-vectors": import_vectors,  # import-vectors
+    "embeddings": embeddings,  # embeddings distill
     "evaluate": evaluate,  # evaluate, resume
     "show": show,  # runs, show, export
     "labels": labels,  # labels list|export|import, rescore

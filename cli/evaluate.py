@@ -16,6 +16,7 @@ from searchgrade.cli.options import (
     add_llm_options,
     declared,
     declared_rerankers,
+    declared_sweeps,
     index_settings,
     load,
     open_store,
@@ -68,6 +69,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="the first strategy failure fails the run (exit 1), for CI that wants all or "
                    f"nothing; without it a strategy fails alone and the run completes (exit {EXIT_STRATEGIES_FAILED})")
     add_index_options(p)
+    p.add_argument("--sweep", metavar="FILE",
+                   help="a TOML file of [sweep.NAME] grids (models x chunkings x aggregates): each variant "
+                   "is evaluated beside the others and compared with the sweep's reference strategy "
+                   "(docs/strategies.md#sweeps)")
     add_ray_option(p)
     add_common(p)
     p.set_defaults(handler=cmd_evaluate)
@@ -121,7 +126,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         qrels=args.qrels, llm=args.llm, clicks=args.clicks, name=args.name, k=args.k, depth=args.depth,
         threshold=args.threshold, max_queries=args.max_queries, seed=args.seed,
         strategies=strategy_names(args), rerankers=tuple(reranker_names(args)),
-        declared=declared(args), declared_rerankers=declared_rerankers(args), index=index_settings(args),
+        declared=declared(args), declared_rerankers=declared_rerankers(args), sweeps=declared_sweeps(args),
+        index=index_settings(args),
         model=args.model, base_url=args.base_url, concurrency=args.concurrency, timeout_s=args.timeout,
         docs=args.docs, queries_per_doc=args.queries_per_doc, keyword_per_doc=args.keyword_per_doc,
         min_doc_words=args.min_doc_words, queries_from=args.queries_from, judge=judge_settings(args),

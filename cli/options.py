@@ -104,7 +104,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
 def add_strategies_file(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--strategies-file", metavar="FILE",
                    help="a TOML file declaring your own search systems as strategies (HTTP, "
-                   f"Elasticsearch, OpenSearch, Milvus, Python); default: ${ENV_STRATEGIES_FILE}")
+                   f"Elasticsearch, OpenSearch, Milvus, Postgres, LanceDB, Python), variants of the built-ins "
+                   f"(another model, chunking) and sweeps of them; default: ${ENV_STRATEGIES_FILE}")
 
 
 def add_llm_options(p: argparse.ArgumentParser) -> None:
@@ -189,7 +190,25 @@ def declared(args: argparse.Namespace) -> dict[str, dict]:
     --data-dir); the file's declaration wins over a saved one of the same name."""
     from searchgrade.engine.run.strategies import declarations
 
-    return declarations(getattr(args, "strategies_file", None), data_dir(args.data_dir), strategy_names(args))
+    found = declarations(getattr(args, "strategies_file", None), data_dir(args.data_dir), strategy_names(args))
+    sweep_file = getattr(args, "sweep", None)
+    if sweep_file:  # evaluate --sweep FILE: its variants, as a strategies file's sweeps are
+        from searchgrade.engine.run.strategies import declared_from_file
+
+        found.update(declared_from_file(sweep_file))
+    return found
+
+
+def declared_sweeps(args: argparse.Namespace) -> dict[str, dict]:
+    """The sweeps (``[sweep.NAME]``) of --strategies-file and of evaluate's --sweep FILE, as a run
+    stores them (indexes/variants/sweep.py)."""
+    from searchgrade.engine.run.strategies import sweeps_from_file
+
+    found = sweeps_from_file(strategies_file_from_env(getattr(args, "strategies_file", None)))
+    sweep_file = getattr(args, "sweep", None)
+    if sweep_file:
+        found.update(sweeps_from_file(sweep_file))
+    return found
 
 
 def declared_rerankers(args: argparse.Namespace) -> dict[str, dict]:

@@ -10,14 +10,16 @@ from typing import TYPE_CHECKING, Any, TextIO
 from searchgrade.cli.options import add_common, open_store
 from searchgrade.engine.run.scoring import SOURCE_FOUND
 from searchgrade.engine.run.strategies import base_of, reranker_of, strategy_order
-from searchgrade.viewmodels.ann_index import ann_index_text
+from searchgrade.viewmodels.ann_index import ann_index_text, variant_index_lines
 from searchgrade.viewmodels.clicks import coverage, coverage_by_cutoff, coverage_words, grades_made_with, judge_share
+from searchgrade.viewmodels.costs import cost_lines, costs_json
 from searchgrade.viewmodels.embedding import embedding_text
 from searchgrade.viewmodels.failures import failures_json, failures_lines, strategy_failure_lines
 from searchgrade.viewmodels.holes import holes_lines, holes_panel
 from searchgrade.viewmodels.metric_help import metric_json
 from searchgrade.viewmodels.reranker import trained_reranker_use
 from searchgrade.viewmodels.runs import skipped_messages
+from searchgrade.viewmodels.sweep import sweep_grids, sweep_lines, sweeps_json
 from searchgrade.viewmodels.traffic import traffic_json, traffic_lines
 
 if TYPE_CHECKING:
@@ -95,6 +97,8 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
     ann_index = ann_index_text(run.stats)
     if ann_index:
         print(f"  {ann_index}", file=out)
+    for line in variant_index_lines(run.stats):
+        print(f"  {line}", file=out)
     use = trained_reranker_use(run)
     if use is not None:
         print(f"  {use.line}", file=out)
@@ -145,6 +149,10 @@ def print_table(store: Store, run_id: str, k: int | None, out: TextIO) -> None:
         # A strategy that failed on queries: its figures are over those it answered.
         print(f"  {strategy}: figures over the {over[strategy]:,} of {queries:,} queries it answered", file=out)
     for line in holes_lines(store, run.run_id, k=k):  # judged@k apart: what the holes hide
+        print(line, file=out)
+    for line in cost_lines(store, run):  # beside quality, what each strategy costs
+        print(line, file=out)
+    for line in sweep_lines(sweep_grids(store, run, k=k)):  # a sweep's grid against its reference
         print(line, file=out)
     print_comparisons(store, run, k, out)
     for line in failures_lines(store, run):  # why queries fail: kinds and causes per strategy
@@ -246,8 +254,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     # ir_measures name; a diagnostic is never ranked).
     about = {m: metric_json(m, None, run) for m in dict.fromkeys(r["metric"] for r in metrics)}
     json.dump({"run": run_json, "metrics": metrics, "comparisons": comparisons_json(store, run, args.k),
-               "holes": holes, "metric_records": about, **failures_json(store, run)}, sys.stdout, indent=2,
-              default=str)
+               "holes": holes, "metric_records": about, **failures_json(store, run), "costs": costs_json(store, run),
+               "sweeps": sweeps_json(sweep_grids(store, run, k=args.k)) if metrics else []},
+              sys.stdout, indent=2, default=str)
     print()
     return 0
 

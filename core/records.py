@@ -7,6 +7,7 @@ in indexes/registry.py.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -85,11 +86,24 @@ class ScoredDoc(NamedTuple):
     rank: int
 
 
+class Passage(NamedTuple):
+    """The chunk of a document a chunked strategy matched it by (its best chunk): the chunk's place
+    in the document (0 for the first) and its character span in the document's text."""
+
+    index: int
+    start: int
+    end: int
+
+
 class SearchHits(NamedTuple):
-    """One query's ranked results from one strategy, and the time it took."""
+    """One query's ranked results from one strategy, and the time it took.
+
+    ``passages``: for a strategy that retrieves chunks, each listed document's matched chunk.
+    """
 
     docs: list[ScoredDoc]
     latency_s: float
+    passages: Mapping[str, Passage] | None = None
 
 
 class Grade(NamedTuple):

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, overload, runtime_checkab
 import numpy as np
 
 from searchgrade.core.checks import check_k
-from searchgrade.core.records import Document, ScoredDoc, SearchHits
+from searchgrade.core.records import Document, Passage, ScoredDoc, SearchHits
 
 #: progress(stage, done, total), e.g. progress("embed", 64, 5183).
 ProgressFn = Callable[[str, int, int], None]
@@ -38,6 +38,8 @@ class Answer(NamedTuple):
     seconds: float
     #: Documents the reply described (id -> title/text), for ids that may not be in the collection.
     documents: Mapping[str, Document] | None = None
+    #: For a node that retrieves chunks: each listed document's matched chunk (indexes/variants/nodes.py).
+    passages: Mapping[str, Passage] | None = None
 
 
 class Failure(NamedTuple):
@@ -292,6 +294,11 @@ class BuiltIndexes:
     stats: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     ann: Any = None
+    #: strategy -> its index's cost figures (indexes/variants/costs.py ``strategy_costs``).
+    costs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: variant strategy -> the ANN searcher of its own index (over documents or chunks), for
+    #: measuring what an approximate one loses (``measure_variant_recall``).
+    variant_ann: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager

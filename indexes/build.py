@@ -7,8 +7,9 @@ What the built-ins need:
     ann           embedder + ANN index        fulltext         BM25 tokens
     hybrid        the ann and fulltext nodes  X_rerank         X's node + the cross-encoder
 
-An artifact folder is named by the collection fingerprint and the fingerprint of the settings that
-shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
+The ANN and BM25 indexes themselves (over documents, or a variant's chunks) are made by
+indexes/variants/components.py, once per build for each setting. An artifact folder is named by the
+collection fingerprint and the fingerprint of the settings that shape it (IndexSettings.fingerprint), so a changed corpus or setting builds a new one and an
 unchanged one is reloaded. Embeddings are cached per text (indexes/embeddings/encoder.py), so even a
 rebuilt ANN index only encodes documents it has never seen.
 
@@ -21,7 +22,7 @@ the reranked strategies share one CrossFittedScorer behind the shared scores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,11 @@ from searchgrade.core.records import collection_fingerprint as fingerprint_of
 from searchgrade.indexes import registry as registry_module
 from searchgrade.indexes.base import BuiltIndexes, Node, ProgressFn, timed
 from searchgrade.indexes.builtin import ann, fulltext
-from searchgrade.indexes.embeddings.backends import cache_tag
 from searchgrade.indexes.embeddings.encoder import (
     EmbeddingCache,
     cache_dir_for,
-    embedder_device,
     encode_cached,
     load_embedder,
-    model_slug,
 )
 from searchgrade.indexes.executor import StrategySearcher
 from searchgrade.indexes.rerank.cross_encoder import (
@@ -49,6 +47,8 @@ from searchgrade.indexes.rerank.cross_encoder import (
 )
 from searchgrade.indexes.rerank.trained import CrossFittedScorer, TrainedReranker, trained_name
 from searchgrade.indexes.settings import IndexSettings
+from searchgrade.indexes.variants.components import ModelUnavailableError, bundled_shard
+from searchgrade.indexes.variants.costs import strategy_costs
 
 
 class SkipStrategy(SearchGradeError):  # noqa: N818 - a signal to skip, recorded, not an error
@@ -85,6 +85,24 @@ class BuildContext:
         self.services = dict(services or {})
         #: Declared rerankers' shared scores (indexes/rerank/service.py), by reranker name.
         self._query_scores: dict[str, Any] = {}
+        #: What factories share, made once by key (indexes/variants/components.py: indexes, chunks).
+        self._shared: dict[Any, Any] = {}
+        #: Node name -> the cost of the index it searches itself (indexes/variants/costs.py).
+        self.own_costs: dict[str, Any] = {}
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()`` once per key for the whole build (an index, a chunking), then the same object;
+        a ``SearchGradeError`` it raised is raised again for the next strategy that asks (a model
+        that cannot be loaded is tried once)."""
+        if key not in self._shared:
+            try:
+                self._shared[key] = make()
+            except SearchGradeError as exc:
+                self._shared[key] = exc
+        found = self._shared[key]
+        if isinstance(found, SearchGradeError):
+            raise found
+        return found
 
     def node(self, name: str) -> Node:
         """The node of strategy ``name``, built once, with every node it is built on."""
@@ -96,18 +114,27 @@ class BuildContext:
         return self.nodes[name]
 
     def ann(self) -> ann.AnnSearcher:
+        """The built-in ANN index (the run's settings, whole documents); its stats are the build's."""
         if self._ann is None:
+            from searchgrade.indexes.variants.components import ann_component
+
+            try:
+                component = ann_component(self, self.settings, None, self.built)
+            except ModelUnavailableError as exc:  # the run's own model: the run cannot go on without it
+                raise SearchGradeError(str(exc)) from None
+            self.own_costs["ann"] = component.cost
             # built.ann: what measure_ann_recall (issue 9) measures.
-            self._ann = self.built.ann = _build_ann(self.settings, self.data_dir, self.fingerprint, self.doc_ids, self.texts,
-                                   self.progress, self.built,
-                                   bundled_shard(self.collection, self.settings.embedding_model,
-                                                 self.settings.embedding_backend))
+            self._ann = self.built.ann = component.searcher
         return self._ann
 
     def fulltext(self) -> fulltext.FulltextSearcher:
+        """The built-in BM25 index (the run's settings, whole documents)."""
         if self._fulltext is None:
-            self._fulltext = _build_fulltext(self.settings, self.data_dir, self.fingerprint, self.doc_ids,
-                                             self.texts, self.progress, self.built)
+            from searchgrade.indexes.variants.components import fulltext_component
+
+            component = fulltext_component(self, self.settings, None, self.built)
+            self.own_costs["fulltext"] = component.cost
+            self._fulltext = component.searcher
         return self._fulltext
 
     def embedder(self, model_name: str) -> Any:
@@ -260,10 +287,12 @@ def build_searchers(
     for strategy in requested:
         try:
             ctx.node(strategy)
-        except SkipStrategy as exc:
+        except (SkipStrategy, ModelUnavailableError) as exc:  # a variant's model that cannot load skips it
             built.skipped[strategy] = str(exc)
     built.nodes = ctx.nodes
     built.context = ctx
+    built.costs = strategy_costs(ctx.own_costs, {n: node.inputs for n, node in ctx.nodes.items()},
+                                 [s for s in requested if s not in built.skipped])
     built.searchers = {s: StrategySearcher(s, ctx.nodes) for s in requested if s not in built.skipped}
     return built
 
@@ -286,67 +315,22 @@ def measure_ann_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 
     return {"index": built.ann.kind, "k": k, "queries": 0, "recall": None}
 
 
-def bundled_shard(collection: Collection, model_name: str, backend: str = "torch") -> Path | None:
-    """Vectors a collection folder ships for a model and backend: ``embeddings/<model slug>.npz``
-    beside its corpus (torch's vectors; another backend's file name carries its cache tag).
-
-    An ordinary embedding-cache shard (see indexes/embeddings/encoder.py); texts it does not cover are
-    embedded as usual, so a stale shard costs time, never correctness.
-    """
-    folder = Path(collection.path)
-    if not folder.is_dir():
-        return None
-    return folder / "embeddings" / f"{model_slug(model_name)}{cache_tag(backend)}.npz"
-
-
-def _build_ann(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-               texts: list[str], progress: ProgressFn | None, built: BuiltIndexes,
-               bundled: Path | None = None) -> ann.AnnSearcher:
-    settings = settings.resolved(len(doc_ids))
-    built.stats["ann_index"] = settings.ann_index
-    backend = settings.embedding_backend
-    with timed(built.timings, "embedder_load"):
-        model = load_embedder(settings.embedding_model, backend, settings.device, data_dir)
-    built.stats.update(embedding_backend=backend, embedding_device=embedder_device(model))
-    directory = ann.ann_dir(data_dir, fingerprint, settings)
-    cache_dir = cache_dir_for(data_dir, settings.embedding_model, backend)
-    built.artifacts.update(ann=str(directory), embeddings=str(cache_dir))
-    with timed(built.timings, "ann_build"):
-        index = ann.load_ann(directory, settings, doc_ids)
-    built.stats["ann_reused"] = index is not None
-    if index is None:
-        if bundled is not None and bundled.is_file():
-            built.stats["bundled_vectors_imported"] = EmbeddingCache(cache_dir).import_shard(bundled)
-        with timed(built.timings, "embed"):
-            vectors, embed_stats = encode_cached(settings.embedding_model, texts, cache_dir,
-                                                 settings.batch_size, progress, model=model,
-                                                 backend=backend)
-        built.stats.update(embedded=embed_stats.embedded, cache_hits=embed_stats.cache_hits,
-                           embed_docs_per_s=embed_stats.docs_per_s)
-        with timed(built.timings, "ann_build"):
-            index = ann.build_ann_index(vectors, settings)
-            ann.save_ann(directory, index, doc_ids, settings)
-    else:
-        built.stats.update(embedded=0, cache_hits=0, embed_docs_per_s=None)
-        if progress:
-            progress("embed", len(doc_ids), len(doc_ids))
-    return ann.AnnSearcher(model, index, doc_ids)
-
-
-def _build_fulltext(settings: IndexSettings, data_dir: Path, fingerprint: str, doc_ids: list[str],
-                    texts: list[str], progress: ProgressFn | None,
-                    built: BuiltIndexes) -> fulltext.FulltextSearcher:
-    directory = fulltext.bm25_dir(data_dir, fingerprint, settings)
-    built.artifacts["bm25"] = str(directory)
-    with timed(built.timings, "bm25_build"):
-        index = fulltext.load_index(directory, doc_ids)
-        built.stats["bm25_reused"] = index is not None
-        if index is None:
-            index = fulltext.build_index(directory, doc_ids, texts, progress)
-        elif progress:
-            progress("bm25_build", len(doc_ids), len(doc_ids))
-        searcher = fulltext.FulltextSearcher.from_settings(index, settings)
-    return searcher
+def measure_variant_recall(built: BuiltIndexes, queries: Sequence[str], seed: int = 0,
+                           sample: int = 200, k: int = 10) -> dict[str, dict[str, object]]:
+    """What each ANN variant's approximate index loses against exact search over the same items
+    (documents or chunks), as ``measure_ann_recall`` measures the built-in's: variant -> {"index",
+    "k", "queries", "recall", "items"}; variants searched exactly are left out. An index two
+    variants share is measured once."""
+    out: dict[str, dict[str, object]] = {}
+    measured: dict[int, dict[str, object] | None] = {}
+    with timed(built.timings, "ann_recall"):
+        for name, searcher in built.variant_ann.items():
+            if id(searcher) not in measured:
+                found = searcher.recall_at_k(queries, k=k, sample=sample, seed=seed)
+                measured[id(searcher)] = None if found is None else {**found, "items": len(searcher.doc_ids)}
+            if measured[id(searcher)] is not None:
+                out[name] = measured[id(searcher)]
+    return out
 
 
 def document_vectors(collection: Collection, settings: IndexSettings, data_dir: Path,

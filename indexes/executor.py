@@ -221,7 +221,9 @@ class Executor:
                     failed[qid] = outcome
                     continue
                 top = outcome.docs[: self.k]
-                hits.append(SearchHits(top, seconds_alone))
+                passages = ({d.doc_id: outcome.passages[d.doc_id] for d in top if d.doc_id in outcome.passages}
+                            if outcome.passages else None)
+                hits.append(SearchHits(top, seconds_alone, passages))
                 described = outcome.documents or {}
                 for d in top:
                     if d.doc_id in described:

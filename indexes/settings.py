@@ -52,6 +52,16 @@ def canonical_model_name(name: str) -> str:
     return EMBEDDING_MODEL_ALIASES.get(name, name)
 
 
+def model_identity(name: str) -> str:
+    """What names a model's vectors in fingerprints: its canonical name, or for a local folder a
+    digest of its content (``folder:<digest>``), so an index follows the model, not its path."""
+    from searchgrade.indexes.embeddings.models import folder_digest, local_folder
+
+    name = canonical_model_name(name)
+    folder = local_folder(name)
+    return f"folder:{folder_digest(folder)[:16]}" if folder is not None else name
+
+
 @dataclass(frozen=True)
 class IndexSettings:
     """How the six strategies are built and searched.
@@ -149,7 +159,7 @@ class IndexSettings:
         if values.get("fusion") == "rrf":  # the default before fusion methods existed: "all" unchanged
             values.pop("fusion")
         if "embedding_model" in values:
-            values["embedding_model"] = canonical_model_name(values["embedding_model"])
+            values["embedding_model"] = model_identity(values["embedding_model"])
         if "embedding_backend" in values:
             from searchgrade.indexes.embeddings.backends import backend_identity
 

@@ -61,6 +61,14 @@ def tiny_beir(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def static_model_dir(tmp_path_factory) -> Path:
+    """A model2vec static model folder (tests/static_model.py), made once per session."""
+    from tests.static_model import make_static_model
+
+    return make_static_model(tmp_path_factory.mktemp("static-model") / "minilm-static")
+
+
+@pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL 16 + pgvector (pgserver), started once for the whole test session."""
     from tests.indexes.declared.pg import Postgres

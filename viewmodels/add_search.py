@@ -37,12 +37,18 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "milvus": ("uri", "collection", "search", "token", "embedding_model"),
     "postgres": ("dsn", "table", "search", "sql"),
     "lancedb": ("uri", "table", "search"),
+    # Variants of the built-ins (indexes/variants/): another model, chunking, BM25 parameters.
+    "ann": ("embedding_model", "chunking", "aggregate"),
+    "fulltext": ("bm25_k1", "bm25_b", "chunking", "aggregate"),
+    "hybrid": ("ann", "fulltext", "fusion"),
 }
 #: Keys whose values are long (a text area rather than a line).
 LONG_KEYS = frozenset({"sql", "body", "query"})
 #: The form's labels of the kinds.
 KIND_LABELS = {"elasticsearch": "Elasticsearch", "opensearch": "OpenSearch", "http": "HTTP (any JSON API)",
-               "milvus": "Milvus", "postgres": "Postgres (pgvector, full-text, SQL)", "lancedb": "LanceDB"}
+               "milvus": "Milvus", "postgres": "Postgres (pgvector, full-text, SQL)", "lancedb": "LanceDB",
+               "ann": "ANN variant (embedding model, chunking)", "fulltext": "Full-text variant (BM25, chunking)",
+               "hybrid": "Hybrid (a fusion of two strategies)"}
 
 
 @dataclass(frozen=True)

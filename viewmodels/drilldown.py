@@ -36,6 +36,18 @@ class QueryDetail:
     failures: list[dict[str, str]] = field(default_factory=list)
     #: strategy -> its DCG@k on this query beside the query's ideal DCG@k, in words (k: the run's)
     dcg_words: dict[str, str] = field(default_factory=dict)
+    #: a chunked strategy -> doc_id -> the chunk it matched the document by (chunk, start_char, end_char)
+    passages: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    def matched_chunk(self, strategy: str, doc_id: str) -> tuple[str, str] | None:
+        """(what it is in words, its text) of the chunk ``strategy`` matched ``doc_id`` by; None for
+        a strategy over whole documents."""
+        found = self.passages.get(strategy, {}).get(doc_id)
+        if found is None:
+            return None
+        text = self.documents.get(doc_id, {}).get("text", "")
+        return (f"matched chunk {found['chunk'] + 1}, characters {found['start_char']}-{found['end_char']}",
+                text[found["start_char"]:found["end_char"]])
 
 
 def _dcg_words(grades: list[int | None], pool: list[int], k: int) -> str:
@@ -132,6 +144,14 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
             "Rank": r["rank"], "Doc id": r["doc_id"], "Title": docs.get(r["doc_id"], {}).get("title", ""),
             "Grade": r["grade"], "Grade from": judgment, "Judge's reason": reason, "Score": r["score"],
         })
+    passages: dict[str, dict[str, dict[str, int]]] = {}
+    for (strategy, doc_id), span in store.passages(run.run_id, query_id).items():
+        passages.setdefault(strategy, {})[doc_id] = span
+    for strategy, rows in by_strategy.items():
+        if strategy in passages:  # a chunked strategy: which chunk each document was matched by
+            for row in rows:
+                span = passages[strategy].get(row["Doc id"])
+                row["Matched chunk"] = span["chunk"] + 1 if span is not None else None
     found = {(r["doc_id"], r["strategy"]): r["rank"] for r in results}
     strategies = strategy_order(list(by_strategy))
     relevant_rows = [
@@ -143,12 +163,13 @@ def query_detail(store: Store, run_id: str, query_id: str) -> QueryDetail:
     return QueryDetail(
         query_id=query_id, text=query["text"], query_type=query["query_type"],
         source=docs.get(query["source_doc_id"]) if query["source_doc_id"] else None,
-        results={s: _frame(by_strategy[s], ["Grade"]) for s in strategies},
+        results={s: _frame(by_strategy[s], ["Grade", "Matched chunk"]) for s in strategies},
         relevant=_frame(relevant_rows, []) if relevant_rows else pd.DataFrame(),
         documents=docs,
         source_ranks={s: found.get((query["source_doc_id"], s)) for s in strategies}
         if query["source_doc_id"] else {},
         failures=_failures(store, run.run_id, query_id),
+        passages=passages,
         dcg_words={s: _dcg_words([r["Grade"] for r in by_strategy[s]], pool, run.k) for s in strategies},
     )
 

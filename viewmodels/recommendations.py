@@ -14,6 +14,7 @@ from searchgrade.viewmodels.failures import failure_findings, failure_summary
 from searchgrade.viewmodels.llm_panel import kappa_reading
 from searchgrade.viewmodels.runs import skipped_messages
 from searchgrade.viewmodels.significance import figures_text
+from searchgrade.viewmodels.variants import cost_recommendation
 
 if TYPE_CHECKING:
     from searchgrade.viewmodels.recompute import Figures
@@ -54,6 +55,8 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
         else:
             out.append(Sentence(f"Use {best['label']}: the {highest} {name} ({figure}), significantly "
                                 f"better than every other strategy evaluated.", "good"))
+    # Beside the best, the cheapest strategy not significantly worse (viewmodels/variants.py).
+    out.extend(cost_recommendation(store, run, rows, view.metric, k, reads.latency_summary()))
     out.extend(_query_type_findings(store, run, view.metric, figures, reads))
     for r in view.reranker_table.to_dict("records"):
         out.append(_reranker_finding(r, name, higher))

@@ -3,6 +3,7 @@ queries that changed most."""
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -123,7 +124,12 @@ if result.statistics_note:
 fmt = {c: st.column_config.NumberColumn(format="%.3f") for c in ("Run A", "Run B")}
 fmt.update({c: st.column_config.NumberColumn(format="%+.3f") for c in ("Change", "CI low", "CI high")})
 fmt["p-value"] = st.column_config.NumberColumn(format="%.3f", help="adjusted for the strategies compared")
-st.dataframe(deltas.drop(columns="strategy"), hide_index=True, column_config=fmt)
+# A withheld change has no interval, p-value or family: a dash, not "None".
+shown = deltas.drop(columns="strategy")
+for column, form in (("CI low", "{:+.3f}"), ("CI high", "{:+.3f}"), ("p-value", "{:.3f}"), ("Comparisons", "{:.0f}")):
+    shown[column] = ["–" if pd.isna(v) else form.format(v) for v in shown[column]]
+    fmt[column] = st.column_config.TextColumn(alignment="right", help=fmt.get(column, {}).get("help"))
+st.dataframe(shown, hide_index=True, column_config=fmt)
 st.subheader("Queries that changed most")
 if result.changed.empty:
     st.info(f"No query changed: every shared query has the same {name} in both runs.")

@@ -94,13 +94,20 @@ else:
                                         "Grade": st.column_config.TextColumn(
                                             help="The grade this run was scored with; 'Grade from' says whose"),
                                         "Judge's reason": st.column_config.TextColumn(width="large")})
-            with st.expander("Each result's text, the query's terms marked", expanded=True):
+            chunked = strategy in detail.passages
+            title = ("The chunk each result was matched by, the query's terms marked" if chunked
+                     else "Each result's text, the query's terms marked")
+            with st.expander(title, expanded=True):
                 for rank, doc_id in zip(frame["Rank"], frame["Doc id"], strict=True):
                     doc = detail.documents.get(doc_id, {"title": "", "text": ""})
+                    chunk = detail.matched_chunk(strategy, doc_id)
+                    text = chunk[1] if chunk else doc["text"]
                     # Every segment escaped (plain): corpus text stays text, only our marks are Markdown.
                     body = "".join(f":orange-background[{_inert(part)}]" if hit else _inert(part)
-                                   for part, hit in marked(doc["text"], detail.text))
-                    st.markdown(f"**{int(rank)}.** {plain(doc['title'] or doc_id)} · {body}")
+                                   for part, hit in marked(text, detail.text, width=max(320, len(text))
+                                                           if chunk else 320))
+                    where = f" ({plain(chunk[0])})" if chunk else ""
+                    st.markdown(f"**{int(rank)}.** {plain(doc['title'] or doc_id)}{where} · {body}")
 
 st.subheader("Rate these results")
 rate_query_results(get_store().get_run(run_id), query_id)

@@ -48,6 +48,7 @@ from searchgrade.views._slices import query_slices_section
 from searchgrade.views._suite_actions import suite_actions
 from searchgrade.views._traffic import coverage_section, traffic_section
 from searchgrade.views._tune import tune_section
+from searchgrade.views._variants import quality_cost_section
 
 st.session_state.setdefault("results_metric", PRIMARY_METRIC)
 
@@ -216,6 +217,7 @@ with st.expander(f"Which differences are real? (paired tests on {name})"):
         st.write(plain(sentence.text))
     if view.significance_note:
         st.caption(view.significance_note)
+quality_cost_section(view)  # the page's metric against what each strategy costs (a run with cost figures)
 
 # -- by position: every query counted at every rank (a missing result 0), so the curve is mean relevance's
 st.subheader(f"Mean relevance by position (1..{k})")

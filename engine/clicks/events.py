@@ -75,6 +75,28 @@ class EventSummary:
         return out
 
 
+def by_query_id_or_text(source: Path, spec: Any, roles: Any, store: Any, log_name: str, *, rows: str,
+                        id_field: str, fix: str) -> Any:
+    """The columns a file of a log's searches names its queries by: the query id when it has one (and
+    then only the id: the log must have kept its searches' ids), else the query text.
+
+    Raises:
+        SearchGradeError: one line, naming the file and the fix.
+    """
+    if roles.get("query_id") is None and roles.get("query") is None:
+        raise SearchGradeError(f"{source}: no query id or query column (columns: {', '.join(spec.names)}); name it "
+                               f"with --query-id-field ({id_field}) or --query-field (the query text)")
+    if roles.get("query_id") is None:
+        return roles
+    if not store.query_log_ids_count(log_name):
+        raise SearchGradeError(
+            f"{source}: its {rows} name query ids, and log {log_name!r} kept none (a log keeps the "
+            f"query_id of each search when it has that column, as UBI queries do); {fix}")
+    columns = dict(roles.columns)
+    columns.pop("query", None)
+    return type(roles)(columns)
+
+
 def import_events(store: Any, path: str | Path, options: EventOptions = EventOptions()) -> EventSummary:
     """Store an events file's clicks with a query log (searchgrade.engine.store.Store); all or nothing."""
     from searchgrade.engine.traffic.logs import resolve_log
@@ -87,18 +109,8 @@ def import_events(store: Any, path: str | Path, options: EventOptions = EventOpt
     given = {"query_id": options.query_id_field, "query": options.query_field, "action": options.action_field,
              "doc_id": options.doc_field, "position": options.position_field}
     roles = resolve_columns(spec, EVENT_GUESSES, given, EVENT_FLAGS, required=("action", "doc_id", "position"))
-    if roles.get("query_id") is None and roles.get("query") is None:
-        raise SearchGradeError(f"{source}: no query id or query column (columns: {', '.join(spec.names)}); name it "
-                               "with --query-id-field (UBI query_id) or --query-field (the query text)")
-    if roles.get("query_id") is not None:
-        if not store.query_log_ids_count(log["log_name"]):
-            raise SearchGradeError(
-                f"{source}: its events name query ids, and log {log['log_name']!r} kept none (a log keeps the "
-                "query_id of each search when it has that column, as UBI queries do); import that log, or name "
-                "the events' query text with --query-field")
-        columns = dict(roles.columns)
-        columns.pop("query", None)
-        roles = type(roles)(columns)
+    roles = by_query_id_or_text(source, spec, roles, store, log["log_name"], rows="events", id_field="UBI query_id",
+                                fix="import that log, or name the events' query text with --query-field")
     nested = any(len(p) > 1 for p in roles.columns.values())
     layout = "ubi" if nested or (roles.get("action") or ("",))[-1].lower() == "action_name" else "plain"
     counts = store.import_click_events(spec, roles, log["log_name"], layout)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchgrade.core.records import SearchGradeError
+from searchgrade.engine.clicks.events import by_query_id_or_text
 from searchgrade.engine.clicks.interleaving import InterleavingComparison, QueryOutcome, compare_interleaved
 from searchgrade.engine.traffic.files import Path_, check_readable, file_format, resolve_columns
 
@@ -70,18 +70,8 @@ def import_interleaving(store: Any, path: str | Path,
     spec = store.describe_file(source, fmt)
     roles = resolve_columns(spec, GUESSES, dict(options.fields or {}), FLAGS,
                             required=("system_a", "system_b", "clicks_a", "clicks_b"))
-    if roles.get("query_id") is None and roles.get("query") is None:
-        raise SearchGradeError(f"{source}: no query id or query column (columns: {', '.join(spec.names)}); name it "
-                               "with --query-id-field (the log's UBI query_id) or --query-field (the query text)")
-    if roles.get("query_id") is not None:
-        if not store.query_log_ids_count(log["log_name"]):
-            raise SearchGradeError(
-                f"{source}: its rows name query ids, and log {log['log_name']!r} kept none (a log keeps the "
-                "query_id of each search when it has that column, as UBI queries do); name the query text "
-                "with --query-field")
-        columns = dict(roles.columns)
-        columns.pop("query", None)
-        roles = type(roles)(columns)
+    roles = by_query_id_or_text(source, spec, roles, store, log["log_name"], rows="rows",
+                                id_field="the log's UBI query_id", fix="name the query text with --query-field")
     counts = store.import_interleaving(spec, roles, log["log_name"])
     return InterleavingSummary(log["log_name"], str(source), counts["rows"], counts["searches"], counts["queries"],
                                counts["skipped"], counts["replaced"], log_comparisons(store, log["log_name"]))

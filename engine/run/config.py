@@ -96,6 +96,9 @@ class RunConfig:
     #: The first strategy failure fails the run (``evaluate --strict``: all or nothing, for CI);
     #: otherwise a strategy fails alone and the run completes with it recorded as failed.
     strict: bool = False
+    #: Sweeps (``[sweep.NAME]``, ``--sweep FILE``): name -> the grid (indexes/variants/sweep.py Sweep);
+    #: its variants are in ``declared`` and ``strategies``, compared with its reference.
+    sweeps: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from searchgrade.indexes.declared.rerankers import note_rerankers
@@ -170,6 +173,11 @@ class RunConfig:
         if self.judge_unjudged and (self.mode not in ("qrels", "clicks") or self.llm is None):
             raise SearchGradeError("--judge-unjudged goes with --qrels --llm or --clicks --llm (human or click "
                                    "grades first, the judge for the rest)")
+        for name, sweep in self.sweeps.items():  # a sweep is compared with a strategy the run has
+            missing = [s for s in [*sweep.get("variants", {}), sweep.get("reference")] if s not in self.strategies]
+            if missing:
+                raise SearchGradeError(f"sweep {name!r} needs {', '.join(map(str, missing))} among the run's "
+                                       "strategies: add them to --strategies (or leave --strategies out)")
         if self.pool_depth is not None and not (self.mode == "llm" or self.judge_unjudged):
             raise SearchGradeError("--pool-depth goes with --llm or --judge-unjudged: the pool "
                                    "is what the judge grades (for a stored run: `searchgrade judge-pool RUN`)")
@@ -269,5 +277,6 @@ class RunConfig:
         values["collection_fields"] = dict(values.get("collection_fields") or {})
         values["declared"] = dict(values.get("declared") or {})
         values["rerankers"] = dict(values.get("rerankers") or {})
+        values["sweeps"] = dict(values.get("sweeps") or {})
         return cls(**values)
 

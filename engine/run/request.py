@@ -57,6 +57,8 @@ class RunRequest:
         rerankers: declared rerankers that also rerank every retrieval strategy asked for (X_NAME).
         declared, declared_rerankers: the declarations the surface offers (a strategies file's,
             those saved in the app), as a run stores them.
+        sweeps: the sweeps asked for (indexes/variants/sweep.py, as a run stores them): their
+            variants (in ``declared``) and reference strategies join ``strategies``.
         index: the index settings (None: the defaults).
         model, base_url: the LLM endpoint (None: the environment's); a ``base_url`` typed empty
             is the hosted OpenAI API.
@@ -80,6 +82,7 @@ class RunRequest:
     rerankers: tuple[str, ...] = ()
     declared: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     declared_rerankers: Mapping[str, dict[str, Any]] = field(default_factory=dict)
+    sweeps: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     index: IndexSettings | None = None
     model: str | None = None
     base_url: str | None = None
@@ -122,9 +125,13 @@ def run_config(request: RunRequest) -> RunConfig:
                         request.endpoint_declared_in) if request.llm else None)
     registry = registry_for_declared(request.declared, request.declared_rerankers)
     mode = "clicks" if request.clicks else "llm" if request.llm and not request.qrels else "qrels"
+    chosen = choose_strategies(request.strategies, request.rerankers, registry)
+    # A sweep's reference and its variants join the strategies asked for.
+    chosen += tuple(dict.fromkeys(n for sweep in request.sweeps.values()
+                                  for n in [sweep["reference"], *sweep["variants"]] if n not in chosen))
     config = RunConfig(
         name=request.name, mode=mode, k=request.k, depth=request.depth, threshold=request.threshold,
-        strategies=choose_strategies(request.strategies, request.rerankers, registry), declared=dict(request.declared),
+        strategies=chosen, declared=dict(request.declared), sweeps=dict(request.sweeps),
         rerankers=dict(request.declared_rerankers), max_queries=request.max_queries, seed=request.seed,
         index=request.index or IndexSettings(), llm=llm,
         querygen=_querygen_settings(request) if mode == "llm" and request.query_set is None else None,

@@ -30,7 +30,7 @@ from searchgrade.engine.run.search import SearchResults, run_search
 from searchgrade.engine.run.stage_runner import SearchJob
 from searchgrade.engine.run.strategies import Registry
 from searchgrade.indexes.base import BuiltIndexes
-from searchgrade.indexes.build import build_searchers, measure_ann_recall
+from searchgrade.indexes.build import build_searchers, measure_ann_recall, measure_variant_recall
 from searchgrade.indexes.rerank.trained import merge_records
 
 
@@ -84,8 +84,14 @@ def index_stage(ctx: RunContext, registry: Registry, queries: list[Query]) -> Bu
                                 services=rerank_services(ctx))
         if built.ann is not None:
             ctx.stats["ann_recall"] = measure_ann_recall(built, [q.text for q in queries], config.seed)
+        variant_recall = measure_variant_recall(built, [q.text for q in queries], config.seed)
+        if variant_recall:  # an ANN variant over an approximate index (chunks past 200,000, say)
+            ctx.stats["variant_ann_recall"] = variant_recall
     ctx.stats.update({"queries": len(queries), "documents": len(collection.documents),
-                      "index": built.stats, "index_timings": built.timings})
+                      "index": built.stats, "index_timings": built.timings,
+                      # What each strategy's index cost when it was built for this run: a resume, which
+                      # reloads them, keeps the first figures (indexes/variants/costs.py).
+                      "costs": {**built.costs, **ctx.stats.get("costs", {})}})
     graded_by_itself = self_graded_stats(ctx, built)
     if graded_by_itself is not None:
         ctx.stats["self_graded"] = graded_by_itself

@@ -55,6 +55,7 @@ __all__ = [
     "reranker_of",
     "strategies_file_from_env",
     "strategy_order",
+    "sweeps_from_file",
     "unknown_strategies",
 ]
 
@@ -75,6 +76,15 @@ def registry_for_declared(declared: Mapping[str, Mapping[str, Any]] | None,
     specs = {name: StrategySpec.from_json(name, d) for name, d in (declared or {}).items()}
     found = {name: RerankerSpec.from_json(name, d) for name, d in (rerankers or {}).items()}
     return registry_for(specs, rerankers=found)
+
+
+def sweeps_from_file(path: str | None) -> dict[str, dict[str, Any]]:
+    """The sweeps (``[sweep.NAME]``) of a strategies file as a run stores them; {} for None."""
+    from searchgrade.indexes.declared.spec import load_sweeps
+
+    if not path:
+        return {}
+    return {name: sweep.to_json() for name, sweep in load_sweeps(path).items()}
 
 
 def rerankers_from_file(path: str | None) -> dict[str, dict[str, Any]]:

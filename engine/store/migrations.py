@@ -600,4 +600,22 @@ MIGRATIONS: tuple[tuple[int, str | Callable[[duckdb.DuckDBPyConnection], None]],
         )
         """,
     ),
+    (
+        20,
+        # Chunked strategies (issue 37, indexes/variants/): for each listed document, the chunk it was
+        # matched by (its place in the document and its character span in the document's text), for
+        # the drill-down; written, cleared and copied with the results they belong to.
+        """
+        CREATE TABLE result_passages (
+            run_id VARCHAR NOT NULL,
+            strategy VARCHAR NOT NULL,
+            query_id VARCHAR NOT NULL,
+            doc_id VARCHAR NOT NULL,
+            chunk INTEGER NOT NULL,
+            start_char INTEGER NOT NULL,
+            end_char INTEGER NOT NULL,
+            PRIMARY KEY (run_id, strategy, query_id, doc_id)
+        )
+        """,
+    ),
 )

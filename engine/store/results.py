@@ -37,6 +37,11 @@ class ResultsMixin(StoreConnection):
         ]
         insert_frame(con, "results", rows,
                       ["run_id", "strategy", "query_id", "rank", "doc_id", "score", "latency_ms"])
+        passages = [(run_id, strategy, qid, doc_id, p.index, p.start, p.end)
+                    for qid, h in zip(query_ids, hits, strict=True)
+                    for doc_id, p in (getattr(h, "passages", None) or {}).items()]
+        insert_frame(con, "result_passages", passages,
+                     ["run_id", "strategy", "query_id", "doc_id", "chunk", "start_char", "end_char"])
 
     def write_grades(self, con: duckdb.DuckDBPyConnection, run_id: str, grades: Iterable[Any]) -> None:
         rows = [
@@ -62,6 +67,7 @@ class ResultsMixin(StoreConnection):
         ``failures`` strategy -> query id -> (error, attempts).
         """
         con.execute("DELETE FROM results WHERE run_id = ?", [run_id])
+        con.execute("DELETE FROM result_passages WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM failed_queries WHERE run_id = ?", [run_id])
         # What was kept from the results before (a resume of a complete run retries its failed
         # queries) no longer holds.
@@ -90,16 +96,30 @@ class ResultsMixin(StoreConnection):
 
     def stored_hits(self, run_id: str) -> dict[tuple[str, str], Any]:
         """(strategy, query id) -> SearchHits as stored (score, rank, latency), for a resume."""
-        from searchgrade.core.records import ScoredDoc, SearchHits
+        from searchgrade.core.records import Passage, ScoredDoc, SearchHits
 
         rows = self._dicts(
             "SELECT strategy, query_id, list(doc_id ORDER BY rank) AS ids, list(score ORDER BY rank) AS "
             "scores, list(rank ORDER BY rank) AS ranks, max(latency_ms) AS latency_ms FROM results "
             "WHERE run_id = ? GROUP BY strategy, query_id", [run_id])
+        passages: dict[tuple[str, str], dict[str, Passage]] = {}
+        for r in self._dicts("SELECT strategy, query_id, doc_id, chunk, start_char, end_char FROM result_passages "
+                             "WHERE run_id = ?", [run_id]):
+            passages.setdefault((r["strategy"], r["query_id"]), {})[r["doc_id"]] = Passage(
+                int(r["chunk"]), int(r["start_char"]), int(r["end_char"]))
         return {(r["strategy"], r["query_id"]): SearchHits(
                     [ScoredDoc(d, float(s), int(k)) for d, s, k in zip(r["ids"], r["scores"], r["ranks"],
                                                                       strict=True)],
-                    float(r["latency_ms"]) / 1000.0) for r in rows}
+                    float(r["latency_ms"]) / 1000.0, passages.get((r["strategy"], r["query_id"])))
+                for r in rows}
+
+    def passages(self, run_id: str, query_id: str) -> dict[tuple[str, str], dict[str, int]]:
+        """(strategy, doc id) -> the chunk a chunked strategy matched the document by for this query:
+        {"chunk", "start_char", "end_char"} (a span of the document's text)."""
+        rows = self._dicts("SELECT strategy, doc_id, chunk, start_char, end_char FROM result_passages "
+                           "WHERE run_id = ? AND query_id = ?", [run_id, query_id])
+        return {(r["strategy"], r["doc_id"]): {k: int(r[k]) for k in ("chunk", "start_char", "end_char")}
+                for r in rows}
 
     def write_metric_values(self, con: duckdb.DuckDBPyConnection, run_id: str,
                             rows: Iterable[tuple[str, str, str, int, float]]) -> None:
@@ -125,7 +145,7 @@ class ResultsMixin(StoreConnection):
     def clear_run_contents(self, con: duckdb.DuckDBPyConnection, run_id: str,
                            tables: Sequence[str] | None = None) -> None:
         """Delete a run's rows from ``tables`` (default: everything it holds)."""
-        every = ("queries", "results", "failed_queries", *self.GRADED_TABLES)
+        every = ("queries", "results", "result_passages", "failed_queries", *self.GRADED_TABLES)
         for table in tables if tables is not None else every:
             if table not in every:
                 raise ValueError(f"{table!r} is not a run table: use one of {every}")
@@ -207,7 +227,8 @@ class ResultsMixin(StoreConnection):
         unknown = set(tables) - allowed
         if unknown:
             raise ValueError(f"cannot copy tables {sorted(unknown)}; allowed: {sorted(allowed)}")
-        for table in tables:
+        # A result's matched chunk goes where the result goes.
+        for table in [*tables, *(["result_passages"] if "results" in tables else [])]:
             columns = [row[0] for row in con.execute(
                 "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index",
                 [table]).fetchall()]

@@ -6,8 +6,8 @@ returns the RunConfig of a new run of the same collection that evaluates the tun
 seeded sample), grading and settings, with the tuned parameters written where the run reads them: BM25's k1 and b, the
 fusion string, the rerank depth and IVF's nprobe in the index settings (the command line's
 ``--bm25-k1 --bm25-b --fusion --rerank-depth --ivf-nprobe``), a declared strategy's ``fusion`` or
-``variables`` in its declaration (the strategies-file snippet of the report). A run of mode llm
-reuses the tuned run's queries (``queries_from``), so nothing is generated again and the judge's
+``variables``, or a full-text variant's ``bm25_k1`` and ``bm25_b``, in its declaration (the
+strategies-file snippet of the report). A run of mode llm reuses the tuned run's queries (``queries_from``), so nothing is generated again and the judge's
 grades come from its cache.
 """
 
@@ -40,6 +40,8 @@ def tuned_run_config(run: Any, report: dict[str, Any]) -> Any:
     spec = declared.get(strategy)
     if spec is not None and report.get("kind") == "declared":
         spec["variables"] = {**(spec.get("variables") or {}), **best}
+    elif spec is not None and spec.get("kind") == "fulltext":  # a BM25 variant: its own k1 and b
+        spec.update(best)
     else:
         if spec is not None and "fusion" in best:  # a declared kind = "hybrid": its own fusion string
             spec["fusion"] = best.pop("fusion")

@@ -64,8 +64,8 @@ def strategy_kind(name: str, registry: Any, settings: Any, n_docs: int) -> str:
     if name == "ann":
         return "ann"
     spec = registry.declared.get(name)
-    if spec is not None and spec.kind == "hybrid":
-        return "hybrid"
+    if spec is not None and spec.kind in ("hybrid", "fulltext"):  # a fusion, or a BM25 variant (indexes/variants/)
+        return spec.kind
     if spec is not None and spec.kind in TEMPLATE_KINDS:
         return "declared"
     raise SearchGradeError(f"strategy {name} (kind {info.kind}) has nothing the tuner can change: tune hybrid, "
@@ -227,21 +227,35 @@ def _fusion_target(strategy: str, built: Any, settings: Any, space: Space, texts
 
 
 class _Bm25:
-    """BM25 searches with other k1 and b over the run's index (weights kept in memory only)."""
+    """BM25 searches with other k1 and b over the run's index (weights kept in memory only): the
+    built-in's, or a full-text variant's over its documents or chunks (``node``: the variant's)."""
 
-    def __init__(self, built: Any, settings: Any) -> None:
-        self.index = built.context.fulltext().index
+    def __init__(self, built: Any, settings: Any, node: Any = None) -> None:
+        from searchgrade.indexes.variants.nodes import ChunkedNode
+
+        self.chunked = node if isinstance(node, ChunkedNode) else None
+        searcher = (self.chunked.component.searcher if self.chunked is not None
+                    else node.searcher if node is not None else built.context.fulltext())
+        self.index = searcher.index
         self.index.save_weights = False  # trials' weights stay out of the index folder
-        self.start = (settings.bm25_k1, settings.bm25_b)
+        self.start = (searcher.k1, searcher.b) if node is not None else (settings.bm25_k1, settings.bm25_b)
         self.last: tuple[float, float] | None = None
 
     def node(self, k1: float, b: float) -> Any:
+        from dataclasses import replace
+
         from searchgrade.indexes.builtin.fulltext import FulltextNode, FulltextSearcher
+        from searchgrade.indexes.variants.nodes import ChunkedNode
 
         if self.last is not None and self.last != (k1, b) and self.last != self.start:
             self.index.forget(*self.last)  # memory stays flat over many trials
         self.last = (k1, b)
-        return FulltextNode(FulltextSearcher(self.index, k1, b))
+        searcher = FulltextSearcher(self.index, k1, b)
+        if self.chunked is not None:
+            chunked = self.chunked
+            return ChunkedNode(chunked.name, replace(chunked.component, searcher=searcher), chunked.how,
+                               chunked.batch_size)
+        return FulltextNode(searcher)
 
     def answers(self, k1: float, b: float, batch: QueryBatch, depth: int) -> list[Outcome]:
         return self.node(k1, b).answer(batch, depth, {})
@@ -249,8 +263,9 @@ class _Bm25:
 
 def _fulltext_target(strategy: str, built: Any, settings: Any, space: Space, texts: Mapping[str, str],
                      k: int, spec: Any, reuse: bool) -> Target:
-    bm25 = _Bm25(built, settings)
-    start = {"bm25_k1": settings.bm25_k1, "bm25_b": settings.bm25_b}
+    variant = built.nodes[strategy] if spec is not None else None  # a kind = "fulltext" variant's own index
+    bm25 = _Bm25(built, settings, variant)
+    start = {"bm25_k1": bm25.start[0], "bm25_b": bm25.start[1]}
 
     def make(params: Mapping[str, Any], batch: QueryBatch) -> tuple[Any, None]:
         p = {**start, **params}

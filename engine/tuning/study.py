@@ -105,6 +105,8 @@ def configuration_words(kind: str, strategy: str, best: Mapping[str, Any],
             table["fusion"] = best["fusion"]
             table.pop("rrf_k", None)  # the fusion string carries its k and depth
             table.pop("depth", None)
+        elif kind == "fulltext":  # a BM25 variant (indexes/variants/): its own k1 and b
+            table.update(best)
         else:
             table["variables"] = {**(table.get("variables") or {}), **best}
         for key, value in table.items():
@@ -120,7 +122,7 @@ def configuration_words(kind: str, strategy: str, best: Mapping[str, Any],
             else:
                 lines.append(f"{key} = {_value(value)}")
         words = {"snippet": "\n".join(lines)}
-        if "bm25_k1" in best:  # the built-in full-text inside a declared hybrid: the command line's
+        if "bm25_k1" in best and kind != "fulltext":  # the built-in full-text inside a declared hybrid: the command line's
             words["flags"] = f"--bm25-k1 {best['bm25_k1']:g} --bm25-b {best['bm25_b']:g}"
         return words
     flags = []

@@ -7,6 +7,9 @@
     depth = 100                          # entries of each list fused (or depth= in fusion)
     rrf_k = 60
 
+A hybrid of variants (indexes/variants/) may name its two lists instead, each defaulting to the
+built-in: ``ann = "minilm-chunks"``, ``fulltext = "bm25-passages"`` (inputs = [ann, fulltext]).
+
 Each input is computed once per query by the executor and shared with every other strategy that
 uses it; the fused strategy's latency is the fusion's plus its inputs'.
 """
@@ -24,12 +27,19 @@ KEYS: dict[str, Key] = {
     "fusion": Key((str,), "rrf", example='"convex(w=0.4,norm=minmax)"'),
     "depth": Key((int,), 100, example="100"),
     "rrf_k": Key((int,), 60, example="60"),
+    "ann": Key((str,), None, example='"minilm-chunks" (a kind = "ann" variant; default the built-in ann)'),
+    "fulltext": Key((str,), None, example='"bm25-passages" (a kind = "fulltext" variant; default the built-in)'),
 }
 
 
 def check(spec: StrategySpec) -> StrategySpec:
     """Two or more distinct input names, a fusion that parses, depth >= 1, rrf_k >= 0."""
     o, where = dict(spec.options), spec.where
+    if o.get("ann") is not None or o.get("fulltext") is not None:
+        if o["inputs"] != KEYS["inputs"].default:
+            raise SearchGradeError(f"{where}: name the lists either with inputs = [...] or with ann = / fulltext =, "
+                                   "not both")
+        o["inputs"] = [o.get("ann") or "ann", o.get("fulltext") or "fulltext"]
     inputs = o["inputs"]
     if (len(inputs) < 2 or not all(isinstance(i, str) and i for i in inputs) or len(set(inputs)) != len(inputs)):
         raise SearchGradeError(f"{where}: inputs must name two or more different strategies, got {inputs!r}; "

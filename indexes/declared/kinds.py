@@ -22,8 +22,9 @@ Adding a kind (postgres, lancedb, a rerank service, ...) is one new module and o
      hosts, paths and ``env:`` secrets against core/outbound.py's policy), which its builder applies
      again for such a spec. A kind without it cannot be declared in the app (``python``: code).
 
-   It imports declaration.py (Key, StrategySpec, the env:/URL/secret checks) and core/ only, and
-   its client library inside functions, with a message saying how to install it when missing.
+   It imports declaration.py (Key, StrategySpec, the env:/URL/secret checks), core/ and what its
+   own concept folder holds (the variants: indexes/variants/), and its client library inside
+   functions, with a message saying how to install it when missing.
 2. One ``register(BackendKind("NAME", NAME.KEYS, NAME.check, NAME.build_node, NAME.check_typed))``
    line below.
 
@@ -40,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.declared import http, hybrid, lancedb, milvus, plugin, postgres
 from searchgrade.indexes.declared.declaration import Key, StrategySpec
+from searchgrade.indexes.variants import ann as variant_ann
+from searchgrade.indexes.variants import fulltext as variant_fulltext
 
 if TYPE_CHECKING:
     from searchgrade.core.outbound import OutboundPolicy
@@ -111,3 +114,7 @@ register(BackendKind("python", plugin.KEYS, plugin.check, plugin.build_node))
 register(BackendKind("postgres", postgres.KEYS, postgres.check, postgres.build_node, postgres.check_typed))
 register(BackendKind("lancedb", lancedb.KEYS, lancedb.check, lancedb.build_node, lancedb.check_typed))
 register(BackendKind("hybrid", hybrid.KEYS, hybrid.check, hybrid.build_node, hybrid.check_typed))
+# Variants of the built-ins (indexes/variants/): their own model, chunking, BM25 parameters.
+register(BackendKind("ann", variant_ann.KEYS, variant_ann.check, variant_ann.build_node, variant_ann.check_typed))
+register(BackendKind("fulltext", variant_fulltext.KEYS, variant_fulltext.check, variant_fulltext.build_node,
+                     variant_fulltext.check_typed))

@@ -176,17 +176,23 @@ def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec
         raise SearchGradeError(f"{source} is not valid TOML ({exc}): fix the file; see the "
                                "README's 'Grading your own search' for the form") from None
     tables = data.get("strategy")
-    others = sorted(set(data) - {"strategy", "reranker"})
+    others = sorted(set(data) - {"strategy", "reranker", "sweep"})
     if others:
         raise SearchGradeError(f"{source}: unknown top-level key {others[0]!r}: declare each "
-                               "strategy as [strategy.NAME] (and each reranker as [reranker.NAME])")
-    if tables is None and data.get("reranker"):
-        tables = {}  # a file of rerankers only (for --rerankers over the built-ins)
+                               "strategy as [strategy.NAME] (each reranker as [reranker.NAME], each sweep "
+                               "as [sweep.NAME])")
+    if tables is None and (data.get("reranker") or data.get("sweep")):
+        tables = {}  # a file of rerankers only (for --rerankers over the built-ins), or of sweeps
     elif not isinstance(tables, dict) or not tables:
         first, *rest = KINDS
         raise SearchGradeError(f"{source} declares no strategy: add a [strategy.NAME] table with "
                                f"kind = \"{first}\" (or {', '.join(rest)})")
     specs = {name: parse_spec(name, table, source) for name, table in tables.items()}
+    for name, spec in sweep_specs(data.get("sweep"), source)[1].items():
+        if name in specs:
+            raise SearchGradeError(f"{spec.source}: makes a variant named {name!r}, which the file declares "
+                                   f"as [strategy.{name}] too: rename one")
+        specs[name] = spec
     rerankers = parse_rerankers(data.get("reranker"), source)
     for spec in specs.values():
         for name in spec.rerankers:
@@ -195,6 +201,39 @@ def load_strategies_file(path: str | os.PathLike[str]) -> dict[str, StrategySpec
                                        f"add a [reranker.{name}] table"
                                        + (f" or use one of {', '.join(rerankers)}" if rerankers else ""))
     return specs
+
+
+def sweep_specs(tables: Any, source: str = "") -> tuple[dict[str, Any], dict[str, StrategySpec]]:
+    """The ``[sweep.NAME]`` tables of a strategies file: each Sweep (indexes/variants/sweep.py) by
+    name, and every variant they make, checked as a ``[strategy.NAME]`` of its kind.
+
+    Raises:
+        SearchGradeError: a bad sweep, or a variant its kind refuses (one line naming the sweep).
+    """
+    from searchgrade.indexes.variants.sweep import parse_sweep
+
+    if tables is None:
+        return {}, {}
+    if not isinstance(tables, dict):
+        raise SearchGradeError(f"{source}: sweep must hold [sweep.NAME] tables, got {tables!r}")
+    sweeps: dict[str, Any] = {}
+    specs: dict[str, StrategySpec] = {}
+    for name, table in tables.items():
+        sweep, variants = parse_sweep(name, table, source)
+        sweeps[name] = sweep
+        where = f"{source} [sweep.{name}]" if source else f"[sweep.{name}]"
+        for variant, variant_table in variants.items():
+            if variant in specs:
+                raise SearchGradeError(f"{where}: makes {variant!r}, which another sweep makes too: rename a sweep")
+            specs[variant] = parse_spec(variant, variant_table, where)
+    return sweeps, specs
+
+
+def load_sweeps(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The sweeps of a strategies file (``[sweep.NAME]``) as Sweep records (the file checked whole first)."""
+    load_strategies_file(path)
+    path = Path(path).expanduser()
+    return sweep_specs(_read_toml(path).get("sweep"), path.name)[0]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

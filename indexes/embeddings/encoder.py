@@ -29,6 +29,7 @@ import numpy as np
 from searchgrade.core.records import SearchGradeError
 from searchgrade.indexes.base import ProgressFn
 from searchgrade.indexes.embeddings import backends as embed_backends
+from searchgrade.indexes.embeddings.models import MODEL2VEC, folder_digest, load_static, local_folder, model_kind
 from searchgrade.indexes.hub import load_pretrained
 from searchgrade.indexes.settings import (
     DEFAULT_DEVICE,
@@ -68,14 +69,14 @@ def resolve_model(name: str) -> str:
 def model_slug(name: str) -> str:
     """A folder name for a model's cache: the hub id made filesystem-safe.
 
-    Local paths get their folder name plus a hash of the absolute path, so two different
-    folders called "model" do not share vectors.
+    A local folder gets its name plus a digest of its content (indexes/embeddings/models.py
+    ``folder_digest``), not of its path: two different folders called "model" do not share
+    vectors, and a model copied or moved elsewhere keeps its vectors.
     """
     name = canonical_model_name(name)
-    path = Path(name).expanduser()
-    if path.exists():
-        digest = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:8]
-        return f"local-{re.sub(r'[^A-Za-z0-9._-]+', '_', path.resolve().name)}-{digest}"
+    folder = local_folder(name)
+    if folder is not None:
+        return f"local-{re.sub(r'[^A-Za-z0-9._-]+', '_', folder.resolve().name)}-{folder_digest(folder)[:12]}"
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
@@ -87,7 +88,8 @@ def load_embedder(name: str, backend: str = DEFAULT_EMBEDDING_BACKEND, device: s
     ``embedder_backend(embedder)`` says which backend it is.
 
     Args:
-        name: a model name or local path (the default resolves to the packaged folder).
+        name: a model name or local path (the default resolves to the packaged folder); a folder
+            holding a model2vec static model is loaded by model2vec (indexes/embeddings/models.py).
         backend: "torch" (sentence-transformers), "onnx" or "onnx-int8" (ONNX Runtime; see
             indexes/embeddings/backends.py).
         device: "auto" (a CUDA GPU when torch sees one and the backend can use it, else the CPU),
@@ -100,6 +102,15 @@ def load_embedder(name: str, backend: str = DEFAULT_EMBEDDING_BACKEND, device: s
             an export that fails (one line with the fix).
     """
     resolved = embed_backends.resolve_device(backend, device)
+    folder = local_folder(resolve_model(name))
+    # A folder is recognised by its files first: a reranker's folder is refused, not mean-pooled.
+    if folder is not None and model_kind(folder) == MODEL2VEC:
+        if backend != "torch":
+            raise SearchGradeError(
+                f"embedding model '{name}' is a model2vec static model: it runs no transformer, so the "
+                f"{backend} backend does not apply: use the default backend (torch) for it"
+            )
+        return _load_static(str(folder.resolve()))
     if backend == "torch":
         return _load_embedder(resolve_model(name), resolved)
     if models_dir is None:
@@ -132,6 +143,11 @@ def _load_embedder(name: str, device: str = "cpu") -> Any:
     )
     return load_pretrained(functools.partial(SentenceTransformer, device=device), name,
                            kind="embedding model", fix=fix)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_static(folder: str) -> Any:
+    return load_static(folder)
 
 
 @functools.lru_cache(maxsize=4)

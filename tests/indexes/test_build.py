@@ -8,12 +8,12 @@ import pytest
 
 from searchgrade.core.records import Collection, Document, SearchGradeError
 from searchgrade.core.records import collection_fingerprint as corpus_fingerprint
-from searchgrade.indexes import build as build_module
 from searchgrade.indexes.base import Searcher
 from searchgrade.indexes.build import build_searchers
 from searchgrade.indexes.embeddings.encoder import load_embedder
 from searchgrade.indexes.registry import known_strategies
 from searchgrade.indexes.settings import IndexSettings
+from searchgrade.indexes.variants import components
 
 from .conftest import DOCS, QUERIES, CountingModel, make_collection
 
@@ -29,7 +29,7 @@ EXPECTED_TOP1 = [doc for _, doc in QUERIES.values()]
 def counting(monkeypatch) -> CountingModel:
     """The real embedder, counting every text it encodes (documents and queries)."""
     model = CountingModel(load_embedder("sentence-transformers/all-MiniLM-L6-v2"))
-    monkeypatch.setattr(build_module, "load_embedder", lambda name, *args, **kwargs: model)
+    monkeypatch.setattr(components, "load_embedder", lambda name, *args, **kwargs: model)
     return model
 
 
@@ -70,13 +70,13 @@ def test_unloadable_reranker_skips_the_three_rerank_strategies_with_the_fix(tmp_
 
 
 def test_only_rerank_strategies_with_no_reranker_build_nothing(tmp_path, collection, monkeypatch):
-    monkeypatch.setattr(build_module, "load_embedder", pytest.fail)
+    monkeypatch.setattr(components, "load_embedder", pytest.fail)
     built = build_searchers(collection, settings(), tmp_path, strategies=["ann_rerank"])
     assert built.searchers == {} and list(built.skipped) == ["ann_rerank"]
 
 
 def test_only_what_the_strategies_need_is_built(tmp_path, collection, monkeypatch):
-    monkeypatch.setattr(build_module, "load_embedder", pytest.fail)
+    monkeypatch.setattr(components, "load_embedder", pytest.fail)
     built = build_searchers(collection, settings(), tmp_path, strategies=["fulltext"])
     assert list(built.searchers) == ["fulltext"]
     assert set(built.timings) == {"bm25_build"}

@@ -91,6 +91,8 @@ def test_compare_gives_paired_deltas_and_the_queries_that_changed(store):
     row = deltas.set_index("Strategy").loc["Full-text (BM25)"]
     assert row["Change"] == pytest.approx((4.0 - 2.8927892) / 2, abs=1e-6)
     assert deltas.set_index("Strategy").loc["ANN (dense)", "Change"] == 0
+    # Two queries are too few for an interval: a dash, not "None" (so is a withheld change's).
+    assert (row["CI low"], row["CI high"]) == ("–", "–"), row
     changed = next(df.value for df in at.dataframe if "Query id" in df.value.columns)
     assert changed["Query id"].tolist() == ["q2"]
     assert changed["Strategy"].tolist() == ["Full-text (BM25)"]

@@ -49,7 +49,8 @@ def test_one_registration_gives_the_file_its_keys_and_checks_and_the_build_its_b
     ({"kind": "echo", "word": "hi", "url": "http://h"}, "unknown key 'url' for kind 'echo': the keys are "
                                                         "kind, rerank, shout, word"),
     ({"kind": "echo", "word": "hi", "shout": True}, "shout = true needs an upper-case word"),
-    ({"kind": "solr"}, "use one of http, elasticsearch, opensearch, milvus, python, postgres, lancedb, hybrid, echo"),
+    ({"kind": "solr"}, "use one of http, elasticsearch, opensearch, milvus, python, postgres, lancedb, hybrid, ann, "
+                       "fulltext, echo"),
 ])
 def test_a_registered_kind_is_checked_by_its_own_keys_and_rules(echo, table, expected):
     with pytest.raises(SearchGradeError, match="^s.toml: \\[strategy.e\\]: .*" + expected.replace("(", "\\(")):
@@ -59,7 +60,8 @@ def test_a_registered_kind_is_checked_by_its_own_keys_and_rules(echo, table, exp
 def test_a_kind_is_registered_once():
     with pytest.raises(ValueError, match="backend kind 'http' is registered twice"):
         register(BackendKind("http", {}, http.check, http.build_node))
-    assert list(KINDS) == ["http", "elasticsearch", "opensearch", "milvus", "python", "postgres", "lancedb", "hybrid"]
+    assert list(KINDS) == ["http", "elasticsearch", "opensearch", "milvus", "python", "postgres", "lancedb", "hybrid",
+                          "ann", "fulltext"]
 
 
 def test_the_elasticsearch_and_opensearch_presets_are_the_http_backend_with_their_own_keys():

@@ -40,10 +40,12 @@ def test_other_names_are_passed_through():
 
 def test_model_slug_is_filesystem_safe_and_shared_by_aliases(tmp_path):
     assert model_slug(MODEL) == model_slug("all-MiniLM-L6-v2") == "sentence-transformers_all-MiniLM-L6-v2"
-    (tmp_path / "a" / "model").mkdir(parents=True)
-    (tmp_path / "b" / "model").mkdir(parents=True)
-    slug_a, slug_b = model_slug(str(tmp_path / "a" / "model")), model_slug(str(tmp_path / "b" / "model"))
-    assert slug_a.startswith("local-model-") and slug_a != slug_b
+    # Two folders called "model": named by their content (indexes/embeddings/models.py), not their path.
+    for folder, weights in (("a", b"one"), ("b", b"two"), ("c", b"one")):
+        (tmp_path / folder / "model").mkdir(parents=True)
+        (tmp_path / folder / "model" / "model.safetensors").write_bytes(weights)
+    slug_a, slug_b, slug_c = (model_slug(str(tmp_path / f / "model")) for f in "abc")
+    assert slug_a.startswith("local-model-") and slug_a != slug_b and slug_a == slug_c
     assert "/" not in slug_a
 
 
@@ -65,7 +67,7 @@ def test_missing_local_path_says_it_does_not_exist(tmp_path):
 
 def test_a_folder_that_is_not_a_model_is_reported(tmp_path):
     (tmp_path / "junk.txt").write_text("x")
-    with pytest.raises(SearchGradeError, match=r"could not be loaded .*--embedding-model"):
+    with pytest.raises(SearchGradeError, match=r"holds no embedding model .*--embedding-model"):
         load_embedder(str(tmp_path))
 
 
