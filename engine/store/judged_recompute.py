@@ -20,8 +20,7 @@ from typing import Any
 
 import duckdb
 
-from searchgrade.engine.store.relevance_recompute import write_summary
-from searchgrade.engine.store.run_summary import write_run_summary
+from searchgrade.engine.store.relevance_recompute import finish_recompute, write_summary
 
 NOTE = ("judged@k was recomputed: it now divides by k (a place no result holds is not judged), as P@k "
         "and ir_measures' definition of Judged@k do; before, it divided by the results returned.")
@@ -54,11 +53,7 @@ def recompute_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> bool:
             write_summary(con, run_id, columns, json.loads(run["config"] or "{}"), ("judged",))
     finally:
         con.execute("DROP TABLE IF EXISTS _judged")
-    if run["status"] == "complete":
-        write_run_summary(con, run_id)
-    notes = json.loads(run["notes"] or "[]")
-    if NOTE not in notes:
-        con.execute("UPDATE runs SET notes = ? WHERE run_id = ?", [json.dumps([*notes, NOTE]), run_id])
+    finish_recompute(con, run, run_id, NOTE)
     return True
 
 

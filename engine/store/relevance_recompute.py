@@ -101,12 +101,18 @@ def recompute_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> bool:
             write_summary(con, run_id, columns, json.loads(run["config"] or "{}"))
     finally:
         con.execute("DROP TABLE IF EXISTS _relevance")
+    finish_recompute(con, run, run_id, NOTE)
+    return True
+
+
+def finish_recompute(con: duckdb.DuckDBPyConnection, run: dict[str, Any], run_id: str, note: str) -> None:
+    """After a run's figures are recomputed: its run summary rebuilt (a complete run's) and ``note``
+    added to its notes once."""
     if run["status"] == "complete":
         write_run_summary(con, run_id)
     notes = json.loads(run["notes"] or "[]")
-    if NOTE not in notes:
-        con.execute("UPDATE runs SET notes = ? WHERE run_id = ?", [json.dumps([*notes, NOTE]), run_id])
-    return True
+    if note not in notes:
+        con.execute("UPDATE runs SET notes = ? WHERE run_id = ?", [json.dumps([*notes, note]), run_id])
 
 
 def write_summary(con: duckdb.DuckDBPyConnection, run_id: str, columns: dict[str, Any],
