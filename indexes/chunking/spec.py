@@ -35,6 +35,8 @@ METHODS: dict[str, Method] = {
 #: Bump when a method cuts differently: the chunks kept on disk are made again.
 CHUNK_FORMAT = "chunks-v1"
 EXAMPLE = '{ method = "tokens", size = 128, overlap = 16 }'
+#: The method of a chunking table that names none.
+DEFAULT_METHOD = "tokens"
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Chunking:
 
     def label(self) -> str:
         """Short, for generated names and tables: "tokens128-16", "sentences3-1"."""
-        return f"{self.method}{self.size}-{self.overlap}"
+        return table_label(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
         return {"method": self.method, "size": self.size, "overlap": self.overlap}
@@ -92,6 +94,12 @@ def check_chunking(chunking: Chunking, where: str = "chunking") -> Chunking:
     return chunking
 
 
+def table_label(value: Mapping[str, Any]) -> str:
+    """``Chunking.label`` of a ``chunking`` table, its defaults applied (method "tokens", overlap 0)
+    and not checked: a sweep names its variants before each is checked as a strategy."""
+    return f"{value.get('method', DEFAULT_METHOD)}{value.get('size', '')}-{value.get('overlap', 0)}"
+
+
 def parse_chunking(value: Any, where: str = "chunking") -> Chunking | None:
     """A ``chunking`` table (or None: whole documents) as a checked Chunking.
 
@@ -108,7 +116,7 @@ def parse_chunking(value: Any, where: str = "chunking") -> Chunking | None:
                                f"e.g. chunking = {EXAMPLE}")
     if "size" not in value:
         raise SearchGradeError(f"{where}: missing key 'size': e.g. chunking = {EXAMPLE}")
-    method = value.get("method", "tokens")
+    method = value.get("method", DEFAULT_METHOD)
     if not isinstance(method, str):
         raise SearchGradeError(f"{where}: method must be a string, got {method!r}; use one of {', '.join(METHODS)}")
     probe = object.__new__(Chunking)  # checked with the message's where, not the dataclass's default

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from searchgrade.core.records import SearchGradeError
+from searchgrade.indexes.chunking.spec import table_label
 
 #: Kinds a sweep expands into.
 SWEEP_KINDS = ("ann", "fulltext")
@@ -65,9 +66,7 @@ def value_label(key: str, value: Any) -> str:
     if key == "embedding_model":
         return _slug(Path(str(value)).name)
     if key == "chunking":
-        if value is None:
-            return "whole"
-        return f"{value['method']}{value['size']}-{value.get('overlap', 0)}"
+        return "whole" if value is None else table_label(value)
     if key == "aggregate":
         return _slug(str(value))
     return _slug(f"{key.replace('bm25_', '').replace('embedding_', '')}{value}")

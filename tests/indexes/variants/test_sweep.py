@@ -43,6 +43,12 @@ aggregate = "max"
     assert sweep.variants["grid-minilm-static-whole"] == {"embedding_model": str(static_model_dir), "chunking": None}
 
 
+def test_a_chunking_that_leaves_method_and_overlap_to_their_defaults_is_named_by_them():
+    _, specs = sweep_specs({"grid": {"kind": "fulltext", "chunking": [{"size": 48}, {"size": 96, "overlap": 16}]}},
+                           "sweep.toml")
+    assert list(specs) == ["grid-tokens48-0", "grid-tokens96-16"]
+
+
 @pytest.mark.parametrize(("table", "words"), [
     ({"kind": "http"}, "kind must be one of ann, fulltext"),
     ({"kind": "ann", "aggregate": []}, "aggregate is an empty list"),
