@@ -83,7 +83,8 @@ def _make_ann(ctx: Any, settings: IndexSettings, chunking: Chunking | None, reco
         chunks, items, texts, fingerprint = None, ctx.doc_ids, ctx.texts, ctx.fingerprint
         bundled = bundled_shard(ctx.collection, settings.embedding_model, settings.embedding_backend)
     else:
-        chunks, _ = _chunks(ctx, chunking, model_tokenizer(model))
+        # Sentences are counted without a tokenizer: a model without a fast tokenizer can cut by them.
+        chunks, _ = _chunks(ctx, chunking, None if chunking.unit == "sentences" else model_tokenizer(model))
         items, texts, fingerprint, bundled = chunks.item_ids(), chunks.texts(ctx.collection.documents), \
             chunks.fingerprint, None
     searcher = build_ann(settings, ctx.data_dir, fingerprint, items, texts, ctx.progress, record, bundled, model)
