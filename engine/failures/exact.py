@@ -42,12 +42,13 @@ def failing_queries(hits: Mapping[str, Sequence[SearchHits | None]], query_ids: 
     relevant (graded below the threshold or unjudged; not one whose judgment failed) while a
     relevant document is known for them: the only ones exact search can explain."""
     out = []
+    unanswered = [None] * len(query_ids)
     for i, qid in enumerate(query_ids):
         judged = judgments.get(qid, {})
         if not any(g >= threshold for g in judged.values()):
             continue
         for strategy in strategies:
-            h = hits.get(strategy, [None] * len(query_ids))[i]
+            h = hits.get(strategy, unanswered)[i]
             if h is None or not h.docs:
                 continue
             top = h.docs[0].doc_id

@@ -53,7 +53,6 @@ _EVIDENCE = (
     "anywhere AS (SELECT query_id, min(rank) AS any_rank FROM hits GROUP BY query_id), "
     "firsts AS (SELECT query_id, list(strategy ORDER BY strategy) AS firsts FROM top1 "
     "  WHERE top1 = 'relevant' GROUP BY query_id), "
-    "checked AS (SELECT DISTINCT query_id FROM exact_search WHERE run_id = $run), "
     "missed AS (SELECT e.query_id, e.rank, e.doc_id FROM exact_search e JOIN relevant USING (query_id, doc_id) "
     "  WHERE e.run_id = $run AND NOT e.in_index), "
     "failed AS (SELECT * FROM top1 WHERE " + FAILED + "), "
@@ -67,13 +66,12 @@ _EVIDENCE = (
     "  coalesce(k.relevant_known, 0) AS relevant_known, coalesce(k.judged_known, 0) AS judged_known, "
     "  b.best_rank, b.best_doc, "
     "  list_filter(coalesce(o.firsts, []::VARCHAR[]), lambda s: s != f.strategy) AS first_by, "
-    "  a.any_rank, c.query_id IS NOT NULL AS index_checked, l.lost_rank, l.lost_doc "
+    "  a.any_rank, l.lost_rank, l.lost_doc "
     "FROM failed f JOIN queries q ON q.run_id = $run AND q.query_id = f.query_id "
     "LEFT JOIN known k ON k.query_id = f.query_id "
     "LEFT JOIN best b ON b.strategy = f.strategy AND b.query_id = f.query_id "
     "LEFT JOIN firsts o ON o.query_id = f.query_id "
     "LEFT JOIN anywhere a ON a.query_id = f.query_id "
-    "LEFT JOIN checked c ON c.query_id = f.query_id "
     "LEFT JOIN lost l ON l.strategy = f.strategy AND l.query_id = f.query_id "
     "ORDER BY f.strategy, f.query_id"
 )
@@ -99,7 +97,7 @@ class FailuresMixin(StoreConnection):
         strategy, query_id, text, query_type, top_doc, kind, grade, source, llm_grade,
         relevant_known, judged_known, best_rank, best_doc, first_by (other strategies whose top 1
         is relevant), any_rank (the best rank of a relevant document in any strategy's list),
-        index_checked (exact search ran for the query), lost_rank, lost_doc (the best relevant
+        lost_rank, lost_doc (the best relevant
         document exact search finds that the approximate index and this strategy's list miss)."""
         return self._frame(_EVIDENCE, {"run": run_id, "threshold": threshold})
 
@@ -176,8 +174,3 @@ class FailuresMixin(StoreConnection):
         """Rows of (query_id, rank, doc_id, in_index): the exact top list of a query searched."""
         insert_frame(con, "exact_search", [(run_id, *r) for r in rows],
                      ["run_id", "query_id", "rank", "doc_id", "in_index"])
-
-    def exact_search(self, run_id: str) -> list[dict[str, Any]]:
-        """The exact search a run stored: query_id, rank, doc_id, in_index, by query and rank."""
-        return self._dicts("SELECT query_id, rank, doc_id, in_index FROM exact_search WHERE run_id = ? "
-                           "ORDER BY query_id, rank", [run_id])
