@@ -158,14 +158,14 @@ def _check_grading(request: RunRequest) -> None:
     if request.clicks and request.qrels:
         raise SearchGradeError("--clicks and --qrels are two label sources: keep one (people's ratings apply to "
                                "either)")
+    if request.llm and (request.judge_prices or request.judge_aggregate) and not request.judge_models:
+        raise SearchGradeError(f"{'--judge-price' if request.judge_prices else '--judge-aggregate'} goes with "
+                               "--judge-models (it is about the judges of a panel)")
     if not request.llm:
         given = [flag for name, flag in LLM_ONLY.items() if getattr(request, name) is not None]
         given += [flag for name, flag in PANEL_OPTIONS.items() if getattr(request, name)]
         if given or request.judge_unjudged:
             raise SearchGradeError(f"{(given or ['--judge-unjudged'])[0]} goes with --llm")
-    if (request.judge_prices or request.judge_aggregate) and not request.judge_models:
-        raise SearchGradeError(f"{'--judge-price' if request.judge_prices else '--judge-aggregate'} goes with "
-                               "--judge-models (it is about the judges of a panel)")
     elif request.qrels or request.clicks or request.query_set:
         given = [LLM_ONLY[name] for name in QUERYGEN_ONLY if getattr(request, name) is not None]
         if given:
