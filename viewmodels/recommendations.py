@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from searchgrade.engine.metrics import higher_is_better
 from searchgrade.engine.run.strategies import base_of, label, reranked_of
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 
 def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Figures,
-                    reads: RunReads) -> list[Sentence]:
+                    reads: RunReads, tested: dict[tuple[str, str], Any]) -> list[Sentence]:
     """What to do next, drawn from patterns in the results (``figures``: the run at the view's k;
-    ``reads``: the run's kept reads)."""
+    ``reads``: the run's kept reads; ``tested``: the page's paired tests, ``results_comparisons``)."""
     out: list[Sentence] = []
     k = view.k
     rows = view.metric_summary
@@ -56,7 +56,7 @@ def recommendations(store: Store, run: RunRecord, view: ResultsView, figures: Fi
             out.append(Sentence(f"Use {best['label']}: the {highest} {name} ({figure}), significantly "
                                 f"better than every other strategy evaluated.", "good"))
     # Beside the best, the cheapest strategy not significantly worse (viewmodels/variants.py).
-    out.extend(cost_recommendation(store, run, rows, view.metric, k, reads.latency_summary()))
+    out.extend(cost_recommendation(store, run, rows, view.metric, k, reads.latency_summary(), tested))
     out.extend(_query_type_findings(store, run, view.metric, figures, reads))
     for r in view.reranker_table.to_dict("records"):
         out.append(_reranker_finding(r, name, higher))

@@ -91,7 +91,7 @@ def results_view(store: Store, run_id: str, metric: str = PRIMARY_METRIC, k: int
         comparisons=family_size(tested),
         significance_note=family_note(family_size(tested)) if tested else "",
     )
-    view.recommendations = recommendations(store, run, view, figures, reads)
+    view.recommendations = recommendations(store, run, view, figures, reads, tested)
     reads.save()
     return view
 

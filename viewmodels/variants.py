@@ -175,15 +175,11 @@ def cheapest_not_worse(run: RunRecord, rows: pd.DataFrame, metric: str, k: int, 
 
 
 def cost_recommendation(store: Store, run: RunRecord, rows: pd.DataFrame, metric: str, k: int,
-                        latency: list[dict[str, Any]]) -> list[Sentence]:
-    """``cheapest_not_worse`` with the page's own paired tests (kept with a complete run) and the
-    run's costs; nothing for a run without cost figures."""
+                        latency: list[dict[str, Any]], tested: dict[tuple[str, str], Any]) -> list[Sentence]:
+    """``cheapest_not_worse`` with the page's own paired tests (``tested``) and the run's costs;
+    nothing for a run without cost figures."""
     if not (run.stats or {}).get("costs") or len(rows) < 2:
         return []
-    from searchgrade.viewmodels.recompute import Figures
-    from searchgrade.viewmodels.significance import results_comparisons
-
-    tested = results_comparisons(store, run, metric, k, rows, lambda: Figures(store, run, k).wide(metric))
     costs = {r["strategy"]: r for r in cost_rows(store, run, latency)}
     found = cheapest_not_worse(run, rows, metric, k, tested, costs)
     return [found] if found is not None else []
