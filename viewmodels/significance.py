@@ -164,12 +164,11 @@ def holes_input(store: Store, run: RunRecord, metric: str, k: int) -> HolesInput
     """The rule's inputs for a run at metric@k, or None where it does not apply: a grading that
     counts an absent result as not relevant by design (engine/statistics/holes.py), or a metric that
     reads holes itself (bpref, the condensed NDCG, the residual, judged@k) or no grade at all."""
-    from searchgrade.engine.run.condensed import RunLabels
+    from searchgrade.engine.run.condensed import RunLabels, rule_applies
 
-    if not holes_metric(metric):
+    if not holes_metric(metric) or not rule_applies(store, run):  # before the lists and grades are read
         return None
-    labels = RunLabels(store, run, k)
-    return HolesInput(labels, metric, k) if labels.rule_applies else None
+    return HolesInput(RunLabels(store, run, k), metric, k)
 
 
 def holes_metric(metric: str) -> bool:

@@ -17,6 +17,13 @@ from searchgrade.engine.statistics.holes import condensed_lists, judges_what_it_
 from searchgrade.engine.store import RunRecord, Store
 
 
+def rule_applies(store: Store, run: RunRecord) -> bool:
+    """``RunLabels(store, run, k).rule_applies`` without reading the run's lists and grades: whether
+    its grading judges what it saw (engine/statistics/holes.py)."""
+    marks_holes = any(store.pooled_unjudged(run.run_id).values())
+    return judges_what_it_saw(run.label_source or "", marks_holes)
+
+
 class RunLabels:
     """A run's top k per strategy and query, each result's grade (None: a hole), read once."""
 

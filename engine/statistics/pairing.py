@@ -412,11 +412,12 @@ def _run_changes(store: Store, a: RunRecord, b: RunRecord, metric: str, k: int, 
     """Each strategy's change from run A to run B by the rule: side a is run B (after), side b run A
     (before), over the paired queries; None where the rule does not apply (the runs' gradings, or a
     metric that reads holes itself)."""
-    from searchgrade.engine.run.condensed import RunLabels
+    from searchgrade.engine.run.condensed import RunLabels, rule_applies
     from searchgrade.engine.run.strategies import label
     from searchgrade.engine.statistics.holes import rule_metric, withheld_reason
 
-    if not rule_metric(metric):
+    # Checked before the lists and grades are read: for most runs (qrels, ...) the rule does not apply.
+    if not rule_metric(metric) or not (rule_applies(store, a) or rule_applies(store, b)):
         return None
     after, before = RunLabels(store, b, k), RunLabels(store, a, k)
     ids_b = paired.query_ids_b if paired.query_ids_b is not None else paired.query_ids
