@@ -47,12 +47,6 @@ def metric_names(*runs: RunRecord) -> list[str]:
     return [m for m in REGISTRY if all(m in names for names in offered)]
 
 
-def metric_help(metric: str, k: int, run: RunRecord | None = None) -> str:
-    """What a metric is, where it is picked: its definition, its range at k on the run's scale
-    and its direction (the record's words, engine/metrics/record.py)."""
-    return metric_record(metric).explain(k, run.grade_max if run is not None else None)
-
-
 def best_word(metric: str) -> str:
     """ "highest" or "lowest": the best value of ``metric`` in words (its record's)."""
     return metric_record(metric).best_word

@@ -23,13 +23,8 @@ from searchgrade.engine.metrics import metric_record
 from searchgrade.engine.run.strategies import label
 from searchgrade.engine.statistics.decisions import DecisionAgreement, PairVerdict
 from searchgrade.engine.statistics.judge_vs_human import Estimate
-from searchgrade.engine.store import RunRecord, Store
+from searchgrade.engine.store import Store
 from searchgrade.viewmodels.common import Sentence, metric_label, plural
-
-
-def has_judges(run: RunRecord) -> bool:
-    """Whether an LLM judge graded the run's results (LLM mode, or qrels with the judge)."""
-    return run.mode == "llm" or bool(run.config.get("llm"))
 
 
 def page_metric(metric: str, k: int) -> tuple[str, str | None]:

@@ -9,7 +9,7 @@ import streamlit as st
 from searchgrade.engine import SearchGradeError
 from searchgrade.engine.store import RunRecord
 from searchgrade.viewmodels import judges as judges_model
-from searchgrade.viewmodels.common import Sentence
+from searchgrade.viewmodels.common import Sentence, is_llm_run
 from searchgrade.views._common import home, plain, store_for
 from searchgrade.views._trust import SHOW, trust_section
 
@@ -26,7 +26,7 @@ def judges_view(path: str, run_id: str, metric: str, version: str) -> judges_mod
 
 def judges_section(run: RunRecord, metric: str, k: int, key: str) -> None:
     """The section, for a run whose results a judge graded (nothing otherwise)."""
-    if not judges_model.has_judges(run):
+    if not is_llm_run(run):
         return
     st.subheader("Can I trust the judge?")
     store = store_for(home())

@@ -6,7 +6,6 @@ from __future__ import annotations
 import streamlit as st
 
 from searchgrade.engine import SearchGradeError
-from searchgrade.viewmodels import judges as judges_model
 from searchgrade.viewmodels import review as review_model
 from searchgrade.viewmodels.common import is_llm_run
 from searchgrade.viewmodels.rating import rating_scale, save_rating
@@ -32,7 +31,7 @@ run_id = pick_run(choices, "review_run")
 store = get_store()
 run = store.get_run(run_id)
 title.title("Review the judge" if is_llm_run(run) else "Review: rate the results")
-if judges_model.has_judges(run):
+if is_llm_run(run):
     with st.expander("Can I trust the judge? Its decisions, stability and agreement with people's ratings"):
         judges_section(run, "dcg", min(run.k, run.depth), "review")
 modes, why_not = review_model.available_modes(run)
