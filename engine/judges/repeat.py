@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import Document, SearchGradeError
-from searchgrade.engine.judges.panel import judge_settings
+from searchgrade.engine.judges.panel import judge_settings, judge_stage
 from searchgrade.engine.judges.people import Pair, run_grades
 from searchgrade.engine.judges.spec import PANEL, JudgeSpec, parse_judge
 from searchgrade.engine.llm.accounting import Usage
+from searchgrade.engine.llm.judge import STAGE
 
 if TYPE_CHECKING:
     from searchgrade.engine.llm.client import LLMClient
@@ -126,7 +127,7 @@ def plan_repeats(store: Store, run_id: str, repeat: int, *, sample: int = SAMPLE
     usage = store.llm_usage(grades.run.run_id)
     per_call = {}
     for n in names:
-        counters = usage.get(f"judge:{n}") or usage.get("judge") or {}
+        counters = usage.get(judge_stage(n)) or usage.get(STAGE) or {}
         calls = counters.get("ok", 0) + counters.get("failures", 0)
         tokens = counters.get("prompt_tokens", 0) + counters.get("completion_tokens", 0)
         per_call[n] = tokens / calls if calls and tokens else None

@@ -207,6 +207,8 @@ def _stability(grades: RunGrades, name: str, repeats: Mapping[Pair, Mapping[int,
 
 def _costs(store: Store, grades: RunGrades) -> dict[str, Cost]:
     from searchgrade.engine.judges.panel import judge_stage
+    from searchgrade.engine.judges.repeat import repeat_stage
+    from searchgrade.engine.llm.judge import STAGE
 
     usage = store.llm_usage(grades.run.run_id)
     prices = grades.run.config.get("judge_prices") or {}
@@ -214,8 +216,8 @@ def _costs(store: Store, grades: RunGrades) -> dict[str, Cost]:
     panel = PANEL in grades.judges
     costs = {}
     for name in members:
-        stage = judge_stage(name) if panel else "judge"
-        counters = usage.get(stage) if usage.get(stage, {}).get("ok") else usage.get(f"judge-repeat:{name}")
+        stage = judge_stage(name) if panel else STAGE
+        counters = usage.get(stage) if usage.get(stage, {}).get("ok") else usage.get(repeat_stage(name))
         costs[name] = stage_cost(counters, prices.get(name))
     if panel:
         costs[PANEL] = panel_cost([costs[m] for m in members])
