@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from searchgrade.core.records import SearchGradeError
+from searchgrade.core.records import SearchGradeError, first_line
 
 MODEL2VEC = "model2vec"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -173,7 +173,6 @@ def load_static(folder: str | Path) -> StaticEmbedder:
     try:
         model = StaticModel.from_pretrained(str(path), force_download=False)
     except Exception as exc:  # any loader failure is a bad model folder for the user
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SearchGradeError(f"model2vec model at '{folder}' could not be loaded ({type(exc).__name__}: "
-                               f"{first}): make it again with `searchgrade embeddings distill`") from exc
+                               f"{first_line(exc)}): make it again with `searchgrade embeddings distill`") from exc
     return StaticEmbedder(model, str(path))
