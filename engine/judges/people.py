@@ -19,8 +19,10 @@ grades stand (``RunGrades.judges``).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from searchgrade.core.records import SearchGradeError
 from searchgrade.engine.run.config import JUDGE_MAX_GRADE
@@ -74,7 +76,10 @@ def check_people_scale(run: RunRecord) -> None:
                                "collection on one of those, or rate its results in the app (0-3)")
 
 
-def _judge_grades(store: Store, run: RunRecord) -> dict[str, dict[Pair, int | None]]:
+def _judge_grades(store: Store, run: RunRecord,
+                  grade_rows: Callable[[], list[dict[str, Any]]]) -> dict[str, dict[Pair, int | None]]:
+    """Each judge's grades: the stored ones, else (a single-judge run) the run's LLM grades from
+    ``grade_rows`` (the run's grades, read once for both uses)."""
     rows = store.judge_grades(run.run_id)
     out: dict[str, dict[Pair, int | None]] = {}
     for r in rows:
@@ -83,7 +88,7 @@ def _judge_grades(store: Store, run: RunRecord) -> dict[str, dict[Pair, int | No
         return out
     model = (run.stats.get("llm") or {}).get("model") or (run.config.get("llm") or {}).get("model")
     single: dict[Pair, int | None] = {}
-    for g in store.grades(run.run_id):
+    for g in grade_rows():
         if g["llm_grade"] is not None:
             single[(g["query_id"], g["doc_id"])] = g["llm_grade"]
         elif g["source"] == "llm":
@@ -112,8 +117,9 @@ def run_grades(store: Store, run_id: str) -> RunGrades:
     people: dict[Pair, int] = {}
     explicit: set[Pair] = set()
     has_qrels = run.mode == "qrels"
+    grade_rows = functools.cache(lambda: store.grades(run.run_id))
     if has_qrels:
-        for g in store.grades(run.run_id):
+        for g in grade_rows():
             if g["source"] == "human" and g["grade"] is not None:
                 pair = (g["query_id"], g["doc_id"])
                 people[pair] = to_judge_scale(int(g["grade"]), run.grade_max)
@@ -133,4 +139,4 @@ def run_grades(store: Store, run_id: str) -> RunGrades:
         "qrels, an unjudged result counting 0" if has_qrels else "",
         f"{len(rated)} rated pair{'s' if len(rated) != 1 else ''}" if rated else "") if part) or "nobody"
     return RunGrades(run, [q["query_id"] for q in queries], {q["query_id"]: q["text"] for q in queries}, ranked,
-                     people, explicit, pool, _judge_grades(store, run), source)
+                     people, explicit, pool, _judge_grades(store, run, grade_rows), source)
